@@ -1,0 +1,95 @@
+//===- DSAAttrs.td - dsa attributes -------------------------------------------===//
+#ifndef DSA_ATTRS_TD
+#define DSA_ATTRS_TD
+
+include "dsa/Dialect/DSA/IR/DSADialect.td"
+include "mlir/IR/AttrTypeBase.td"
+
+class DSA_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<DSA_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def DSA_YarnAttr : DSA_Attr<"Yarn", "yarn"> {
+  let summary = "YaRN frequency blending parameters (attention-semantics.md section 2)";
+  let description = [{
+    The reference's `original_seq_len`, `rope_factor`, `beta_fast`, `beta_slow`. With these,
+    `cdim(rot) = rope_dim * ln(original_seq_len / (rot*2*pi)) / (2*ln(theta))` (f64),
+    `low = max(floor(cdim(beta_fast)), 0)`, `high = min(ceil(cdim(beta_slow)), rope_dim-1)`,
+    `ramp[k] = clamp((k - low) / max(high - low, 0.001), 0, 1)`, `smooth = 1 - ramp`,
+    `f[k] = f[k]/factor*(1-smooth) + f[k]*smooth`.
+
+    Example:
+    ```mlir
+    #dsa.yarn<original_seq_len = 32, factor = 2.000000e+00, beta_fast = 3.200000e+01, beta_slow = 1.000000e+00>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$original_seq_len,
+    "::mlir::FloatAttr":$factor,
+    "::mlir::FloatAttr":$beta_fast,
+    "::mlir::FloatAttr":$beta_slow
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def DSA_RopeAttr : DSA_Attr<"Rope", "rope"> {
+  let summary = "RoPE table parameters (attention-semantics.md section 2)";
+  let description = [{
+    The frequency table of a rotary embedding over the last `rope_dim` elements of a row:
+    `f[k] = 1 / theta^(2k/rope_dim)`, k < rope_dim/2, blended by YaRN when `yarn` is present. Ratio-0 layers use
+    `theta = rope_theta` without YaRN; ratio > 0 layers and their indexer use `compress_rope_theta` with YaRN.
+    Float parameters are f64 attributes (the reference computes the table in f64 before casting to f32).
+
+    Example:
+    ```mlir
+    #dsa.rope<rope_dim = 8, theta = 1.000000e+04>
+    #dsa.rope<rope_dim = 8, theta = 4.000000e+04,
+              yarn = #dsa.yarn<original_seq_len = 32, factor = 2.000000e+00, beta_fast = 3.200000e+01,
+                               beta_slow = 1.000000e+00>>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$rope_dim,
+    "::mlir::FloatAttr":$theta,
+    OptionalParameter<"YarnAttr">:$yarn
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def DSA_AttnConfigAttr : DSA_Attr<"AttnConfig", "attn_config"> {
+  let summary = "geometry and role of one attention layer (attention-semantics.md section 1)";
+  let description = [{
+    The configuration of one `dsa.attention` layer, named as in the reference's `ModelArgs`:
+    `dim`, `n_heads`, `head_dim`, `rope_head_dim`, `q_lora_rank`, `o_groups`, `o_lora_rank`, `window_size`,
+    `compress_ratio` (0 = window only), `norm_eps`, the layer's RoPE table (`rope`), and `layer_id` (used to name
+    the probes the decomposition emits, `L<layer_id>.sa_q` and so on).
+
+    Example:
+    ```mlir
+    #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16,
+                     o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0,
+                     norm_eps = 9.99999968E-21 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.000000e+04>>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$layer_id,
+    "int64_t":$dim,
+    "int64_t":$n_heads,
+    "int64_t":$head_dim,
+    "int64_t":$rope_head_dim,
+    "int64_t":$q_lora_rank,
+    "int64_t":$o_groups,
+    "int64_t":$o_lora_rank,
+    "int64_t":$window_size,
+    "int64_t":$compress_ratio,
+    "::mlir::FloatAttr":$norm_eps,
+    "RopeAttr":$rope
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // DSA_ATTRS_TD

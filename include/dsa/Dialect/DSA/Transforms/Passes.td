@@ -1,0 +1,25 @@
+//===- Passes.td - dsa transformation passes ---------------------------------===//
+#ifndef DSA_TRANSFORMS_PASSES_TD
+#define DSA_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DSADecomposeAttention : Pass<"dsa-decompose-attention"> {
+  let summary = "Rewrite dsa.attention into the dsa primitives";
+  let description = [{
+    Replaces every `dsa.attention` by the primitives of its layer kind (attention-semantics.md sections 3, 4, 10,
+    11 for window-only layers), with `dsa.probe`s naming the golden's captures (`L<l>.sa_q`, `L<l>.sa_kv`,
+    `L<l>.sa_topk_idxs`, `L<l>.sa_o`, `L<l>.attn_out`). The result is what the interpreter and the lowerings run.
+  }];
+  let dependentDialects = ["::mlir::dsa::DSADialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def DSAStripProbes : Pass<"dsa-strip-probes"> {
+  let summary = "Erase dsa.probe ops (what compiled backends do with probes by default)";
+  let description = [{
+    Erases every `dsa.probe`. Compiled pipelines run this first unless they are asked to return probed values.
+  }];
+}
+
+#endif

@@ -1,0 +1,68 @@
+//===- Tensor.h - the interpreter's value type (MLIR-free) --------------------===//
+//
+// A small dense tensor: element type, shape, row-major data. Floating tensors (bf16, f32) store f32 values (a bf16
+// tensor's values are bf16-exact); integer tensors (i1, i32, i64) store int64 values. Scalars (i64 / index SSA
+// values) are rank-0 tensors. Follows the value type of StableHLO's reference interpreter.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#ifndef DSA_INTERPRETER_TENSOR_H
+#define DSA_INTERPRETER_TENSOR_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dsa::interp {
+
+enum class ElementType { BF16, F32, I1, I32, I64, Index };
+
+/// "bf16", "f32", "i1", "i32", "i64", "index".
+const char *elementTypeName(ElementType type);
+bool isFloatType(ElementType type);
+
+class Tensor {
+public:
+  Tensor() = default;
+  /// A zero-filled tensor.
+  Tensor(ElementType type, std::vector<int64_t> shape);
+
+  static Tensor scalarI64(int64_t value);
+  static Tensor scalarIndex(int64_t value);
+  /// A float tensor from values (rounded to bf16 when type is BF16).
+  static Tensor fromFloats(ElementType type, std::vector<int64_t> shape, std::vector<float> values);
+  static Tensor fromInts(ElementType type, std::vector<int64_t> shape, std::vector<int64_t> values);
+
+  ElementType elementType() const { return type_; }
+  bool isFloat() const { return isFloatType(type_); }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i)]; }
+  int64_t numElements() const;
+
+  /// Float storage (bf16/f32 tensors only).
+  float *floats() { return floats_.data(); }
+  const float *floats() const { return floats_.data(); }
+  const std::vector<float> &floatVector() const { return floats_; }
+  /// Integer storage (i1/i32/i64/index tensors only).
+  int64_t *ints() { return ints_.data(); }
+  const int64_t *ints() const { return ints_.data(); }
+  const std::vector<int64_t> &intVector() const { return ints_; }
+
+  /// The value of a rank-0 integer tensor.
+  int64_t scalarInt() const { return ints_.at(0); }
+  /// Element `flat` as double, whatever the element type.
+  double at(int64_t flat) const;
+
+  /// e.g. "tensor<12x64xbf16>".
+  std::string typeString() const;
+
+private:
+  ElementType type_ = ElementType::F32;
+  std::vector<int64_t> shape_;
+  std::vector<float> floats_;
+  std::vector<int64_t> ints_;
+};
+
+} // namespace dsa::interp
+
+#endif

@@ -1,0 +1,1 @@
+// TODO(numerics) E8M0
