@@ -1,0 +1,3 @@
+// RUN: dsa-opt %s | FileCheck %s
+// CHECK: module
+module {}
