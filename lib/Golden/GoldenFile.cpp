@@ -1,1 +1,609 @@
-// TODO(golden) GoldenFile
+//===- GoldenFile.cpp - reader of the tiny-model golden ------------------------===//
+//
+// Format: shared/spec/tiny-model-harness.md ("File format"). nlohmann_json is used here only; its exceptions are
+// caught in this file and turned into dsa::Error messages that name the offending key path.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Golden/GoldenFile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace dsa::golden {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string typeName(const Json &j) { return j.type_name(); }
+
+/// Reads typed fields of one JSON object; remembers the first error (with its key path) and returns defaults
+/// after it, so a parser can read all fields and check once.
+class ObjectReader {
+public:
+  ObjectReader(const Json &object, std::string path) : object_(object), path_(std::move(path)) {
+    if (!object_.is_object())
+      fail(path_, "expected an object, got " + typeName(object_));
+  }
+
+  bool ok() const { return error_.empty(); }
+  const std::string &error() const { return error_; }
+  void fail(const std::string &key, const std::string &what) {
+    if (error_.empty())
+      error_ = key + ": " + what;
+  }
+  std::string keyPath(const std::string &key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  /// The value of a required key, or nullptr (error recorded).
+  const Json *field(const std::string &key) {
+    if (!ok() || !object_.is_object())
+      return nullptr;
+    auto it = object_.find(key);
+    if (it == object_.end()) {
+      fail(keyPath(key), "missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+  bool has(const std::string &key) const { return object_.is_object() && object_.contains(key); }
+
+  // ---- scalars ----
+  bool asI64(const Json &j, const std::string &path, int64_t &out, bool wrapUnsigned = false) {
+    if (!j.is_number_integer()) {
+      fail(path, "expected an integer, got " + typeName(j) + (j.is_number_float() ? " " + j.dump() : ""));
+      return false;
+    }
+    if (j.is_number_unsigned()) {
+      uint64_t u = j.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) && !wrapUnsigned) {
+        fail(path, "integer " + std::to_string(u) + " does not fit in i64");
+        return false;
+      }
+      out = static_cast<int64_t>(u);
+      return true;
+    }
+    out = j.get<int64_t>();
+    return true;
+  }
+  bool asU64(const Json &j, const std::string &path, uint64_t &out) {
+    if (!j.is_number_integer() || (!j.is_number_unsigned() && j.get<int64_t>() < 0)) {
+      fail(path, "expected a non-negative integer, got " + typeName(j) + " " + j.dump());
+      return false;
+    }
+    out = j.get<uint64_t>();
+    return true;
+  }
+  bool asF64(const Json &j, const std::string &path, double &out) {
+    if (!j.is_number()) {
+      fail(path, "expected a number, got " + typeName(j));
+      return false;
+    }
+    out = j.get<double>();
+    return true;
+  }
+
+  int64_t i64(const std::string &key) {
+    int64_t v = 0;
+    if (const Json *j = field(key))
+      asI64(*j, keyPath(key), v);
+    return v;
+  }
+  double f64(const std::string &key) {
+    double v = 0;
+    if (const Json *j = field(key))
+      asF64(*j, keyPath(key), v);
+    return v;
+  }
+  bool boolean(const std::string &key) {
+    const Json *j = field(key);
+    if (!j)
+      return false;
+    if (!j->is_boolean()) {
+      fail(keyPath(key), "expected a boolean, got " + typeName(*j));
+      return false;
+    }
+    return j->get<bool>();
+  }
+  std::string str(const std::string &key) {
+    const Json *j = field(key);
+    if (!j)
+      return {};
+    if (!j->is_string()) {
+      fail(keyPath(key), "expected a string, got " + typeName(*j));
+      return {};
+    }
+    return j->get<std::string>();
+  }
+  /// An optional string: absent -> empty; present but not a string -> error.
+  std::string optionalStr(const std::string &key) {
+    if (!ok() || !has(key))
+      return {};
+    return str(key);
+  }
+  /// A string or null.
+  std::optional<std::string> nullableStr(const std::string &key) {
+    const Json *j = field(key);
+    if (!j || j->is_null())
+      return std::nullopt;
+    if (!j->is_string()) {
+      fail(keyPath(key), "expected a string or null, got " + typeName(*j));
+      return std::nullopt;
+    }
+    return j->get<std::string>();
+  }
+
+  // ---- lists ----
+  const Json *list(const std::string &key) {
+    const Json *j = field(key);
+    if (j && !j->is_array()) {
+      fail(keyPath(key), "expected a list, got " + typeName(*j));
+      return nullptr;
+    }
+    return j;
+  }
+  std::vector<int64_t> i64s(const Json &j, const std::string &path, bool wrapUnsigned = false) {
+    std::vector<int64_t> out;
+    if (!j.is_array()) {
+      fail(path, "expected a list of integers, got " + typeName(j));
+      return out;
+    }
+    out.reserve(j.size());
+    for (size_t i = 0; i < j.size() && ok(); ++i) {
+      int64_t v = 0;
+      asI64(j[i], path + "[" + std::to_string(i) + "]", v, wrapUnsigned);
+      out.push_back(v);
+    }
+    return out;
+  }
+  std::vector<int64_t> i64s(const std::string &key, bool wrapUnsigned = false) {
+    const Json *j = list(key);
+    return j ? i64s(*j, keyPath(key), wrapUnsigned) : std::vector<int64_t>{};
+  }
+  std::vector<uint64_t> u64s(const std::string &key) {
+    std::vector<uint64_t> out;
+    const Json *j = list(key);
+    if (!j)
+      return out;
+    for (size_t i = 0; i < j->size() && ok(); ++i) {
+      uint64_t v = 0;
+      asU64((*j)[i], keyPath(key) + "[" + std::to_string(i) + "]", v);
+      out.push_back(v);
+    }
+    return out;
+  }
+  std::vector<double> f64s(const Json &j, const std::string &path) {
+    std::vector<double> out;
+    if (!j.is_array()) {
+      fail(path, "expected a list of numbers, got " + typeName(j));
+      return out;
+    }
+    out.reserve(j.size());
+    for (size_t i = 0; i < j.size() && ok(); ++i) {
+      double v = 0;
+      asF64(j[i], path + "[" + std::to_string(i) + "]", v);
+      out.push_back(v);
+    }
+    return out;
+  }
+  std::vector<std::string> strs(const std::string &key) {
+    std::vector<std::string> out;
+    const Json *j = list(key);
+    if (!j)
+      return out;
+    for (size_t i = 0; i < j->size() && ok(); ++i) {
+      if (!(*j)[i].is_string()) {
+        fail(keyPath(key) + "[" + std::to_string(i) + "]", "expected a string, got " + typeName((*j)[i]));
+        break;
+      }
+      out.push_back((*j)[i].get<std::string>());
+    }
+    return out;
+  }
+  /// A list of lists (of lists...) of integers, one level per call.
+  std::vector<std::vector<int64_t>> i64Matrix(const Json &j, const std::string &path, bool wrapUnsigned = false) {
+    std::vector<std::vector<int64_t>> out;
+    if (!j.is_array()) {
+      fail(path, "expected a list of lists, got " + typeName(j));
+      return out;
+    }
+    for (size_t i = 0; i < j.size() && ok(); ++i)
+      out.push_back(i64s(j[i], path + "[" + std::to_string(i) + "]", wrapUnsigned));
+    return out;
+  }
+
+  const Json &object() const { return object_; }
+  const std::string &path() const { return path_; }
+
+private:
+  const Json &object_;
+  std::string path_;
+  std::string error_;
+};
+
+std::string joinInts(const std::vector<int64_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+/// Product of a shape, or -1 on overflow / negative extent.
+int64_t shapeProduct(const std::vector<int64_t> &shape) {
+  int64_t p = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && p > std::numeric_limits<int64_t>::max() / d))
+      return -1;
+    p *= d;
+  }
+  return p;
+}
+
+Status parseEngram(const Json &j, EngramTables &e) {
+  ObjectReader r(j, "fixture.engram");
+  e.layerIds = r.i64s("layer_ids");
+  e.maxNgramSize = r.i64("max_ngram_size");
+  e.nHeads = r.i64("n_heads");
+  e.headDim = r.i64("head_dim");
+  e.nHashCols = r.i64("n_hash_cols");
+  e.numEmbeddings = r.i64s("num_embeddings");
+  e.padIdCompressed = r.i64("pad_id_compressed");
+  e.tokenMap = r.i64s("token_map");
+  if (const Json *m = r.list("multipliers"))
+    e.multipliers = r.i64Matrix(*m, r.keyPath("multipliers"), /*wrapUnsigned=*/true);
+  if (const Json *p = r.list("primes")) {
+    for (size_t i = 0; i < p->size() && r.ok(); ++i)
+      e.primes.push_back(r.i64Matrix((*p)[i], r.keyPath("primes") + "[" + std::to_string(i) + "]"));
+  }
+  if (const Json *o = r.list("offsets"))
+    e.offsets = r.i64Matrix(*o, r.keyPath("offsets"));
+  e.scaleBlock = r.i64("scale_block");
+  if (const Json *s = r.list("scales")) {
+    for (size_t i = 0; i < s->size() && r.ok(); ++i)
+      e.scales.push_back(r.f64s((*s)[i], r.keyPath("scales") + "[" + std::to_string(i) + "]"));
+  }
+  if (!r.ok())
+    return makeError(r.error());
+
+  // Consistency of the tables (the hash of tiny-model-harness.md indexes them this way).
+  const size_t nE = e.layerIds.size();
+  auto bad = [](const std::string &key, const std::string &what) {
+    return makeError("fixture.engram." + key + ": " + what);
+  };
+  if (e.maxNgramSize < 1)
+    return bad("max_ngram_size", "must be >= 1, got " + std::to_string(e.maxNgramSize));
+  if (e.nHeads < 1)
+    return bad("n_heads", "must be >= 1, got " + std::to_string(e.nHeads));
+  if (e.nHashCols != (e.maxNgramSize - 1) * e.nHeads)
+    return bad("n_hash_cols", "expected (max_ngram_size-1)*n_heads = " +
+                                  std::to_string((e.maxNgramSize - 1) * e.nHeads) + ", got " +
+                                  std::to_string(e.nHashCols));
+  if (e.numEmbeddings.size() != nE)
+    return bad("num_embeddings", "has " + std::to_string(e.numEmbeddings.size()) + " entries, layer_ids has " +
+                                     std::to_string(nE));
+  if (e.multipliers.size() != nE)
+    return bad("multipliers", "has " + std::to_string(e.multipliers.size()) + " rows, expected " +
+                                  std::to_string(nE) + " (one per engram layer)");
+  if (e.primes.size() != nE)
+    return bad("primes", "has " + std::to_string(e.primes.size()) + " entries, expected " + std::to_string(nE));
+  if (e.offsets.size() != nE)
+    return bad("offsets", "has " + std::to_string(e.offsets.size()) + " rows, expected " + std::to_string(nE));
+  if (e.scales.size() != nE)
+    return bad("scales", "has " + std::to_string(e.scales.size()) + " rows, expected " + std::to_string(nE));
+  for (size_t l = 0; l < nE; ++l) {
+    const std::string idx = "[" + std::to_string(l) + "]";
+    if (static_cast<int64_t>(e.multipliers[l].size()) != e.maxNgramSize)
+      return bad("multipliers" + idx, "has " + std::to_string(e.multipliers[l].size()) +
+                                          " entries, expected max_ngram_size = " + std::to_string(e.maxNgramSize));
+    if (static_cast<int64_t>(e.primes[l].size()) != e.maxNgramSize - 1)
+      return bad("primes" + idx, "has " + std::to_string(e.primes[l].size()) + " entries, expected " +
+                                     std::to_string(e.maxNgramSize - 1));
+    for (size_t i = 0; i < e.primes[l].size(); ++i) {
+      if (static_cast<int64_t>(e.primes[l][i].size()) != e.nHeads)
+        return bad("primes" + idx + "[" + std::to_string(i) + "]",
+                   "has " + std::to_string(e.primes[l][i].size()) + " entries, expected n_heads = " +
+                       std::to_string(e.nHeads));
+      for (int64_t p : e.primes[l][i])
+        if (p <= 0)
+          return bad("primes" + idx + "[" + std::to_string(i) + "]", "modulus must be > 0, got " + std::to_string(p));
+    }
+    if (static_cast<int64_t>(e.offsets[l].size()) != e.nHashCols)
+      return bad("offsets" + idx, "has " + std::to_string(e.offsets[l].size()) +
+                                      " entries, expected n_hash_cols = " + std::to_string(e.nHashCols));
+    if (static_cast<int64_t>(e.scales[l].size()) != e.numEmbeddings[l])
+      return bad("scales" + idx, "has " + std::to_string(e.scales[l].size()) +
+                                     " entries, expected num_embeddings = " + std::to_string(e.numEmbeddings[l]));
+  }
+  return Status::success();
+}
+
+Status parseFixture(const Json &j, Fixture &f) {
+  ObjectReader r(j, "fixture");
+  f.vocabSize = r.i64("vocab_size");
+  f.dim = r.i64("dim");
+  f.nLayers = r.i64("n_layers");
+  f.nHeads = r.i64("n_heads");
+  f.headDim = r.i64("head_dim");
+  f.ropeHeadDim = r.i64("rope_head_dim");
+  f.qLoraRank = r.i64("q_lora_rank");
+  f.oLoraRank = r.i64("o_lora_rank");
+  f.oGroups = r.i64("o_groups");
+
+  f.moeInterDim = r.i64("moe_inter_dim");
+  f.nRoutedExperts = r.i64("n_routed_experts");
+  f.nSharedExperts = r.i64("n_shared_experts");
+  f.nActivatedExperts = r.i64("n_activated_experts");
+  f.scoreFunc = r.str("score_func");
+  f.routeScale = r.f64("route_scale");
+  f.normTopkProb = r.boolean("norm_topk_prob");
+  f.swigluLimit = r.f64("swiglu_limit");
+
+  f.windowSize = r.i64("window_size");
+  f.compressRatios = r.i64s("compress_ratios");
+  f.kvSourceLayers = r.i64s("kv_source_layers");
+  f.indexSourceLayers = r.i64s("index_source_layers");
+  f.candidateSourceLayer = r.i64("candidate_source_layer");
+  f.candidateTopkBlocks = r.i64("candidate_topk_blocks");
+  f.candidateBlockSize = r.i64("candidate_block_size");
+  f.indexNHeads = r.i64("index_n_heads");
+  f.indexHeadDim = r.i64("index_head_dim");
+  f.indexTopk = r.i64("index_topk");
+
+  f.hcMult = r.i64("hc_mult");
+  f.hcSinkhornIters = r.i64("hc_sinkhorn_iters");
+  f.hcEps = r.f64("hc_eps");
+
+  f.engramLayerIds = r.i64s("engram_layer_ids");
+  f.engramMaxNgramSize = r.i64("engram_max_ngram_size");
+  f.engramVocabSize = r.i64("engram_vocab_size");
+  f.engramNHeads = r.i64("engram_n_heads");
+  f.engramHeadDim = r.i64("engram_head_dim");
+  f.engramPadId = r.i64("engram_pad_id");
+  f.engramCompressedVocabSize = r.i64("engram_compressed_vocab_size");
+  f.engramNumEmbeddings = r.i64s("engram_num_embeddings");
+
+  f.ropeTheta = r.f64("rope_theta");
+  f.compressRopeTheta = r.f64("compress_rope_theta");
+  f.ropeFactor = r.f64("rope_factor");
+  f.originalSeqLen = r.i64("original_seq_len");
+  f.betaFast = r.f64("beta_fast");
+  f.betaSlow = r.f64("beta_slow");
+  f.normEps = r.f64("norm_eps");
+  f.gateTemp = r.f64("gate_temp");
+
+  f.visionNLayers = r.i64("vision_n_layers");
+  f.dtype = r.str("dtype");
+  f.expertDtype = r.nullableStr("expert_dtype");
+  f.nMtpLayers = r.i64("n_mtp_layers");
+  f.dsparkBlockSize = r.i64("dspark_block_size");
+  f.maxBatchSize = r.i64("max_batch_size");
+  f.maxSeqLen = r.i64("max_seq_len");
+  f.temperature = r.f64("temperature");
+  f.batch = r.i64("batch");
+  f.prefillLen = r.i64("prefill_len");
+  f.regimes = r.strs("regimes");
+
+  f.reference = r.optionalStr("reference");
+  f.kernels = r.optionalStr("kernels");
+  f.torch = r.optionalStr("torch");
+  f.filler = r.optionalStr("filler");
+  f.inputIdsRule = r.optionalStr("input_ids_rule");
+
+  f.lcgProbe = r.u64s("lcg_probe");
+  const Json *engram = r.field("engram");
+  if (!r.ok())
+    return makeError(r.error());
+  if (Status s = parseEngram(*engram, f.engram); !s)
+    return s;
+
+  // Cross-checks that keep later code from indexing out of range.
+  if (f.nLayers < 1)
+    return makeError("fixture.n_layers: must be >= 1, got " + std::to_string(f.nLayers));
+  if (static_cast<int64_t>(f.compressRatios.size()) != f.nLayers)
+    return makeError("fixture.compress_ratios: has " + std::to_string(f.compressRatios.size()) +
+                     " entries, expected n_layers = " + std::to_string(f.nLayers));
+  auto checkLayers = [&](const std::vector<int64_t> &layers, const char *key) -> Status {
+    for (int64_t l : layers)
+      if (l < 0 || l >= f.nLayers)
+        return makeError(std::string("fixture.") + key + ": layer " + std::to_string(l) + " out of range [0, " +
+                         std::to_string(f.nLayers) + ")");
+    return Status::success();
+  };
+  for (auto [layers, key] : {std::pair{&f.kvSourceLayers, "kv_source_layers"},
+                             std::pair{&f.indexSourceLayers, "index_source_layers"},
+                             std::pair{&f.engramLayerIds, "engram_layer_ids"}})
+    if (Status s = checkLayers(*layers, key); !s)
+      return s;
+  if (f.regimes.empty())
+    return makeError("fixture.regimes: empty (no step to replay)");
+  if (f.batch < 1)
+    return makeError("fixture.batch: must be >= 1, got " + std::to_string(f.batch));
+  if (f.vocabSize < 1)
+    return makeError("fixture.vocab_size: must be >= 1, got " + std::to_string(f.vocabSize));
+  if (static_cast<int64_t>(f.engram.tokenMap.size()) != f.vocabSize)
+    return makeError("fixture.engram.token_map: has " + std::to_string(f.engram.tokenMap.size()) +
+                     " entries, expected vocab_size = " + std::to_string(f.vocabSize));
+
+  // The top-level engram_* keys duplicate the tables: they must agree.
+  if (f.engramLayerIds != f.engram.layerIds)
+    return makeError("fixture.engram_layer_ids " + joinInts(f.engramLayerIds) + " != fixture.engram.layer_ids " +
+                     joinInts(f.engram.layerIds));
+  if (f.engramNumEmbeddings != f.engram.numEmbeddings)
+    return makeError("fixture.engram_num_embeddings " + joinInts(f.engramNumEmbeddings) +
+                     " != fixture.engram.num_embeddings " + joinInts(f.engram.numEmbeddings));
+  for (auto [top, table, key] :
+       {std::tuple{f.engramMaxNgramSize, f.engram.maxNgramSize, "max_ngram_size"},
+        std::tuple{f.engramNHeads, f.engram.nHeads, "n_heads"},
+        std::tuple{f.engramHeadDim, f.engram.headDim, "head_dim"}})
+    if (top != table)
+      return makeError(std::string("fixture.engram_") + key + " = " + std::to_string(top) + " != fixture.engram." +
+                       key + " = " + std::to_string(table));
+  return Status::success();
+}
+
+Status parseWeights(const Json &j, std::vector<WeightMeta> &weights) {
+  if (!j.is_object())
+    return makeError("weights_meta: expected an object, got " + typeName(j));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    WeightMeta w;
+    w.name = it.key();
+    ObjectReader r(it.value(), "weights_meta." + w.name);
+    w.shape = r.i64s("shape");
+    w.n = r.i64("n");
+    w.scale = r.f64("scale");
+    w.offset = r.f64("offset");
+    w.kind = r.str("kind");
+    w.dtype = r.str("dtype");
+    w.ck = r.f64("ck");
+    if (!r.ok())
+      return makeError(r.error());
+    int64_t prod = shapeProduct(w.shape);
+    if (prod != w.n)
+      return makeError("weights_meta." + w.name + ": shape " + joinInts(w.shape) + " has " + std::to_string(prod) +
+                       " elements but n = " + std::to_string(w.n));
+    weights.push_back(std::move(w));
+  }
+  return Status::success();
+}
+
+Result<Capture> parseCapture(const std::string &regime, const std::string &name, const Json &j) {
+  Capture c;
+  c.name = name;
+  const std::string path = regime + "." + name;
+  ObjectReader r(j, path);
+  c.shape = r.i64s("shape");
+  c.n = r.i64("n");
+  c.stride = r.i64("stride");
+  c.ck = r.f64("ck");
+  const Json *data = r.list("data");
+  if (!r.ok())
+    return makeError(r.error());
+  int64_t prod = shapeProduct(c.shape);
+  if (prod != c.n)
+    return makeError(path + ": shape " + joinInts(c.shape) + " has " + std::to_string(prod) +
+                     " elements but n = " + std::to_string(c.n));
+  if (c.stride < 1)
+    return makeError(path + ".stride: must be >= 1, got " + std::to_string(c.stride));
+  const int64_t expected = (c.n + c.stride - 1) / c.stride;
+  if (static_cast<int64_t>(data->size()) != expected)
+    return makeError(path + ".data: has " + std::to_string(data->size()) + " values, expected ceil(n/stride) = " +
+                     std::to_string(expected) + " (n = " + std::to_string(c.n) + ", stride = " +
+                     std::to_string(c.stride) + ")");
+  size_t nInts = 0;
+  c.data.reserve(data->size());
+  for (size_t i = 0; i < data->size(); ++i) {
+    const Json &v = (*data)[i];
+    if (!v.is_number())
+      return makeError(path + ".data[" + std::to_string(i) + "]: expected a number, got " + typeName(v));
+    if (v.is_number_integer())
+      ++nInts;
+    c.data.push_back(v.get<double>());
+  }
+  if (nInts != 0 && nInts != data->size())
+    return makeError(path + ".data: mixes integers (" + std::to_string(nInts) + ") and floats (" +
+                     std::to_string(data->size() - nInts) + "): cannot tell the element kind");
+  c.isInteger = !data->empty() && nInts == data->size();
+  return c;
+}
+
+} // namespace
+
+Result<GoldenFile> GoldenFile::load(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return makeError(path + ": cannot open golden file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    return makeError(path + ": read error");
+  return parse(text.str(), path);
+}
+
+Result<GoldenFile> GoldenFile::parse(const std::string &text, const std::string &origin) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::parse_error &e) {
+    return makeError(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const std::exception &e) {
+    return makeError(origin + ": malformed JSON: " + e.what());
+  }
+  auto withOrigin = [&](const std::string &message) { return makeError(origin + ": " + message); };
+
+  try {
+    if (!root.is_object())
+      return withOrigin("top level: expected an object, got " + typeName(root));
+    GoldenFile golden;
+    auto fixture = root.find("fixture");
+    if (fixture == root.end())
+      return withOrigin("fixture: missing");
+    if (Status s = parseFixture(*fixture, golden.fixture_); !s)
+      return withOrigin(s.error());
+
+    auto weights = root.find("weights_meta");
+    if (weights == root.end())
+      return withOrigin("weights_meta: missing");
+    if (Status s = parseWeights(*weights, golden.weights_); !s)
+      return withOrigin(s.error());
+    for (size_t i = 0; i < golden.weights_.size(); ++i)
+      golden.weightIndex_[golden.weights_[i].name] = i;
+
+    int64_t startPos = 0;
+    for (const std::string &name : golden.fixture_.regimes) {
+      auto it = root.find(name);
+      if (it == root.end())
+        return withOrigin(name + ": missing (regime named in fixture.regimes)");
+      if (!it->is_object())
+        return withOrigin(name + ": expected an object of captures, got " + typeName(*it));
+      Regime regime;
+      regime.name = name;
+      for (auto c = it->begin(); c != it->end(); ++c) {
+        Result<Capture> capture = parseCapture(name, c.key(), c.value());
+        if (!capture)
+          return withOrigin(capture.error());
+        regime.captureOrder.push_back(c.key());
+        regime.captures.emplace(c.key(), capture.take());
+      }
+      auto ids = regime.captures.find("input_ids");
+      if (ids == regime.captures.end())
+        return withOrigin(name + ".input_ids: missing (it gives the regime's token count)");
+      const Capture &idc = ids->second;
+      if (idc.shape.size() != 2 || idc.shape[0] != 1 || !idc.isInteger)
+        return withOrigin(name + ".input_ids: expected integer ids of shape [1, s], got shape " +
+                          joinInts(idc.shape) + (idc.isInteger ? "" : " (not integers)"));
+      regime.startPos = startPos;
+      regime.numTokens = idc.shape[1];
+      startPos += regime.numTokens;
+      golden.regimes_.push_back(std::move(regime));
+    }
+    return golden;
+  } catch (const std::exception &e) {
+    // Defensive: the accessors above check types before converting, so nothing should throw.
+    return withOrigin(std::string("unexpected JSON error: ") + e.what());
+  }
+}
+
+const Regime *GoldenFile::regime(const std::string &name) const {
+  for (const Regime &r : regimes_)
+    if (r.name == name)
+      return &r;
+  return nullptr;
+}
+
+const WeightMeta *GoldenFile::weight(const std::string &name) const {
+  auto it = weightIndex_.find(name);
+  return it == weightIndex_.end() ? nullptr : &weights_[it->second];
+}
+
+Result<const Capture *> GoldenFile::capture(const std::string &regime, const std::string &name) const {
+  const Regime *r = this->regime(regime);
+  if (!r)
+    return makeError("golden: no regime '" + regime + "'");
+  auto it = r->captures.find(name);
+  if (it == r->captures.end())
+    return makeError("golden: regime '" + regime + "' has no capture '" + name + "'");
+  return &it->second;
+}
+
+} // namespace dsa::golden

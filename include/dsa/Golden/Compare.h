@@ -61,8 +61,9 @@ Verdict compareCapture(const std::string &regime, const Capture &want, const int
 Verdict notCompared(const std::string &regime, const std::string &name, const std::string &reason);
 
 /// One line, stable format:
-/// `PASS  prefill12 L0.sa_q  max_abs 0 max_ulp 0 n 384 ck 1.23e+03/1.23e+03`
-/// (`FAIL` / `SKIP` for the other statuses, then ` -- <detail>` when there is one; no regime word when empty).
+/// `PASS  prefill12 L0.sa_q  max_abs 0 max_ulp 0 bad 0/384 ck 1234.5/1234.5`
+/// (`FAIL` / `SKIP` for the other statuses; no regime word when it is empty; the numbers only when samples were
+/// compared; then ` -- <detail>` when there is one). Numbers are printed with %.6g.
 std::string formatVerdict(const Verdict &verdict);
 
 /// Counts of a list of verdicts.
