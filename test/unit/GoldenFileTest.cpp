@@ -1,0 +1,330 @@
+//===- GoldenFileTest.cpp - the golden reader against the tiny golden -----------===//
+//
+// Expected values come from the specs (attention-semantics.md section 1 table, tiny-model-harness.md) and from the
+// golden file itself (its stored checksums), never from the reader under test.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Golden/GoldenFile.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace dsa::golden;
+
+namespace {
+
+const std::string kGoldenPath = std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json";
+
+const GoldenFile &golden() {
+  static const GoldenFile *g = [] {
+    auto r = GoldenFile::load(kGoldenPath);
+    if (!r) {
+      ADD_FAILURE() << r.error();
+      std::abort();
+    }
+    return new GoldenFile(r.take());
+  }();
+  return *g;
+}
+
+std::string goldenText() {
+  std::ifstream in(kGoldenPath);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// `text` with the first occurrence of `from` replaced; fails the test when `from` is absent.
+std::string replaceOnce(std::string text, const std::string &from, const std::string &to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << "test setup: pattern not in the golden: " << from;
+  if (at != std::string::npos)
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+/// Parses edited golden text and returns the error message (fails the test when it loads).
+std::string loadError(const std::string &text) {
+  auto r = GoldenFile::parse(text, "edited.json");
+  EXPECT_FALSE(r.ok()) << "edited golden unexpectedly loaded";
+  return r.ok() ? std::string() : r.error();
+}
+
+bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
+
+} // namespace
+
+TEST(GoldenFile, FixtureMatchesSpecTable) {
+  const Fixture &f = golden().fixture();
+  // attention-semantics.md section 1, "tiny golden" column.
+  EXPECT_EQ(f.dim, 64);
+  EXPECT_EQ(f.nHeads, 4);
+  EXPECT_EQ(f.headDim, 32);
+  EXPECT_EQ(f.ropeHeadDim, 8);
+  EXPECT_EQ(f.qLoraRank, 16);
+  EXPECT_EQ(f.oGroups, 2);
+  EXPECT_EQ(f.oLoraRank, 16);
+  EXPECT_EQ(f.windowSize, 8);
+  EXPECT_EQ(f.compressRatios, (std::vector<int64_t>{0, 0, 2, 2, 1, 1}));
+  EXPECT_EQ(f.kvSourceLayers, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(f.indexSourceLayers, (std::vector<int64_t>{2, 4, 5}));
+  EXPECT_EQ(f.candidateSourceLayer, 4);
+  EXPECT_EQ(f.candidateTopkBlocks, 3);
+  EXPECT_EQ(f.candidateBlockSize, 2);
+  EXPECT_EQ(f.indexNHeads, 2);
+  EXPECT_EQ(f.indexHeadDim, 32);
+  EXPECT_EQ(f.indexTopk, 6);
+  EXPECT_EQ(f.normEps, 1e-20);
+  EXPECT_EQ(f.ropeTheta, 1e4);
+  EXPECT_EQ(f.compressRopeTheta, 4e4);
+  EXPECT_EQ(f.originalSeqLen, 32);
+  EXPECT_EQ(f.ropeFactor, 2.0);
+  EXPECT_EQ(f.betaFast, 32.0);
+  EXPECT_EQ(f.betaSlow, 1.0);
+  EXPECT_EQ(f.maxSeqLen, 64);
+  // tiny-model-harness.md: 6 layers, three regimes, prefill of 12.
+  EXPECT_EQ(f.nLayers, 6);
+  EXPECT_EQ(f.prefillLen, 12);
+  EXPECT_EQ(f.batch, 1);
+  EXPECT_EQ(f.regimes, (std::vector<std::string>{"prefill12", "decode12", "decode13"}));
+  // Values read off the file's fixture object.
+  EXPECT_EQ(f.vocabSize, 64);
+  EXPECT_EQ(f.hcMult, 4);
+  EXPECT_EQ(f.hcSinkhornIters, 20);
+  EXPECT_EQ(f.hcEps, 1e-6);
+  EXPECT_EQ(f.nRoutedExperts, 4);
+  EXPECT_EQ(f.nActivatedExperts, 2);
+  EXPECT_EQ(f.moeInterDim, 24);
+  EXPECT_EQ(f.scoreFunc, "sqrtsoftplus");
+  EXPECT_EQ(f.routeScale, 1.5);
+  EXPECT_TRUE(f.normTopkProb);
+  EXPECT_EQ(f.swigluLimit, 10.0);
+  EXPECT_FALSE(f.expertDtype.has_value());
+  EXPECT_EQ(f.lcgProbe.size(), 8u);
+  EXPECT_EQ(f.lcgProbe[1], 17455673724717726068ull); // above INT64_MAX: read as u64
+}
+
+TEST(GoldenFile, EngramTables) {
+  const EngramTables &e = golden().fixture().engram;
+  EXPECT_EQ(e.layerIds, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(e.maxNgramSize, 4);
+  EXPECT_EQ(e.nHeads, 2);
+  EXPECT_EQ(e.headDim, 32);
+  EXPECT_EQ(e.nHashCols, 6);
+  EXPECT_EQ(e.numEmbeddings, (std::vector<int64_t>{462, 630}));
+  EXPECT_EQ(e.padIdCompressed, 2);
+  ASSERT_EQ(e.tokenMap.size(), 64u);
+  EXPECT_EQ(e.tokenMap[63], 63);
+  ASSERT_EQ(e.multipliers.size(), 2u);
+  EXPECT_EQ(e.multipliers[0][0], 118650432209603643LL);
+  EXPECT_EQ(e.multipliers[1][3], 29348051253447937LL);
+  ASSERT_EQ(e.primes.size(), 2u);
+  EXPECT_EQ(e.primes[0][0], (std::vector<int64_t>{67, 71}));
+  EXPECT_EQ(e.primes[1][2], (std::vector<int64_t>{109, 113}));
+  EXPECT_EQ(e.offsets[1], (std::vector<int64_t>{0, 97, 198, 301, 408, 517}));
+  EXPECT_EQ(e.scaleBlock, 32);
+  ASSERT_EQ(e.scales.size(), 2u);
+  EXPECT_EQ(e.scales[0].size(), 462u);
+  EXPECT_EQ(e.scales[1].size(), 630u);
+  EXPECT_EQ(e.scales[0][0], 0.5);
+  EXPECT_EQ(e.scales[0][1], 1.0);
+}
+
+TEST(GoldenFile, RegimesAndPositions) {
+  const auto &regimes = golden().regimes();
+  ASSERT_EQ(regimes.size(), 3u);
+  // prefill12 at 0 with 12 tokens; the decodes follow with one token each.
+  EXPECT_EQ(regimes[0].name, "prefill12");
+  EXPECT_EQ(regimes[0].startPos, 0);
+  EXPECT_EQ(regimes[0].numTokens, 12);
+  EXPECT_EQ(regimes[1].name, "decode12");
+  EXPECT_EQ(regimes[1].startPos, 12);
+  EXPECT_EQ(regimes[1].numTokens, 1);
+  EXPECT_EQ(regimes[2].name, "decode13");
+  EXPECT_EQ(regimes[2].startPos, 13);
+  EXPECT_EQ(regimes[2].numTokens, 1);
+  EXPECT_EQ(regimes[0].captures.size(), 147u);
+  EXPECT_EQ(regimes[1].captures.size(), 148u);
+  EXPECT_EQ(regimes[0].captureOrder.front(), "input_ids");
+  EXPECT_EQ(regimes[0].captureOrder.size(), regimes[0].captures.size());
+  EXPECT_NE(golden().regime("decode12"), nullptr);
+  EXPECT_EQ(golden().regime("decode14"), nullptr);
+}
+
+TEST(GoldenFile, WeightsAndCaptures) {
+  const GoldenFile &g = golden();
+  EXPECT_EQ(g.weights().size(), 226u);
+  const WeightMeta *embed = g.weight("embed.weight");
+  ASSERT_NE(embed, nullptr);
+  EXPECT_EQ(embed->shape, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(embed->n, 4096);
+  EXPECT_EQ(embed->scale, 0.5);
+  EXPECT_EQ(embed->offset, 0.0);
+  EXPECT_EQ(embed->dtype, "bfloat16");
+  EXPECT_EQ(embed->ck, 51667.900228500366);
+  EXPECT_EQ(g.weight("no.such.weight"), nullptr);
+
+  auto q = g.capture("prefill12", "L0.sa_q");
+  ASSERT_TRUE(q.ok()) << q.error();
+  EXPECT_EQ((*q)->shape, (std::vector<int64_t>{1, 12, 4, 32}));
+  EXPECT_EQ((*q)->n, 1536);
+  EXPECT_EQ((*q)->stride, 131);
+  EXPECT_EQ((*q)->data.size(), 12u); // ceil(1536 / 131)
+  EXPECT_FALSE((*q)->isInteger);
+
+  auto idx = g.capture("prefill12", "L0.sa_topk_idxs");
+  ASSERT_TRUE(idx.ok()) << idx.error();
+  EXPECT_TRUE((*idx)->isInteger);
+  auto mix = g.capture("prefill12", "L0.pre_mix_in"); // floats that happen to be integral (1.0, 0.0)
+  ASSERT_TRUE(mix.ok()) << mix.error();
+  EXPECT_FALSE((*mix)->isInteger);
+
+  auto ids = g.capture("decode13", "input_ids");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ((*ids)->data, (std::vector<double>{8}));
+
+  auto missing = g.capture("prefill12", "L9.sa_q");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(contains(missing.error(), "prefill12")) << missing.error();
+  EXPECT_TRUE(contains(missing.error(), "L9.sa_q")) << missing.error();
+  auto noRegime = g.capture("decode99", "L0.sa_q");
+  ASSERT_FALSE(noRegime.ok());
+  EXPECT_TRUE(contains(noRegime.error(), "decode99")) << noRegime.error();
+}
+
+// Every full capture (stride 1) reproduces its stored ck = sum_i f64(x_i) * (i+1): an independent check that the
+// reader delivers the stored values in order. The sum is recomputed here, in f64.
+TEST(GoldenFile, FullCapturesReproduceTheirChecksum) {
+  int full = 0;
+  for (const Regime &r : golden().regimes()) {
+    for (const auto &[name, c] : r.captures) {
+      EXPECT_EQ(static_cast<int64_t>(c.data.size()), (c.n + c.stride - 1) / c.stride) << r.name << "." << name;
+      if (c.stride != 1)
+        continue;
+      ++full;
+      double ck = 0, mass = 0;
+      for (size_t i = 0; i < c.data.size(); ++i) {
+        ck += c.data[i] * static_cast<double>(i + 1);
+        mass += std::fabs(c.data[i]) * static_cast<double>(i + 1);
+      }
+      // The producer's f64 summation order may differ: allow f64 rounding only (far below any element's ulp).
+      EXPECT_LE(std::fabs(ck - c.ck), 1e-13 * mass) << r.name << "." << name << " got " << ck << " want " << c.ck;
+    }
+  }
+  EXPECT_EQ(full, 156); // golden/README.md: "all 156 full captures reproduce their stored checksum"
+}
+
+// ---- load errors ---------------------------------------------------------------------------------------------
+
+TEST(GoldenFileErrors, NonexistentPath) {
+  auto r = GoldenFile::load("/nonexistent/dir/golden.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(contains(r.error(), "/nonexistent/dir/golden.json")) << r.error();
+  EXPECT_TRUE(contains(r.error(), "cannot open")) << r.error();
+}
+
+TEST(GoldenFileErrors, MalformedJsonFile) {
+  char path[] = "/tmp/dsa_golden_malformedXXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "{\"fixture\": {\"dim\": 64,, }}";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  auto r = GoldenFile::load(path);
+  std::remove(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(contains(r.error(), path)) << r.error();
+  EXPECT_TRUE(contains(r.error(), "malformed JSON at byte 24")) << r.error(); // the second ',' is byte 24
+}
+
+TEST(GoldenFileErrors, TruncatedGolden) {
+  std::string text = goldenText();
+  std::string err = loadError(text.substr(0, text.size() / 2));
+  EXPECT_TRUE(contains(err, "malformed JSON")) << err;
+}
+
+TEST(GoldenFileErrors, TopLevelNotObject) {
+  std::string err = loadError("[1, 2]");
+  EXPECT_TRUE(contains(err, "expected an object")) << err;
+}
+
+TEST(GoldenFileErrors, UneditedTextLoads) {
+  auto r = GoldenFile::parse(goldenText(), "copy.json");
+  ASSERT_TRUE(r.ok()) << r.error(); // the edits below are the only reason for their errors
+}
+
+TEST(GoldenFileErrors, MissingFixture) {
+  std::string err = loadError(replaceOnce(goldenText(), "\"fixture\":", "\"fixtur\":"));
+  EXPECT_TRUE(contains(err, "fixture: missing")) << err;
+}
+
+TEST(GoldenFileErrors, MissingFixtureKey) {
+  std::string err = loadError(replaceOnce(goldenText(), "\"dim\":64,", "\"dimension\":64,"));
+  EXPECT_TRUE(contains(err, "fixture.dim: missing")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"scale_block\":", "\"scale_blocks\":"));
+  EXPECT_TRUE(contains(err, "fixture.engram.scale_block: missing")) << err;
+}
+
+TEST(GoldenFileErrors, MistypedFixtureKey) {
+  std::string err = loadError(replaceOnce(goldenText(), "\"n_heads\":4,", "\"n_heads\":\"4\","));
+  EXPECT_TRUE(contains(err, "fixture.n_heads: expected an integer, got string")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"window_size\":8,", "\"window_size\":8.5,"));
+  EXPECT_TRUE(contains(err, "fixture.window_size: expected an integer")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"compress_ratios\":[0,0,2,2,1,1]", "\"compress_ratios\":[0,0,2,2,1]"));
+  EXPECT_TRUE(contains(err, "fixture.compress_ratios")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"norm_topk_prob\":true", "\"norm_topk_prob\":1"));
+  EXPECT_TRUE(contains(err, "fixture.norm_topk_prob: expected a boolean")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"lcg_probe\":[4530187002354869821,", "\"lcg_probe\":[-1,"));
+  EXPECT_TRUE(contains(err, "fixture.lcg_probe[0]")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"n_hash_cols\":6", "\"n_hash_cols\":5"));
+  EXPECT_TRUE(contains(err, "fixture.engram.n_hash_cols")) << err;
+}
+
+TEST(GoldenFileErrors, MissingWeightsMetaOrField) {
+  std::string err = loadError(replaceOnce(goldenText(), "\"weights_meta\":", "\"weights\":"));
+  EXPECT_TRUE(contains(err, "weights_meta: missing")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"embed.weight\":{\"shape\":[64,64],\"n\":4096,",
+                              "\"embed.weight\":{\"shape\":[64,64],\"n\":4095,"));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight")) << err;
+  EXPECT_TRUE(contains(err, "n = 4095")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"dtype\":\"bfloat16\",\"ck\":51667.900228500366",
+                              "\"dtype\":\"bfloat16\",\"ckk\":51667.900228500366"));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.ck: missing")) << err;
+}
+
+TEST(GoldenFileErrors, MissingRegimeObject) {
+  std::string err = loadError(replaceOnce(goldenText(), "\"regimes\":[\"prefill12\",\"decode12\",\"decode13\"]",
+                                          "\"regimes\":[\"prefill12\",\"decode12\",\"decode13\",\"decode14\"]"));
+  EXPECT_TRUE(contains(err, "decode14: missing")) << err;
+}
+
+TEST(GoldenFileErrors, BadCaptures) {
+  const std::string ids = "\"decode13\":{\"input_ids\":{\"shape\":[1,1],\"n\":1,\"stride\":1,\"ck\":8.0,\"data\":[8]}";
+  std::string err = loadError(
+      replaceOnce(goldenText(), ids, "\"decode13\":{\"input_ids\":{\"shape\":[1,1],\"n\":1,\"stride\":1,\"ck\":8.0}"));
+  EXPECT_TRUE(contains(err, "decode13.input_ids.data: missing")) << err;
+  err = loadError(
+      replaceOnce(goldenText(), ids, "\"decode13\":{\"input_ids\":{\"n\":1,\"stride\":1,\"ck\":8.0,\"data\":[8]}"));
+  EXPECT_TRUE(contains(err, "decode13.input_ids.shape: missing")) << err;
+  err = loadError(replaceOnce(goldenText(), ids,
+                              "\"decode13\":{\"input_ids\":{\"shape\":[1,1],\"n\":1,\"stride\":1,\"ck\":8.0,"
+                              "\"data\":[8,9]}"));
+  EXPECT_TRUE(contains(err, "decode13.input_ids.data: has 2 values, expected ceil(n/stride) = 1")) << err;
+  err = loadError(replaceOnce(goldenText(), ids,
+                              "\"decode13\":{\"input_ids\":{\"shape\":[1,2],\"n\":1,\"stride\":1,\"ck\":8.0,"
+                              "\"data\":[8]}"));
+  EXPECT_TRUE(contains(err, "decode13.input_ids: shape [1, 2] has 2 elements but n = 1")) << err;
+  err = loadError(replaceOnce(goldenText(), ids,
+                              "\"decode13\":{\"input_ids\":{\"shape\":[1,2],\"n\":2,\"stride\":1,\"ck\":8.0,"
+                              "\"data\":[8,1.5]}"));
+  EXPECT_TRUE(contains(err, "decode13.input_ids.data: mixes integers")) << err;
+  // A strided capture whose sample count does not match its stride (ceil(1536 / 140) = 11).
+  err = loadError(replaceOnce(goldenText(), "\"L0.sa_q\":{\"shape\":[1,12,4,32],\"n\":1536,\"stride\":131",
+                              "\"L0.sa_q\":{\"shape\":[1,12,4,32],\"n\":1536,\"stride\":140"));
+  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.data: has 12 values, expected ceil(n/stride) = 11")) << err;
+}
