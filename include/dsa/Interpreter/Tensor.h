@@ -4,6 +4,11 @@
 // tensor's values are bf16-exact); integer tensors (i1, i32, i64) store int64 values. Scalars (i64 / index SSA
 // values) are rank-0 tensors. Follows the value type of StableHLO's reference interpreter.
 //
+// The factories and at() have preconditions (documented per function). Violating one is a programming error of
+// the caller, not bad user input (the kernels and the interpreter validate operands before building tensors): it
+// prints a message naming the problem to stderr and aborts, instead of producing a tensor whose storage does not
+// match its shape.
+//
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_INTERPRETER_TENSOR_H
 #define DSA_INTERPRETER_TENSOR_H
@@ -22,14 +27,18 @@ bool isFloatType(ElementType type);
 
 class Tensor {
 public:
+  /// A placeholder (rank-0 f32 with no storage) to assign to; not a valid scalar.
   Tensor() = default;
-  /// A zero-filled tensor.
+  /// A zero-filled tensor. Precondition: every dimension >= 0 (the element count fits in int64).
   Tensor(ElementType type, std::vector<int64_t> shape);
 
   static Tensor scalarI64(int64_t value);
   static Tensor scalarIndex(int64_t value);
-  /// A float tensor from values (rounded to bf16 when type is BF16).
+  /// A float tensor from row-major values, each rounded to bf16 (RNE, numerics::roundBf16) when type is BF16 and
+  /// kept as is for F32. Preconditions: type is BF16 or F32; values.size() == product(shape).
   static Tensor fromFloats(ElementType type, std::vector<int64_t> shape, std::vector<float> values);
+  /// An integer tensor from row-major values. Preconditions: type is I1/I32/I64/Index; values.size() ==
+  /// product(shape); I1 values are 0 or 1; I32 values fit in int32.
   static Tensor fromInts(ElementType type, std::vector<int64_t> shape, std::vector<int64_t> values);
 
   ElementType elementType() const { return type_; }
@@ -48,12 +57,13 @@ public:
   const int64_t *ints() const { return ints_.data(); }
   const std::vector<int64_t> &intVector() const { return ints_; }
 
-  /// The value of a rank-0 integer tensor.
-  int64_t scalarInt() const { return ints_.at(0); }
-  /// Element `flat` as double, whatever the element type.
+  /// The value of a rank-0 integer tensor (element 0 of any integer tensor). Precondition: an integer tensor with
+  /// at least one element.
+  int64_t scalarInt() const;
+  /// Element `flat` (row-major) as double, whatever the element type. Precondition: 0 <= flat < numElements().
   double at(int64_t flat) const;
 
-  /// e.g. "tensor<12x64xbf16>".
+  /// The MLIR spelling of the type, e.g. "tensor<12x64xbf16>"; "tensor<i64>" for a scalar.
   std::string typeString() const;
 
 private:
