@@ -1,0 +1,221 @@
+//===- InterpreterApiTest.cpp - interpretFunction / conversion API tests ------===//
+//
+// Expected values are written by hand; diagnostics are captured and matched by their text.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Interpreter/Interpreter.h"
+
+#include "dsa/Dialect/DSA/IR/DSADialect.h"
+#include "dsa/Dialect/DSA/IR/DSAOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace mlir;
+namespace interp = ::dsa::interp;
+
+namespace {
+
+class InterpreterApiTest : public ::testing::Test {
+protected:
+  InterpreterApiTest() {
+    DialectRegistry registry;
+    registry.insert<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+    context.printOpOnDiagnostic(false);
+    handler = std::make_unique<ScopedDiagnosticHandler>(&context, [this](Diagnostic &diag) {
+      diagnostics.push_back(diag.str());
+      return success();
+    });
+  }
+
+  func::FuncOp parse(const char *source, const char *name) {
+    module = parseSourceString<ModuleOp>(source, &context);
+    if (!module)
+      return nullptr;
+    return module->lookupSymbol<func::FuncOp>(name);
+  }
+
+  std::string allDiagnostics() const {
+    std::string text;
+    for (const std::string &d : diagnostics)
+      text += d + "\n";
+    return text;
+  }
+
+  MLIRContext context;
+  std::unique_ptr<ScopedDiagnosticHandler> handler;
+  std::vector<std::string> diagnostics;
+  OwningOpRef<ModuleOp> module;
+};
+
+const char *kScaleModule = R"mlir(
+func.func @f(%x: tensor<?x2xbf16>, %n: i64) -> (tensor<?x2xbf16>, i64) {
+  dsa.probe "f.x" %x : tensor<?x2xbf16>
+  %w = arith.constant dense<[[2.0, 0.0], [0.0, 0.5]]> : tensor<2x2xbf16>
+  %y = dsa.linear %x, %w : (tensor<?x2xbf16>, tensor<2x2xbf16>) -> tensor<?x2xbf16>
+  %one = arith.constant 1 : i64
+  %m = arith.addi %n, %one : i64
+  return %y, %m : tensor<?x2xbf16>, i64
+}
+func.func private @external(%x: i64) -> i64
+)mlir";
+
+TEST_F(InterpreterApiTest, RunsWithArgumentsAndLogsProbes) {
+  func::FuncOp fn = parse(kScaleModule, "f");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  // x = [[1, 2], [3, -4], [0.25, 8]] (3 rows for the dynamic dim); y = [2*x0, 0.5*x1] per row.
+  interp::Tensor x = interp::Tensor::fromFloats(interp::ElementType::BF16, {3, 2}, {1, 2, 3, -4, 0.25f, 8});
+  interp::ProbeLog probes;
+  FailureOr<std::vector<interp::Tensor>> results =
+      interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(41)}, &probes);
+  ASSERT_TRUE(succeeded(results)) << allDiagnostics();
+  ASSERT_EQ(results->size(), 2u);
+  const interp::Tensor &y = (*results)[0];
+  EXPECT_EQ(y.elementType(), interp::ElementType::BF16);
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(y.floatVector(), (std::vector<float>{2, 1, 6, -2, 0.5f, 4}));
+  EXPECT_EQ((*results)[1].elementType(), interp::ElementType::I64);
+  EXPECT_EQ((*results)[1].rank(), 0);
+  EXPECT_EQ((*results)[1].scalarInt(), 42);
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].name, "f.x");
+  EXPECT_EQ(probes[0].value.floatVector(), x.floatVector());
+
+  // A null probe log is allowed.
+  EXPECT_TRUE(succeeded(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr)));
+  EXPECT_TRUE(diagnostics.empty()) << allDiagnostics();
+}
+
+TEST_F(InterpreterApiTest, RejectsWrongArgumentCount) {
+  func::FuncOp fn = parse(kScaleModule, "f");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  interp::Tensor x(interp::ElementType::BF16, {1, 2});
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x}, nullptr)));
+  EXPECT_NE(allDiagnostics().find("function 'f' takes 2 arguments, got 1"), std::string::npos) << allDiagnostics();
+}
+
+TEST_F(InterpreterApiTest, RejectsWrongElementType) {
+  func::FuncOp fn = parse(kScaleModule, "f");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  interp::Tensor x(interp::ElementType::F32, {1, 2});
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr)));
+  EXPECT_NE(allDiagnostics().find("argument #0: element type is f32, expected bf16"), std::string::npos)
+      << allDiagnostics();
+}
+
+TEST_F(InterpreterApiTest, RejectsWrongStaticDimension) {
+  func::FuncOp fn = parse(kScaleModule, "f");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  interp::Tensor x(interp::ElementType::BF16, {1, 3});
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr)));
+  EXPECT_NE(allDiagnostics().find("argument #0: shape is [1, 3], expected [?, 2]"), std::string::npos)
+      << allDiagnostics();
+}
+
+TEST_F(InterpreterApiTest, RejectsNonScalarForScalarArgument) {
+  func::FuncOp fn = parse(kScaleModule, "f");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  interp::Tensor x(interp::ElementType::BF16, {1, 2});
+  interp::Tensor n = interp::Tensor::fromInts(interp::ElementType::I64, {1}, {5});
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, n}, nullptr)));
+  EXPECT_NE(allDiagnostics().find("argument #1: rank is 1, expected 0"), std::string::npos) << allDiagnostics();
+  diagnostics.clear();
+  // index where i64 is expected
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, interp::Tensor::scalarIndex(5)}, nullptr)));
+  EXPECT_NE(allDiagnostics().find("argument #1: element type is index, expected i64"), std::string::npos)
+      << allDiagnostics();
+}
+
+TEST_F(InterpreterApiTest, RejectsExternalFunction) {
+  ASSERT_TRUE(parse(kScaleModule, "f"));
+  func::FuncOp fn = module->lookupSymbol<func::FuncOp>("external");
+  ASSERT_TRUE(fn);
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {interp::Tensor::scalarI64(1)}, nullptr)));
+  EXPECT_NE(allDiagnostics().find("function 'external' has no body"), std::string::npos) << allDiagnostics();
+}
+
+TEST_F(InterpreterApiTest, ElementTypeMapping) {
+  Builder b(&context);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getBF16Type()), interp::ElementType::BF16);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getF32Type()), interp::ElementType::F32);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI1Type()), interp::ElementType::I1);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI32Type()), interp::ElementType::I32);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI64Type()), interp::ElementType::I64);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getIndexType()), interp::ElementType::Index);
+  ::dsa::Result<interp::ElementType> f16 = interp::elementTypeFromMlir(b.getF16Type());
+  ASSERT_FALSE(f16.ok());
+  EXPECT_NE(f16.error().find("unsupported element type 'f16'"), std::string::npos) << f16.error();
+  EXPECT_FALSE(interp::elementTypeFromMlir(b.getIntegerType(8)).ok());
+  EXPECT_FALSE(interp::elementTypeFromMlir(IntegerType::get(&context, 32, IntegerType::Unsigned)).ok());
+}
+
+TEST_F(InterpreterApiTest, TensorFromAttr) {
+  Builder b(&context);
+  // bf16 splat of 0.1: the attribute holds bf16(0.1) = 0.10009765625.
+  auto splatType = RankedTensorType::get({2, 2}, b.getBF16Type());
+  auto splat = DenseElementsAttr::get(splatType, b.getFloatAttr(b.getBF16Type(), 0.1).getValue());
+  ::dsa::Result<interp::Tensor> t = interp::tensorFromAttr(splat);
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_EQ(t->elementType(), interp::ElementType::BF16);
+  EXPECT_EQ(t->shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(t->floatVector(), (std::vector<float>(4, 0.10009765625f)));
+
+  // i1: true is stored as 1 (not sign-extended to -1).
+  auto boolType = RankedTensorType::get({3}, b.getI1Type());
+  auto bools = DenseElementsAttr::get(boolType, ArrayRef<bool>{true, false, true});
+  ::dsa::Result<interp::Tensor> tb = interp::tensorFromAttr(bools);
+  ASSERT_TRUE(tb.ok()) << tb.error();
+  EXPECT_EQ(tb->elementType(), interp::ElementType::I1);
+  EXPECT_EQ(tb->intVector(), (std::vector<int64_t>{1, 0, 1}));
+
+  // i32 negatives are sign-extended; index keeps 64 bits.
+  auto i32s = DenseElementsAttr::get(RankedTensorType::get({2}, b.getI32Type()), ArrayRef<int32_t>{-1, 7});
+  ::dsa::Result<interp::Tensor> ti = interp::tensorFromAttr(i32s);
+  ASSERT_TRUE(ti.ok()) << ti.error();
+  EXPECT_EQ(ti->elementType(), interp::ElementType::I32);
+  EXPECT_EQ(ti->intVector(), (std::vector<int64_t>{-1, 7}));
+  auto indexType = RankedTensorType::get({2}, b.getIndexType());
+  auto indices = DenseElementsAttr::get(indexType, ArrayRef<APInt>{APInt(64, 1ull << 40), APInt(64, -3, true)});
+  ::dsa::Result<interp::Tensor> tx = interp::tensorFromAttr(indices);
+  ASSERT_TRUE(tx.ok()) << tx.error();
+  EXPECT_EQ(tx->elementType(), interp::ElementType::Index);
+  EXPECT_EQ(tx->intVector(), (std::vector<int64_t>{int64_t(1) << 40, -3}));
+
+  // f16 is not an interpreter type.
+  auto f16s = DenseElementsAttr::get(RankedTensorType::get({1}, b.getF16Type()),
+                                     b.getFloatAttr(b.getF16Type(), 1.0).getValue());
+  ::dsa::Result<interp::Tensor> th = interp::tensorFromAttr(f16s);
+  ASSERT_FALSE(th.ok());
+  EXPECT_NE(th.error().find("unsupported element type 'f16'"), std::string::npos) << th.error();
+}
+
+TEST_F(InterpreterApiTest, CheckTensorMatchesType) {
+  Builder b(&context);
+  interp::Tensor t(interp::ElementType::F32, {2, 3});
+  EXPECT_TRUE(interp::checkTensorMatchesType(t, RankedTensorType::get({2, 3}, b.getF32Type()), "v").ok());
+  EXPECT_TRUE(
+      interp::checkTensorMatchesType(t, RankedTensorType::get({ShapedType::kDynamic, 3}, b.getF32Type()), "v").ok());
+  EXPECT_TRUE(interp::checkTensorMatchesType(t, UnrankedTensorType::get(b.getF32Type()), "v").ok());
+  ::dsa::Status rank = interp::checkTensorMatchesType(t, RankedTensorType::get({6}, b.getF32Type()), "v");
+  ASSERT_FALSE(rank.ok());
+  EXPECT_NE(rank.error().find("v: rank is 2, expected 1"), std::string::npos) << rank.error();
+  ::dsa::Status scalar = interp::checkTensorMatchesType(t, b.getF32Type(), "w");
+  ASSERT_FALSE(scalar.ok());
+  EXPECT_NE(scalar.error().find("w: rank is 2, expected 0"), std::string::npos) << scalar.error();
+  EXPECT_TRUE(interp::checkTensorMatchesType(interp::Tensor::scalarIndex(3), b.getIndexType(), "s").ok());
+}
+
+} // namespace
