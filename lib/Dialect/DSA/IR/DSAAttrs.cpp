@@ -6,6 +6,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::dsa;
 
@@ -19,36 +21,57 @@ void DSADialect::registerAttributes() {
       >();
 }
 
+// Every message below has an expected-error case in test/Dialect/invalid.mlir (the null-attribute guards are only
+// reachable from C++, where an attribute built with get() is re-verified by the ops that carry it).
+
 static LogicalResult checkF64(function_ref<InFlightDiagnostic()> emitError, FloatAttr attr, StringRef name) {
   if (!attr || !attr.getType().isF64())
     return emitError() << name << " must be an f64 float attribute";
   return success();
 }
 
-LogicalResult YarnAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t originalSeqLen,
-                               FloatAttr factor, FloatAttr betaFast, FloatAttr betaSlow) {
+static LogicalResult checkFinitePositive(function_ref<InFlightDiagnostic()> emitError, FloatAttr attr, StringRef name) {
+  double v = attr.getValueAsDouble();
+  if (!std::isfinite(v) || !(v > 0.0))
+    return emitError() << name << " must be finite and > 0, got " << v;
+  return success();
+}
+
+LogicalResult YarnAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t originalSeqLen, FloatAttr factor,
+                               FloatAttr betaFast, FloatAttr betaSlow) {
   if (failed(checkF64(emitError, factor, "factor")) || failed(checkF64(emitError, betaFast, "beta_fast")) ||
       failed(checkF64(emitError, betaSlow, "beta_slow")))
     return failure();
+  // cdim(rot) takes ln(original_seq_len / (rot*2*pi)) (section 2): both must be positive.
   if (originalSeqLen <= 0)
     return emitError() << "original_seq_len must be positive, got " << originalSeqLen;
-  if (!(factor.getValueAsDouble() > 0.0))
-    return emitError() << "factor must be > 0, got " << factor.getValueAsDouble();
-  if (!(betaFast.getValueAsDouble() > 0.0) || !(betaSlow.getValueAsDouble() > 0.0))
-    return emitError() << "beta_fast and beta_slow must be > 0";
+  if (failed(checkFinitePositive(emitError, factor, "factor")) ||
+      failed(checkFinitePositive(emitError, betaFast, "beta_fast")) ||
+      failed(checkFinitePositive(emitError, betaSlow, "beta_slow")))
+    return failure();
   return success();
 }
 
 LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t ropeDim, FloatAttr theta,
                                YarnAttr yarn) {
+  // Pairs are adjacent elements (2k, 2k+1), so the rotated width is even.
   if (ropeDim <= 0 || ropeDim % 2 != 0)
     return emitError() << "rope_dim must be positive and even, got " << ropeDim;
   if (failed(checkF64(emitError, theta, "theta")))
     return failure();
-  if (!(theta.getValueAsDouble() > 1.0))
-    return emitError() << "theta must be > 1, got " << theta.getValueAsDouble();
+  // f[k] = theta^(-2k/rope_dim) must decrease with k, and ln(theta) divides cdim.
+  double t = theta.getValueAsDouble();
+  if (!std::isfinite(t) || !(t > 1.0))
+    return emitError() << "theta must be finite and > 1, got " << t;
+  if (yarn && failed(YarnAttr::verify(emitError, yarn.getOriginalSeqLen(), yarn.getFactor(), yarn.getBetaFast(),
+                                      yarn.getBetaSlow())))
+    return failure();
   return success();
 }
+
+// The fp8 block of the window KV row (act_quant_fp8 over the whole row, section 4); section 1 requires the block
+// sizes to divide the rows they quantise.
+static constexpr int64_t kKvFp8Block = 32;
 
 LogicalResult AttnConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t layerId, int64_t dim,
                                      int64_t nHeads, int64_t headDim, int64_t ropeHeadDim, int64_t qLoraRank,
@@ -70,14 +93,27 @@ LogicalResult AttnConfigAttr::verify(function_ref<InFlightDiagnostic()> emitErro
     return emitError() << "rope_head_dim (" << ropeHeadDim << ") must not exceed head_dim (" << headDim << ")";
   if (ropeHeadDim % 2 != 0)
     return emitError() << "rope_head_dim must be even, got " << ropeHeadDim;
+  if (headDim % kKvFp8Block != 0)
+    return emitError() << "head_dim (" << headDim << ") must be a multiple of " << kKvFp8Block
+                       << ", the fp8 block of the window KV row (section 4)";
   if (nHeads % oGroups != 0)
     return emitError() << "n_heads (" << nHeads << ") must be divisible by o_groups (" << oGroups << ")";
   if (compressRatio < 0)
     return emitError() << "compress_ratio must be >= 0, got " << compressRatio;
   if (!normEps || !normEps.getType().isF32())
     return emitError() << "norm_eps must be an f32 attribute";
+  double eps = normEps.getValueAsDouble();
+  if (!std::isfinite(eps) || eps < 0.0)
+    return emitError() << "norm_eps must be finite and >= 0, got " << eps;
+  if (!rope)
+    return emitError() << "rope must be a #dsa.rope attribute";
   if (rope.getRopeDim() != ropeHeadDim)
     return emitError() << "rope.rope_dim (" << rope.getRopeDim() << ") must equal rope_head_dim (" << ropeHeadDim
                        << ")";
+  // Section 2: ratio-0 layers rotate with rope_theta and no YaRN; ratio > 0 layers with compress_rope_theta and YaRN.
+  if (compressRatio == 0 && rope.getYarn())
+    return emitError() << "rope of a compress_ratio = 0 layer must not have yarn (section 2)";
+  if (compressRatio > 0 && !rope.getYarn())
+    return emitError() << "rope of a compress_ratio > 0 layer must have yarn (section 2)";
   return success();
 }

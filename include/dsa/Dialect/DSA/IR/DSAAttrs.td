@@ -17,11 +17,15 @@ def DSA_YarnAttr : DSA_Attr<"Yarn", "yarn"> {
     `cdim(rot) = rope_dim * ln(original_seq_len / (rot*2*pi)) / (2*ln(theta))` (f64),
     `low = max(floor(cdim(beta_fast)), 0)`, `high = min(ceil(cdim(beta_slow)), rope_dim-1)`,
     `ramp[k] = clamp((k - low) / max(high - low, 0.001), 0, 1)`, `smooth = 1 - ramp`,
-    `f[k] = f[k]/factor*(1-smooth) + f[k]*smooth`.
+    `f[k] = f[k]/factor*(1-smooth) + f[k]*smooth`. Only ratio > 0 layers and their indexer use YaRN.
 
-    Example:
+    Verified: `original_seq_len` > 0; `factor`, `beta_fast`, `beta_slow` are f64 (a float literal without a type
+    is f64), finite and > 0.
+
+    Example (as printed; the tiny golden's values, V4.1-Flash has 65536, 16, 32, 1):
     ```mlir
-    #dsa.yarn<original_seq_len = 32, factor = 2.000000e+00, beta_fast = 3.200000e+01, beta_slow = 1.000000e+00>
+    #dsa.yarn<original_seq_len = 32, factor = 2.000000e+00 : f64, beta_fast = 3.200000e+01 : f64,
+              beta_slow = 1.000000e+00 : f64>
     ```
   }];
   let parameters = (ins
@@ -42,12 +46,16 @@ def DSA_RopeAttr : DSA_Attr<"Rope", "rope"> {
     `theta = rope_theta` without YaRN; ratio > 0 layers and their indexer use `compress_rope_theta` with YaRN.
     Float parameters are f64 attributes (the reference computes the table in f64 before casting to f32).
 
-    Example:
+    Verified: `rope_dim` positive and even (pairs are adjacent elements); `theta` f64, finite and > 1; `yarn` as
+    for `#dsa.yarn`. Nested in another dsa attribute, it prints without its `#dsa.rope` prefix (`rope = <...>`);
+    both spellings parse.
+
+    Example (as printed):
     ```mlir
-    #dsa.rope<rope_dim = 8, theta = 1.000000e+04>
-    #dsa.rope<rope_dim = 8, theta = 4.000000e+04,
-              yarn = #dsa.yarn<original_seq_len = 32, factor = 2.000000e+00, beta_fast = 3.200000e+01,
-                               beta_slow = 1.000000e+00>>
+    #dsa.rope<rope_dim = 8, theta = 1.000000e+04 : f64>
+    #dsa.rope<rope_dim = 8, theta = 4.000000e+04 : f64,
+              yarn = <original_seq_len = 32, factor = 2.000000e+00 : f64, beta_fast = 3.200000e+01 : f64,
+                      beta_slow = 1.000000e+00 : f64>>
     ```
   }];
   let parameters = (ins
@@ -67,11 +75,16 @@ def DSA_AttnConfigAttr : DSA_Attr<"AttnConfig", "attn_config"> {
     `compress_ratio` (0 = window only), `norm_eps`, the layer's RoPE table (`rope`), and `layer_id` (used to name
     the probes the decomposition emits, `L<layer_id>.sa_q` and so on).
 
-    Example:
+    Verified (section 1's "valid configurations" that concern one layer): `layer_id` >= 0; every size positive;
+    `rope_head_dim` even and <= `head_dim`; `head_dim` a multiple of 32 (the fp8 block of the window KV row,
+    section 4); `n_heads` divisible by `o_groups`; `compress_ratio` >= 0; `norm_eps` an f32, finite and >= 0;
+    `rope.rope_dim == rope_head_dim`; `rope` has `yarn` exactly when `compress_ratio` > 0 (section 2).
+
+    Example (as printed; the tiny golden's L0):
     ```mlir
     #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16,
                      o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0,
-                     norm_eps = 9.99999968E-21 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.000000e+04>>
+                     norm_eps = 9.99999968E-21 : f32, rope = <rope_dim = 8, theta = 1.000000e+04 : f64>>
     ```
   }];
   let parameters = (ins

@@ -1,4 +1,9 @@
 //===- DSAOps.td - dsa operations ---------------------------------------------===//
+//
+// The ops of one DeepSeek-V4.1 attention layer. Semantics: shared/spec/attention-semantics.md (the section each op
+// follows is named in its summary). Verifiers: lib/Dialect/DSA/IR/DSAOps.cpp. Op list: docs/ops.md.
+//
+//===----------------------------------------------------------------------===//
 #ifndef DSA_OPS_TD
 #define DSA_OPS_TD
 
@@ -7,11 +12,13 @@ include "dsa/Dialect/DSA/IR/DSAAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/OpBase.td"
 
-def DSA_FloatTensor : TensorOf<[BF16, F32]>;
-def DSA_BF16Tensor : TensorOf<[BF16]>;
-def DSA_F32Tensor : TensorOf<[F32]>;
-def DSA_IndexTensor : TensorOf<[I32]>;
-def DSA_PositionTensor : TensorOf<[I64]>;
+// Every dsa tensor is ranked: the verifiers check ranks and the static dimensions they can (a dynamic dimension
+// is accepted wherever a static one is expected and is checked at run time by the interpreter).
+def DSA_FloatTensor : RankedTensorOf<[BF16, F32]>;
+def DSA_BF16Tensor : RankedTensorOf<[BF16]>;
+def DSA_F32Tensor : RankedTensorOf<[F32]>;
+def DSA_IndexTensor : RankedTensorOf<[I32]>;
+def DSA_PositionTensor : RankedTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//
 // Primitives
@@ -20,10 +27,14 @@ def DSA_PositionTensor : TensorOf<[I64]>;
 def DSA_LinearOp : DSA_Op<"linear", [Pure]> {
   let summary = "nn.Linear without bias: y = x W^T (attention-semantics.md section 2)";
   let description = [{
-    `y[..., n] = sum_k x[..., k] * weight[n, k]` with f32 accumulation in any order. The weight is stored
-    `[out, in]` as `nn.Linear` stores it. With bf16 operands the result is rounded to bf16 (the reference's bf16
-    GEMM); with f32 operands it is f32 with no rounding (the ratio >= 2 compressor). `x` and `weight` have the same
-    element type as the result.
+    `y[..., n] = sum_k x[..., k] * weight[n, k]` with f32 accumulation in any order (section 2, "linear"). The
+    weight is stored `[out, in]` = `[N, K]` as `nn.Linear` stores it.
+
+    - bf16 `x`, `weight` and result: the reference's bf16 GEMM, the sum rounded to bf16 (RNE).
+    - f32 `x`, `weight` and result: no rounding (only the ratio >= 2 compressor uses it, section 5).
+
+    Verified: `x` has rank >= 2 (`[..., K]`), `weight` has rank 2, `weight`'s K equals `x`'s last dimension, the
+    result is `x`'s leading dimensions followed by N, and the three element types are all bf16 or all f32.
 
     Example:
     ```mlir
@@ -37,10 +48,12 @@ def DSA_LinearOp : DSA_Op<"linear", [Pure]> {
 }
 
 def DSA_RmsNormOp : DSA_Op<"rms_norm", [Pure]> {
-  let summary = "RMSNorm over the last dimension, bf16 result (section 2)";
+  let summary = "RMSNorm over the last dimension, bf16 result (attention-semantics.md section 2)";
   let description = [{
-    Per row: `r = 1/sqrt(mean(x^2) + eps)` in f32; `y = bf16(weight[d] * (x[d] * r))`. `x` may be bf16 or f32;
-    `weight` is a bf16 vector of the row's width; the result is bf16 with `x`'s shape.
+    Per row of the last dimension (width D): `r = 1/sqrt(mean(x^2) + eps)` in f32, then
+    `y[d] = bf16(weight[d] * (x[d] * r))` (section 2, "rms_norm"). `x` may be bf16 or f32 (the ratio >= 2
+    compressor normalises its bf16-rounded pooled rows); `weight` is a bf16 vector `[D]` used as f32; the result is
+    bf16 with `x`'s shape. `eps` is the model's `norm_eps` (1e-20), an f32 attribute that must be finite and >= 0.
 
     Example:
     ```mlir
@@ -55,11 +68,12 @@ def DSA_RmsNormOp : DSA_Op<"rms_norm", [Pure]> {
 }
 
 def DSA_PositionsOp : DSA_Op<"positions", [Pure]> {
-  let summary = "absolute positions of a step's rows: start + i * stride";
+  let summary = "absolute positions of a step's rows: start + i * stride (attention-semantics.md sections 3-5)";
   let description = [{
-    `result[i] = start + i * stride` for `i < count`: the positions the RoPE of a step's rows uses. Tokens of a step
-    at `start_pos` use stride 1; compressed groups at ratio r use `start = (start_pos // r) * r`, stride r
-    (section 5).
+    `result[i] = start + i * stride` for `i < count` (i64): the positions at which RoPE rotates a step's rows. The
+    `s` tokens of a step at `start_pos` use `start = start_pos`, stride 1 (sections 3 and 4). Compressed group j
+    stands for position `j * r` (section 5), so a step's groups use `start = (start_pos // r) * r`, stride r.
+    `stride` must be > 0 (default 1); the result is a rank-1 tensor of `count` elements.
 
     Example:
     ```mlir
@@ -73,16 +87,21 @@ def DSA_PositionsOp : DSA_Op<"positions", [Pure]> {
 }
 
 def DSA_ApplyRopeOp : DSA_Op<"apply_rope", [Pure]> {
-  let summary = "rotary embedding on the last rope_dim elements of each row (section 2)";
+  let summary = "rotary embedding on the last rope_dim elements of each row (attention-semantics.md section 2)";
   let description = [{
-    `x` is `[s, ..., hd]`; row `x[t, ...]` is rotated at position `positions[t]`. On the last `rope.rope_dim`
-    elements, pair k is the complex number `(row[2k], row[2k+1])` (ADJACENT elements) multiplied by
-    `(cos a, sin a)`, `a = f32(p) * f[k]` (by `(cos a, -sin a)` with `inverse`), in f32, each result rounded to
-    bf16. The other elements pass through.
+    `x` is `[s, ..., D]` (rank >= 2, bf16); every row `x[t, ...]` is rotated at position `positions[t]`
+    (`positions` is `[s]`, i64). With the frequency table `f` of `rope` (section 2, "RoPE tables") and
+    `a = f32(p) * f[k]`: on the last `rope.rope_dim` elements of the row, pair k is the complex number
+    `(row[2k], row[2k+1])` (ADJACENT elements, not halves) multiplied by `(cos a, sin a)`, or by `(cos a, -sin a)`
+    when `inverse` is set (the output's inverse RoPE, section 11), in f32, each result rounded to bf16. The first
+    `D - rope_dim` elements pass through. `rope.rope_dim` (even, by the attribute) must not exceed D; the result
+    has `x`'s type.
 
     Example:
     ```mlir
-    %qrot = dsa.apply_rope %q, %pos {rope = #dsa.rope<rope_dim = 8, theta = 1.000000e+04>}
+    %qrot = dsa.apply_rope %q, %pos {rope = #dsa.rope<rope_dim = 8, theta = 1.000000e+04 : f64>}
+        : (tensor<?x4x32xbf16>, tensor<?xi64>) -> tensor<?x4x32xbf16>
+    %orot = dsa.apply_rope %o, %pos {inverse, rope = #dsa.rope<rope_dim = 8, theta = 1.000000e+04 : f64>}
         : (tensor<?x4x32xbf16>, tensor<?xi64>) -> tensor<?x4x32xbf16>
     ```
   }];
@@ -94,11 +113,13 @@ def DSA_ApplyRopeOp : DSA_Op<"apply_rope", [Pure]> {
 }
 
 def DSA_ActQuantFp8Op : DSA_Op<"act_quant_fp8", [Pure]> {
-  let summary = "fp8 e4m3 round trip with power-of-two block scales (section 2)";
+  let summary = "fp8 e4m3 round trip with power-of-two block scales (attention-semantics.md section 2)";
   let description = [{
-    The reference's `act_quant(x, block_size, "ue8m0", inplace=True)`: per block of `block_size` consecutive
-    elements of the last dimension, `amax = max(max|x|, 1e-4)`, `s = pow2_ceil(amax / 448)`,
-    `x = bf16(e4m3(clamp(x / s, -448, 448)) * s)`. `block_size` must divide the last dimension.
+    The reference's `act_quant(x, block_size, "ue8m0", inplace=True)` (section 2, "act_quant_fp8"): per block of
+    `block_size` consecutive elements of the last dimension, `amax = max(max|x|, 1e-4)`,
+    `s = pow2_ceil(amax / 448)`, `x = bf16(e4m3(clamp(x / s, -448, 448)) * s)`. The window KV row is quantised
+    whole, rope tail included (section 4). `block_size` (default 32) must be > 0 and divide the last dimension;
+    the result has `x`'s type.
 
     Example:
     ```mlir
@@ -112,12 +133,14 @@ def DSA_ActQuantFp8Op : DSA_Op<"act_quant_fp8", [Pure]> {
 }
 
 def DSA_RingUpdateOp : DSA_Op<"ring_update", [Pure]> {
-  let summary = "write a step's KV rows into the sliding-window ring (section 4)";
+  let summary = "write a step's KV rows into the sliding-window ring (attention-semantics.md section 4)";
   let description = [{
-    `ring` is `[W, hd]`; `kv` holds the step's `s` rows for positions `start_pos .. start_pos+s-1`. Token t lives
-    in slot `t % W`: the last `min(s, W)` rows are written there and the other slots keep their contents. This is
-    the reference's prefill seeding (start_pos 0, any s) and decode write (s 1) in one rule. Returns the updated
-    ring.
+    `ring` is the layer's window cache `[W, hd]` (static shape, bf16, zero-initialised by the caller); `kv` holds
+    the step's `s` rows `[s, hd]` for positions `start_pos .. start_pos+s-1`. Token t lives in slot `t % W`: the
+    last `min(s, W)` rows are written to their slots and the other slots keep their contents. This is the
+    reference's prefill seeding (`start_pos == 0`, any s: with `s > W`, slots `s%W .. W-1` get tokens
+    `s-W ..` and slots `0 .. s%W-1` the last `s%W` tokens) and its decode write (s = 1, slot `start_pos % W`) in
+    one rule. `kv`'s row width must equal the ring's; the result is the updated ring, of `ring`'s type.
 
     Example:
     ```mlir
@@ -132,11 +155,13 @@ def DSA_RingUpdateOp : DSA_Op<"ring_update", [Pure]> {
 }
 
 def DSA_WindowKvOp : DSA_Op<"window_kv", [Pure]> {
-  let summary = "the window rows attention reads: the chunk in prefill, the ring in decode (section 4)";
+  let summary = "window rows attention reads: the chunk in prefill, the ring in decode (attention-semantics.md section 4)";
   let description = [{
-    Prefill (`start_pos == 0`): the step's own `kv` rows (`[s, hd]`). Decode (`start_pos > 0`): the whole ring
-    AFTER this step's `dsa.ring_update` (`[W, hd]`). A step with `start_pos > 0` and more than one token is not a
-    reference regime: the runtime splits it into decode steps; an interpreter given one reports an error.
+    Prefill (`start_pos == 0`): the step's own `kv` rows (`[s, hd]`). Decode (`start_pos > 0`, s = 1): the whole
+    ring AFTER this step's `dsa.ring_update` (`[W, hd]`). A step with `start_pos > 0` and more than one token is
+    not a reference regime: the runtime splits it into decode steps (section 13); the interpreter reports an error
+    for it. `ring` is static `[W, hd]`, `kv` is `[s, hd]` with the same width, the result is `[n, hd]`; a static
+    `n` must be `W` or `kv`'s static row count.
 
     Example:
     ```mlir
@@ -151,12 +176,15 @@ def DSA_WindowKvOp : DSA_Op<"window_kv", [Pure]> {
 }
 
 def DSA_WindowIndicesOp : DSA_Op<"window_indices", [Pure]> {
-  let summary = "rows of the window each query reads, V4.1 ring order (section 4)";
+  let summary = "rows of the window each query reads, in V4.1 ring order (attention-semantics.md section 4)";
   let description = [{
+    `result[t, i]` (i32) is the row of `dsa.window_kv`'s result that query t reads, -1 for none.
     Prefill (`start_pos == 0`, `count` = s queries): width `min(s, W)`, `idx[t, i] = max(0, t-W+1) + i`, -1 where
-    that exceeds t. Decode (`start_pos > 0`, one query): width W, the ring slots oldest first
-    (`start_pos % W + 1 .. W-1`, then `0 .. start_pos % W`), each -1 when the slot number exceeds `start_pos`
-    (ring still filling). Indices refer to the rows `dsa.window_kv` returns.
+    that exceeds t. Decode (`start_pos > 0`, `count` = 1): width W, the ring slots oldest first
+    (`start_pos % W + 1 .. W-1`, then `0 .. start_pos % W`), each -1 when the slot number exceeds `start_pos` (the
+    ring is still filling). Example with W = 8, prefill 3 then decode at 3: `[-1,-1,-1,-1,0,1,2,3]`. This is V4.1's
+    order; V4 (0731) lists `[0..sp, -1, ...]` instead, and index tensors are compared exactly.
+    `window_size` (W) must be > 0; the result is rank 2, its width static W or dynamic.
 
     Example:
     ```mlir
@@ -170,12 +198,14 @@ def DSA_WindowIndicesOp : DSA_Op<"window_indices", [Pure]> {
 }
 
 def DSA_SparseAttnOp : DSA_Op<"sparse_attn", [Pure]> {
-  let summary = "attention over gathered rows with a per-head sink (section 10)";
+  let summary = "attention over gathered rows with a per-head sink (attention-semantics.md section 10)";
   let description = [{
-    `q[s, H, hd]`, `kv[n, hd]`, `indices[s, k]` (i32, -1 = no row), `sink[H]` (f32). For query t, head h:
-    `z_j = (q[t,h] . kv[indices[t,j]]) * scale` in f32 (-inf where the index is -1), `m = max(sink[h], max_j z_j)`,
-    `den = exp(sink[h]-m) + sum_j exp(z_j-m)`, `o[t,h] = bf16(sum_j exp(z_j-m)/den * kv[indices[t,j]])`. The sink
-    enters the denominator only; a row whose indices are all -1 gives zeros. `scale` is `hd^-0.5` in the model.
+    `q[s, H, hd]` (bf16), `kv[n, hd]` (bf16), `indices[s, k]` (i32, -1 = no row), `sink[H]` (f32). For query t and
+    head h: `z_j = (q[t,h] . kv[indices[t,j]]) * scale` in f32 (-inf where the index is -1),
+    `m = max(sink[h], max_j z_j)`, `den = exp(sink[h]-m) + sum_j exp(z_j-m)`,
+    `o[t,h] = bf16(sum_j exp(z_j-m)/den * kv[indices[t,j]])`. The sink enters the denominator only; a row whose
+    indices are all -1 gives zeros (never NaN). `scale` is `hd^-0.5` in the model and must be finite and > 0. The
+    result has `q`'s type.
 
     Example:
     ```mlir
@@ -191,11 +221,13 @@ def DSA_SparseAttnOp : DSA_Op<"sparse_attn", [Pure]> {
 }
 
 def DSA_GroupedOutputOp : DSA_Op<"grouped_output", [Pure]> {
-  let summary = "block-diagonal first stage of the grouped output projection (section 11)";
+  let summary = "block-diagonal first stage of the grouped output projection (attention-semantics.md section 11)";
   let description = [{
-    `o[s, H, hd]` viewed as `groups` groups of `H*hd/groups` contiguous values per token; `wo_a` is
-    `[groups*R, H*hd/groups]`; `og[t, g*R + r] = bf16(sum_d o[t, g, d] * wo_a[g*R + r, d])`. Result
-    `[s, groups*R]` bf16. `groups` must divide H.
+    `o[s, H, hd]` (after the inverse RoPE) viewed as `groups` groups of `H*hd/groups` contiguous values per token
+    (group g holds heads `g*H/groups ..`); `wo_a` is `[groups*R, H*hd/groups]`;
+    `og[t, g*R + r] = bf16(sum_d o[t, g, d] * wo_a[g*R + r, d])`, f32 accumulation. The result is
+    `[s, groups*R]` bf16 (the input of `wo_b`). `groups` (the model's `o_groups`) must be > 0 and divide H, and
+    `wo_a`'s row count must be a multiple of `groups`.
 
     Example:
     ```mlir
@@ -210,11 +242,12 @@ def DSA_GroupedOutputOp : DSA_Op<"grouped_output", [Pure]> {
 }
 
 def DSA_ProbeOp : DSA_Op<"probe", [MemoryEffects<[MemWrite]>]> {
-  let summary = "names an intermediate so it stays observable (golden captures)";
+  let summary = "names an intermediate so it stays observable (golden captures, tiny-model-harness.md)";
   let description = [{
-    Records `value` under `name` (the golden's capture name, e.g. `L0.sa_q`). The reference interpreter stores
-    every probed value of a run, in order; compiled backends drop probes or return them as extra outputs. A probe
-    has no effect on the computation. The layout of a probed tensor is the op's operand as is (the golden's
+    Records `value` under `name` (the golden's capture name, e.g. `L0.sa_q`; must not be empty). The reference
+    interpreter stores every probed value of a run, in order; compiled backends drop probes
+    (`dsa-strip-probes`) or return them as extra outputs. A probe does not change the computation; its write
+    effect only keeps it from being folded away. The layout of a probed tensor is the operand as is (the golden's
     leading batch dimension of 1 is implied).
 
     Example:
@@ -232,23 +265,34 @@ def DSA_ProbeOp : DSA_Op<"probe", [MemoryEffects<[MemWrite]>]> {
 //===----------------------------------------------------------------------===//
 
 def DSA_AttentionOp : DSA_Op<"attention", [Pure]> {
-  let summary = "one DeepSeek-V4.1 attention layer (Attention.forward)";
+  let summary = "one DeepSeek-V4.1 attention layer (Attention.forward; attention-semantics.md sections 3-11)";
   let description = [{
     One layer of the reference's `Attention.forward` for a step of `s` tokens at `start_pos`: queries (section 3),
     the window KV row with its fp8 round trip and the ring (section 4), sparse attention with the sink (section 10),
-    inverse RoPE and the grouped output projection (section 11). `config` carries the geometry and role. Operands:
-    the layer input `x[s, dim]` (bf16, after attn_norm), `start_pos` (i64), the layer's ring `[window_size,
-    head_dim]`, and the weights as `nn.Linear` stores them. Results: `out[s, dim]` and the updated ring.
+    inverse RoPE and the grouped output projection (section 11). `config` carries the geometry and role.
+
+    Operands (with `config`'s names; every shape is verified against `config`):
+    - `x` `[s, dim]` bf16, the layer input after attn_norm; `start_pos` i64;
+    - `ring` `[window_size, head_dim]` bf16, static: the layer's window cache (section 4);
+    - `attn_sink` `[n_heads]` f32;
+    - `wq_a` `[q_lora_rank, dim]`, `q_norm` `[q_lora_rank]`, `wq_b` `[n_heads*head_dim, q_lora_rank]`,
+      `wkv` `[head_dim, dim]`, `kv_norm` `[head_dim]`, `wo_a` `[o_groups*o_lora_rank, n_heads*head_dim/o_groups]`,
+      `wo_b` `[dim, o_groups*o_lora_rank]`, all bf16 and stored as `nn.Linear` stores them (`[out, in]`).
+
+    Results: `out` `[s, dim]` bf16 and `new_ring`, the updated ring (`ring`'s type).
     `dsa-decompose-attention` rewrites it into the primitives, with `dsa.probe`s named `L<layer_id>.sa_q`,
     `.sa_kv`, `.sa_topk_idxs`, `.sa_o`, `.attn_out`.
 
-    Only `compress_ratio = 0` (window-only) layers are supported so far.
+    Only `compress_ratio = 0` (window-only) layers are supported so far; the verifier rejects others.
 
     Example:
     ```mlir
     %out, %ring1 = dsa.attention %x, %start_pos, %ring
         weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
-        {config = #dsa.attn_config<...>}
+        {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8,
+                                   q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8,
+                                   compress_ratio = 0, norm_eps = 9.99999968E-21 : f32,
+                                   rope = <rope_dim = 8, theta = 1.000000e+04 : f64>>}
         : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>,
            tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>)
         -> (tensor<?x64xbf16>, tensor<8x32xbf16>)

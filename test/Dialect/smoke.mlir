@@ -1,3 +1,0 @@
-// RUN: dsa-opt %s | FileCheck %s
-// CHECK: module
-module {}
