@@ -29,6 +29,8 @@ namespace {
 
 /// Deepest func.call nesting accepted (guards against unbounded recursion in the interpreted program).
 constexpr unsigned kMaxCallDepth = 64;
+/// Call sites reported ("called from here") when an error unwinds through func.call.
+constexpr unsigned kMaxTraceFrames = 4;
 
 using Scope = llvm::DenseMap<Value, Tensor>;
 using Operands = ArrayRef<const Tensor *>;
@@ -129,6 +131,7 @@ private:
 
   ProbeLog *probes_;
   unsigned depth_ = 0;
+  unsigned traceFrames_ = 0;
 };
 
 //===- Function driver --------------------------------------------------------------------------------------===//
@@ -241,7 +244,9 @@ OpResults Interpreter::eval(func::CallOp op, Operands in) {
     args.push_back(*value);
   OpResults results = callFunction(callee, args);
   if (failed(results)) {
-    op.emitRemark() << "dsa interpreter: called from here";
+    // A short call trace: the innermost kMaxTraceFrames call sites (a runaway recursion would print 64).
+    if (traceFrames_++ < kMaxTraceFrames)
+      op.emitRemark() << "dsa interpreter: called from here";
     return failure();
   }
   return results;
