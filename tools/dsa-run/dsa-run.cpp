@@ -14,6 +14,7 @@
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Interpreter.h"
+#include "GoldenReplay.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -141,9 +142,20 @@ LogicalResult runInterpretMode(ModuleOp module, StringRef entry) {
   return success();
 }
 
-// The golden-replay mode (`--golden FILE --layers ...`: run the layers' attention against a golden file and
-// compare every probe) gets its own run...Mode function here and a branch in main; it shares loadModule and
-// runPipeline with the interpret mode.
+//===- Golden replay mode (GoldenReplay.cpp) ------------------------------------------------------------------===//
+
+cl::opt<std::string> goldenPath("golden",
+                                cl::desc("Replay a DeepSeek golden (tiny-model-harness.md format) through the dialect "
+                                         "and print one verdict per capture"),
+                                cl::value_desc("file.json"), cl::cat(runCategory));
+cl::list<int64_t> goldenLayers("layers", cl::desc("Layers to replay (comma separated; default: every layer)"),
+                               cl::CommaSeparated, cl::cat(runCategory));
+cl::opt<std::string> emitStage("emit",
+                               cl::desc("With --golden: print the module at a stage before the verdicts: "
+                                        "'attention' (dsa.attention per layer) or 'primitives' (decomposed)"),
+                               cl::value_desc("stage"), cl::cat(runCategory));
+cl::opt<bool> goldenVerbose("verbose", cl::desc("With --golden: list every capture that is not compared"),
+                            cl::cat(runCategory));
 
 } // namespace
 
@@ -155,6 +167,19 @@ int main(int argc, char **argv) {
   mlir::dsa::registerDSAPasses();
   mlir::registerTransformsPasses();
   cl::ParseCommandLineOptions(argc, argv, "dsa-run: run dsa IR on the reference interpreter\n");
+
+  if (!goldenPath.empty()) {
+    if (!emitStage.empty() && emitStage != "attention" && emitStage != "primitives") {
+      llvm::errs() << "dsa-run: error: --emit must be 'attention' or 'primitives', got '" << emitStage << "'\n";
+      return 2;
+    }
+    ::dsa::tools::GoldenReplayOptions options;
+    options.goldenPath = goldenPath;
+    options.layers.assign(goldenLayers.begin(), goldenLayers.end());
+    options.emit = emitStage;
+    options.verbose = goldenVerbose;
+    return ::dsa::tools::runGoldenReplay(options);
+  }
 
   DialectRegistry registry;
   registry.insert<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
