@@ -11,6 +11,8 @@
 using namespace mlir;
 using namespace mlir::dsa;
 
+#include "dsa/Dialect/DSA/IR/DSAEnums.cpp.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "dsa/Dialect/DSA/IR/DSAAttrs.cpp.inc"
 
@@ -76,7 +78,7 @@ static constexpr int64_t kKvFp8Block = 32;
 LogicalResult AttnConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t layerId, int64_t dim,
                                      int64_t nHeads, int64_t headDim, int64_t ropeHeadDim, int64_t qLoraRank,
                                      int64_t oGroups, int64_t oLoraRank, int64_t windowSize, int64_t compressRatio,
-                                     FloatAttr normEps, RopeAttr rope) {
+                                     FloatAttr normEps, RopeAttr rope, CompressConfigAttr compress) {
   auto positive = [&](int64_t v, StringRef name) -> LogicalResult {
     if (v <= 0)
       return emitError() << name << " must be positive, got " << v;
@@ -115,5 +117,17 @@ LogicalResult AttnConfigAttr::verify(function_ref<InFlightDiagnostic()> emitErro
     return emitError() << "rope of a compress_ratio = 0 layer must not have yarn (section 2)";
   if (compressRatio > 0 && !rope.getYarn())
     return emitError() << "rope of a compress_ratio > 0 layer must have yarn (section 2)";
+  if (compressRatio == 0 && compress)
+    return emitError() << "compress must be absent on a compress_ratio = 0 layer";
+  if (compressRatio > 0 && !compress)
+    return emitError() << "a compress_ratio > 0 layer needs compress = #dsa.compress<...> (its role and indexer)";
   return success();
+}
+
+LogicalResult CompressConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError, BoolAttr isKvSource,
+                                         BoolAttr isIndexSource, BoolAttr isCandidateSource, BoolAttr usesCandidates,
+                                         int64_t indexNHeads, int64_t indexHeadDim, int64_t indexTopk,
+                                         int64_t candidateTopkBlocks, int64_t candidateBlockSize, int64_t maxSeqLen,
+                                         IndexKSourceAttr indexKSource, TieOrderAttr tieOrder) {
+  return success(); // TODO(dialect3): verify
 }

@@ -300,7 +300,7 @@ LogicalResult AttentionOp::verify() {
   if (failed(AttnConfigAttr::verify([&] { return emitOpError("attribute 'config': "); }, c.getLayerId(), c.getDim(),
                                     c.getNHeads(), c.getHeadDim(), c.getRopeHeadDim(), c.getQLoraRank(), c.getOGroups(),
                                     c.getOLoraRank(), c.getWindowSize(), c.getCompressRatio(), c.getNormEps(),
-                                    c.getRope())))
+                                    c.getRope(), c.getCompress())))
     return failure();
   if (c.getCompressRatio() != 0)
     return emitOpError("compress_ratio > 0 layers are not supported yet (config has compress_ratio = ")
@@ -340,3 +340,12 @@ LogicalResult AttentionOp::verify() {
            << getNewRing().getType() << " must equal the type of 'ring' (" << ringTy << ")";
   return success();
 }
+LogicalResult CompressPoolOp::verify() { return success(); } // TODO(dialect3): verifier
+LogicalResult Fp4QuantE8M0Op::verify() { return success(); } // TODO(dialect3): verifier
+LogicalResult Fp4QuantE4M3Op::verify() { return success(); } // TODO(dialect3): verifier
+LogicalResult CacheWriteOp::verify() { return success(); } // TODO(dialect3): verifier
+LogicalResult IndexerScoresOp::verify() { return success(); } // TODO(dialect3): verifier
+LogicalResult CompressVisibilityOp::verify() { return success(); } // TODO(dialect3): verifier
+LogicalResult SelectCandidateBlocksOp::verify() { return success(); } // TODO(dialect3): verifier
+LogicalResult ApplyCandidatesOp::verify() { return success(); } // TODO(dialect3): verifier
+LogicalResult IndexerTopkOp::verify() { return success(); } // TODO(dialect3): verifier

@@ -5,6 +5,8 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include "dsa/Dialect/DSA/IR/DSAEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "dsa/Dialect/DSA/IR/DSAAttrs.h.inc"
 

@@ -4,6 +4,7 @@
 
 include "dsa/Dialect/DSA/IR/DSADialect.td"
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 
 class DSA_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<DSA_Dialect, name, traits> {
@@ -67,13 +68,90 @@ def DSA_RopeAttr : DSA_Attr<"Rope", "rope"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def DSA_TieOrder : I32EnumAttr<"TieOrder", "which set a top-k returns among equal values (section 9)", [
+    I32EnumAttrCase<"torch_cpu", 0>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::dsa";
+}
+def DSA_TieOrderAttr : EnumAttr<DSA_Dialect, DSA_TieOrder, "tie_order"> {
+  let summary = "top-k tie order";
+  let description = [{
+    The set a top-k selection returns among equal values. `torch_cpu` is the reference's: the set torch's CPU
+    `topk(k, largest=True)` returns (libstdc++ `partial_sort` when k*64 <= n, else `nth_element`, section 9). A
+    backend that selects another set among ties must name its own order here. Example: `#dsa.tie_order<torch_cpu>`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def DSA_IndexKSource : I32EnumAttr<"IndexKSource", "which index-key cache a kv+index source scores against", [
+    I32EnumAttrCase<"published_slot", 0>,
+    I32EnumAttrCase<"own_cache", 1>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::dsa";
+}
+def DSA_IndexKSourceAttr : EnumAttr<DSA_Dialect, DSA_IndexKSource, "index_k_source"> {
+  let summary = "index-key publication behaviour (section 8, the reference quirk)";
+  let description = [{
+    `published_slot` (the reference, default): an index source scores against the shared `index_k` slot as it
+    stands, and a kv source republishes its index-key cache only in a step that produced a latent, so a ratio >= 2
+    kv+index source at a decode step that completes no group reads whatever was published last (possibly another
+    kv source's cache). `own_cache` (the named correction): a kv+index source always scores against its own
+    index-key cache. Example: `#dsa.index_k_source<published_slot>`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def DSA_CompressConfigAttr : DSA_Attr<"CompressConfig", "compress"> {
+  let summary = "role and indexer geometry of a compress_ratio > 0 layer (sections 1, 5-8)";
+  let description = [{
+    Present on `#dsa.attn_config` exactly when `compress_ratio > 0`. The layer's role in the shared runtime:
+    `is_kv_source` (owns a Compressor and an index-key cache, publishes `compress_kv` and `index_k`),
+    `is_index_source` (owns an Indexer, publishes `topk_idxs`), `is_candidate_source` (publishes `candidates`),
+    `uses_candidates` (an index source after the candidate source: applies its mask). The indexer geometry
+    `index_n_heads`, `index_head_dim`, `index_topk`; the level-one candidate selection `candidate_topk_blocks`,
+    `candidate_block_size`; `max_seq_len` (cache capacity in tokens: caches hold ceil(max_seq_len / ratio) rows);
+    `index_k_source` and the top-k `tie_order`.
+
+    Example (the tiny golden's L4):
+    ```mlir
+    #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = true, uses_candidates = false,
+                  index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3,
+                  candidate_block_size = 2, max_seq_len = 64, index_k_source = <published_slot>,
+                  tie_order = <torch_cpu>>
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::BoolAttr":$is_kv_source,
+    "::mlir::BoolAttr":$is_index_source,
+    "::mlir::BoolAttr":$is_candidate_source,
+    "::mlir::BoolAttr":$uses_candidates,
+    "int64_t":$index_n_heads,
+    "int64_t":$index_head_dim,
+    "int64_t":$index_topk,
+    "int64_t":$candidate_topk_blocks,
+    "int64_t":$candidate_block_size,
+    "int64_t":$max_seq_len,
+    "IndexKSourceAttr":$index_k_source,
+    "TieOrderAttr":$tie_order
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def DSA_AttnConfigAttr : DSA_Attr<"AttnConfig", "attn_config"> {
   let summary = "geometry and role of one attention layer (attention-semantics.md section 1)";
   let description = [{
     The configuration of one `dsa.attention` layer, named as in the reference's `ModelArgs`:
     `dim`, `n_heads`, `head_dim`, `rope_head_dim`, `q_lora_rank`, `o_groups`, `o_lora_rank`, `window_size`,
-    `compress_ratio` (0 = window only), `norm_eps`, the layer's RoPE table (`rope`), and `layer_id` (used to name
-    the probes the decomposition emits, `L<layer_id>.sa_q` and so on).
+    `compress_ratio` (0 = window only), `norm_eps`, the layer's RoPE table (`rope`), `layer_id` (used to name
+    the probes the decomposition emits, `L<layer_id>.sa_q` and so on), and for compress_ratio > 0 layers their role
+    and indexer geometry (`compress`, a `#dsa.compress`).
 
     Verified (section 1's "valid configurations" that concern one layer): `layer_id` >= 0; every size positive;
     `rope_head_dim` even and <= `head_dim`; `head_dim` a multiple of 32 (the fp8 block of the window KV row,
@@ -99,7 +177,8 @@ def DSA_AttnConfigAttr : DSA_Attr<"AttnConfig", "attn_config"> {
     "int64_t":$window_size,
     "int64_t":$compress_ratio,
     "::mlir::FloatAttr":$norm_eps,
-    "RopeAttr":$rope
+    "RopeAttr":$rope,
+    OptionalParameter<"CompressConfigAttr">:$compress
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

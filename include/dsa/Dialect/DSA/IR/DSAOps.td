@@ -19,6 +19,7 @@ def DSA_BF16Tensor : RankedTensorOf<[BF16]>;
 def DSA_F32Tensor : RankedTensorOf<[F32]>;
 def DSA_IndexTensor : RankedTensorOf<[I32]>;
 def DSA_PositionTensor : RankedTensorOf<[I64]>;
+def DSA_MaskTensor : RankedTensorOf<[I1]>;
 
 //===----------------------------------------------------------------------===//
 // Primitives
@@ -261,31 +262,224 @@ def DSA_ProbeOp : DSA_Op<"probe", [MemoryEffects<[MemWrite]>]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Compressed attention primitives (sections 5-9; design: docs/design-compressed.md)
+//===----------------------------------------------------------------------===//
+
+def DSA_CompressPoolOp : DSA_Op<"compress_pool", [Pure]> {
+  let summary = "ratio >= 2 Compressor state update and softmax pooling (attention-semantics.md section 5)";
+  let description = [{
+    `kv`, `score` are the step's f32 projections `[s, hd]`; `kv_state` / `score_state` `[ratio, hd]` f32 hold the
+    partial group (zeros / -inf initially). Prefill (`start_pos == 0`): with `rem = s % ratio`, the last rem rows go
+    to state slots `0..rem-1`; every full group pools. Decode (`start_pos > 0`, one token): the row goes to slot
+    `start_pos % ratio`; when `(start_pos+1) % ratio == 0` the whole state pools. Pooling, per dimension d:
+    `sum_i kv[i,d] * softmax_i(score[i,d])` over the group's `ratio` members, f32. Results: `pooled` `[g, hd]` f32
+    (g = completed groups, possibly 0), and the updated states.
+
+    Example:
+    ```mlir
+    %pooled, %kvs1, %scs1 = dsa.compress_pool %kv, %score, %kvs, %scs, %start_pos {ratio = 2 : i64}
+        : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>, i64)
+        -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>)
+    ```
+  }];
+  let arguments = (ins DSA_F32Tensor:$kv, DSA_F32Tensor:$score, DSA_F32Tensor:$kv_state,
+                       DSA_F32Tensor:$score_state, I64:$start_pos, I64Attr:$ratio);
+  let results = (outs DSA_F32Tensor:$pooled, DSA_F32Tensor:$new_kv_state, DSA_F32Tensor:$new_score_state);
+  let assemblyFormat = [{
+    $kv `,` $score `,` $kv_state `,` $score_state `,` $start_pos attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def DSA_Fp4QuantE8M0Op : DSA_Op<"fp4_quant_e8m0", [Pure]> {
+  let summary = "fp4 e2m1 round trip with power-of-two block scales (section 2; indexer q and keys)";
+  let description = [{
+    The reference's `fp4_act_quant(x, block_size, inplace=True)`: per block of `block_size` (32) consecutive
+    elements of the last dimension, `amax = max(max|x|, 6*2^-126)`, `s = pow2_ceil(amax / 6)`,
+    `x = bf16(e2m1(clamp(x/s, -6, 6)) * s)`. Result bf16 with `x`'s shape.
+
+    Example:
+    ```mlir
+    %kq = dsa.fp4_quant_e8m0 %k {block_size = 32 : i64} : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
+    ```
+  }];
+  let arguments = (ins DSA_FloatTensor:$x, DefaultValuedAttr<I64Attr, "32">:$block_size);
+  let results = (outs DSA_BF16Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def DSA_Fp4QuantE4M3Op : DSA_Op<"fp4_quant_e4m3", [Pure]> {
+  let summary = "fp4 e2m1 round trip with e4m3 block scales (section 2; the compressed KV latent)";
+  let description = [{
+    The reference's `fp4_act_quant(x, block_size, inplace=True, scale_dtype=e4m3)`: per block of `block_size` (16)
+    elements, `amax = max(max|x|, 6*2^-9)`, `s = e4m3(amax / 6)`, `x = bf16(e2m1(clamp(x/s, -6, 6)) * s)`.
+
+    Example:
+    ```mlir
+    %lq = dsa.fp4_quant_e4m3 %latent {block_size = 16 : i64} : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
+    ```
+  }];
+  let arguments = (ins DSA_FloatTensor:$x, DefaultValuedAttr<I64Attr, "16">:$block_size);
+  let results = (outs DSA_BF16Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def DSA_CacheWriteOp : DSA_Op<"cache_write", [Pure]> {
+  let summary = "write compressed rows into a per-layer cache at start_pos // ratio (sections 6, 8)";
+  let description = [{
+    `cache` `[C, w]`, `rows` `[g, w]`: rows `start_pos // ratio .. start_pos // ratio + g - 1` of the cache are
+    replaced by `rows` (g may be 0). Writing past row C is an error at run time. Returns the updated cache.
+
+    Example:
+    ```mlir
+    %c1 = dsa.cache_write %cache, %rows, %start_pos {ratio = 2 : i64}
+        : (tensor<32x32xbf16>, tensor<?x32xbf16>, i64) -> tensor<32x32xbf16>
+    ```
+  }];
+  let arguments = (ins DSA_BF16Tensor:$cache, DSA_BF16Tensor:$rows, I64:$start_pos, I64Attr:$ratio);
+  let results = (outs DSA_BF16Tensor:$result);
+  let assemblyFormat = "$cache `,` $rows `,` $start_pos attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def DSA_IndexerScoresOp : DSA_Op<"indexer_scores", [Pure]> {
+  let summary = "indexer scores over the compressed positions (section 6 steps 3-4)";
+  let description = [{
+    `iq` `[s, IH, ihd]` bf16 (rotated, fp4 round-tripped queries), `weights` `[s, IH]` bf16 (the `weights_proj`
+    output), `keys` `[n, ihd]` bf16 (the index-key slot as it stands; n >= width). With `w = bf16(weights *
+    weight_scale)` and `width = (start_pos + s) // ratio`:
+    `score[t, p] = bf16( sum_h bf16( relu(bf16(iq[t,h] . keys[p])) * w[t,h] ) )`, f32 dot products. Result bf16
+    `[s, width]`. `weight_scale` is `f32(ihd^-0.5 * IH^-0.5)` in the model.
+
+    Example:
+    ```mlir
+    %sc = dsa.indexer_scores %iq, %w, %keys, %start_pos {ratio = 1 : i64, weight_scale = 1.250000e-01 : f32}
+        : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+    ```
+  }];
+  let arguments = (ins DSA_BF16Tensor:$iq, DSA_BF16Tensor:$weights, DSA_BF16Tensor:$keys, I64:$start_pos,
+                       I64Attr:$ratio, F32Attr:$weight_scale);
+  let results = (outs DSA_BF16Tensor:$result);
+  let assemblyFormat = "$iq `,` $weights `,` $keys `,` $start_pos attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def DSA_CompressVisibilityOp : DSA_Op<"compress_visibility", [Pure]> {
+  let summary = "mask compressed positions a prefill query cannot see (section 6 step 5)";
+  let description = [{
+    `compress_len[t] = (start_pos + t + 1) // ratio` in prefill (`start_pos == 0`), `(start_pos + s) // ratio` in
+    decode; `score[t, p] = -inf` for `p >= compress_len[t]`. Result: `scores`' type.
+
+    Example:
+    ```mlir
+    %v = dsa.compress_visibility %sc, %start_pos {ratio = 2 : i64} : (tensor<?x?xbf16>, i64) -> tensor<?x?xbf16>
+    ```
+  }];
+  let arguments = (ins DSA_BF16Tensor:$scores, I64:$start_pos, I64Attr:$ratio);
+  let results = (outs DSA_BF16Tensor:$result);
+  let assemblyFormat = "$scores `,` $start_pos attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def DSA_SelectCandidateBlocksOp : DSA_Op<"select_candidate_blocks", [Pure]> {
+  let summary = "level-one top-k over blocks of compressed positions (section 7)";
+  let description = [{
+    Pads each score row with -inf to a multiple of `block_size`; a block's score is the max over its positions; the
+    block holding the query's newest visible position `(compress_len[t] - 1) // block_size` (floor division: none
+    when compress_len is 0) is set to +inf; the `tie_order` top-k set of `min(topk_blocks, n_blocks)` blocks is
+    taken and picks of value -inf are dropped. Result: i1 `[s, width]`, true on every position of a kept block.
+
+    Example:
+    ```mlir
+    %mask = dsa.select_candidate_blocks %v, %start_pos
+        {ratio = 1 : i64, topk_blocks = 3 : i64, block_size = 2 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+        : (tensor<?x?xbf16>, i64) -> tensor<?x?xi1>
+    ```
+  }];
+  let arguments = (ins DSA_BF16Tensor:$scores, I64:$start_pos, I64Attr:$ratio, I64Attr:$topk_blocks,
+                       I64Attr:$block_size, DSA_TieOrderAttr:$tie_order);
+  let results = (outs DSA_MaskTensor:$result);
+  let assemblyFormat = "$scores `,` $start_pos attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def DSA_ApplyCandidatesOp : DSA_Op<"apply_candidates", [Pure]> {
+  let summary = "set scores outside the published candidate blocks to -inf (section 6 step 6)";
+  let description = [{
+    `score[t, p] = -inf` wherever `mask[t, p]` is false; `mask` has `scores`' shape.
+
+    Example:
+    ```mlir
+    %m = dsa.apply_candidates %v, %mask : (tensor<?x?xbf16>, tensor<?x?xi1>) -> tensor<?x?xbf16>
+    ```
+  }];
+  let arguments = (ins DSA_BF16Tensor:$scores, DSA_MaskTensor:$mask);
+  let results = (outs DSA_BF16Tensor:$result);
+  let assemblyFormat = "$scores `,` $mask attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def DSA_IndexerTopkOp : DSA_Op<"indexer_topk", [Pure]> {
+  let summary = "the indexer's top-k compressed positions, mapped to attention rows (section 6 step 7)";
+  let description = [{
+    `k = min(index_topk, width)`; per query row, the `tie_order` top-k SET of positions, sorted ascending, then
+    `p -> p + offset` if `p < compress_len[t]` else -1, where `offset` is the number of window rows attention reads
+    (`s` in prefill, `window_size` in decode). Result i32 `[s, k]` (k = 0 when width = 0).
+
+    Example:
+    ```mlir
+    %ci = dsa.indexer_topk %m, %start_pos
+        {ratio = 1 : i64, index_topk = 6 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+        : (tensor<?x?xbf16>, i64) -> tensor<?x?xi32>
+    ```
+  }];
+  let arguments = (ins DSA_BF16Tensor:$scores, I64:$start_pos, I64Attr:$ratio, I64Attr:$index_topk,
+                       I64Attr:$window_size, DSA_TieOrderAttr:$tie_order);
+  let results = (outs DSA_IndexTensor:$result);
+  let assemblyFormat = "$scores `,` $start_pos attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Composite
 //===----------------------------------------------------------------------===//
 
-def DSA_AttentionOp : DSA_Op<"attention", [Pure]> {
+def DSA_AttentionOp : DSA_Op<"attention", [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
   let summary = "one DeepSeek-V4.1 attention layer (Attention.forward; attention-semantics.md sections 3-11)";
   let description = [{
     One layer of the reference's `Attention.forward` for a step of `s` tokens at `start_pos`: queries (section 3),
-    the window KV row with its fp8 round trip and the ring (section 4), sparse attention with the sink (section 10),
-    inverse RoPE and the grouped output projection (section 11). `config` carries the geometry and role.
+    the window KV row with its fp8 round trip and the ring (section 4), for compress_ratio > 0 the compressor,
+    indexer and shared runtime (sections 5-8), sparse attention with the sink (section 10), inverse RoPE and the
+    grouped output projection (section 11). `config` carries the geometry and, for ratio > 0, the role
+    (`config.compress`).
 
     Operands (with `config`'s names; every shape is verified against `config`):
     - `x` `[s, dim]` bf16, the layer input after attn_norm; `start_pos` i64;
     - `ring` `[window_size, head_dim]` bf16, static: the layer's window cache (section 4);
-    - `attn_sink` `[n_heads]` f32;
-    - `wq_a` `[q_lora_rank, dim]`, `q_norm` `[q_lora_rank]`, `wq_b` `[n_heads*head_dim, q_lora_rank]`,
-      `wkv` `[head_dim, dim]`, `kv_norm` `[head_dim]`, `wo_a` `[o_groups*o_lora_rank, n_heads*head_dim/o_groups]`,
-      `wo_b` `[dim, o_groups*o_lora_rank]`, all bf16 and stored as `nn.Linear` stores them (`[out, in]`).
+    - `weights(...)`: `attn_sink` `[n_heads]` f32, `wq_a` `[q_lora_rank, dim]`, `q_norm` `[q_lora_rank]`,
+      `wq_b` `[n_heads*head_dim, q_lora_rank]`, `wkv` `[head_dim, dim]`, `kv_norm` `[head_dim]`,
+      `wo_a` `[o_groups*o_lora_rank, n_heads*head_dim/o_groups]`, `wo_b` `[dim, o_groups*o_lora_rank]`, bf16
+      `[out, in]` as `nn.Linear` stores them;
+    - `compressor(...)` (kv sources): ratio 1: `wkv` `[head_dim, dim]` bf16, `norm` `[head_dim]` bf16;
+      ratio >= 2: `wkv` and `wgate` `[head_dim, dim]` f32, `norm` `[head_dim]` bf16;
+    - `index_keys(...)` (kv sources): `wk` `[index_head_dim, head_dim]`, `k_norm` `[index_head_dim]` bf16;
+    - `indexer(...)` (index sources): `wq_b` `[index_n_heads*index_head_dim, q_lora_rank]`,
+      `weights_proj` `[index_n_heads, dim]` bf16;
+    - `state(...)` (kv sources): ratio >= 2: `kv_state`, `score_state` `[ratio, head_dim]` f32; then the
+      compressed-KV cache `[C, head_dim]` and the index-key cache `[C, index_head_dim]` bf16,
+      C = ceil(max_seq_len / ratio);
+    - `shared(...)` (every ratio > 0 layer): the four shared slots as they stand before this layer:
+      `compress_kv` `[?, head_dim]` bf16, `index_k` `[?, index_head_dim]` bf16, `topk_idxs` `[?, ?]` i32,
+      `candidates` `[?, ?]` i1.
 
-    Results: `out` `[s, dim]` bf16 and `new_ring`, the updated ring (`ring`'s type).
-    `dsa-decompose-attention` rewrites it into the primitives, with `dsa.probe`s named `L<layer_id>.sa_q`,
-    `.sa_kv`, `.sa_topk_idxs`, `.sa_o`, `.attn_out`.
+    Results: `out` `[s, dim]` bf16, `new_ring`, `new_state` (the `state` operands updated, same types) and
+    `new_shared` (the four slots after this layer: what it published, the rest passed through).
+    `dsa-decompose-attention` rewrites it into the primitives, with `dsa.probe`s named after the golden's captures
+    (`L<layer_id>.sa_q`, `.sa_kv`, `.sa_topk_idxs`, `.sa_o`, `.attn_out`, and `shared.L<layer_id>.*`).
 
-    Only `compress_ratio = 0` (window-only) layers are supported so far; the verifier rejects others.
-
-    Example:
+    Example (window-only):
     ```mlir
     %out, %ring1 = dsa.attention %x, %start_pos, %ring
         weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
@@ -302,11 +496,24 @@ def DSA_AttentionOp : DSA_Op<"attention", [Pure]> {
                        DSA_F32Tensor:$attn_sink, DSA_BF16Tensor:$wq_a, DSA_BF16Tensor:$q_norm,
                        DSA_BF16Tensor:$wq_b, DSA_BF16Tensor:$wkv, DSA_BF16Tensor:$kv_norm,
                        DSA_BF16Tensor:$wo_a, DSA_BF16Tensor:$wo_b,
+                       Variadic<AnyRankedTensor>:$compressor,
+                       Variadic<AnyRankedTensor>:$index_keys,
+                       Variadic<AnyRankedTensor>:$indexer,
+                       Variadic<AnyRankedTensor>:$state,
+                       Variadic<AnyRankedTensor>:$shared,
                        DSA_AttnConfigAttr:$config);
-  let results = (outs DSA_BF16Tensor:$out, DSA_BF16Tensor:$new_ring);
+  let results = (outs DSA_BF16Tensor:$out, DSA_BF16Tensor:$new_ring,
+                      Variadic<AnyRankedTensor>:$new_state,
+                      Variadic<AnyRankedTensor>:$new_shared);
   let assemblyFormat = [{
     $x `,` $start_pos `,` $ring `weights` `(` $attn_sink `,` $wq_a `,` $q_norm `,` $wq_b `,` $wkv `,` $kv_norm `,`
-    $wo_a `,` $wo_b `)` attr-dict `:` functional-type(operands, results)
+    $wo_a `,` $wo_b `)`
+    (`compressor` `(` $compressor^ `)`)?
+    (`index_keys` `(` $index_keys^ `)`)?
+    (`indexer` `(` $indexer^ `)`)?
+    (`state` `(` $state^ `)`)?
+    (`shared` `(` $shared^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
