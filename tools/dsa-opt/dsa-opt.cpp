@@ -1,4 +1,5 @@
 //===- dsa-opt.cpp - mlir-opt with the dsa dialect and passes ----------------===//
+#include "dsa/Conversion/Passes.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
@@ -16,5 +17,8 @@ int main(int argc, char **argv) {
   registry.insert<mlir::dsa::DSADialect>();
   mlir::registerAllPasses();
   mlir::dsa::registerDSAPasses();
+  mlir::dsa::registerDSAConversionPasses();
+  mlir::dsa::registerDSACPUPipeline();
+  mlir::dsa::registerDSAGPUPipeline();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "dsa optimizer driver\n", registry));
 }

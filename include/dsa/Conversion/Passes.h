@@ -1,0 +1,33 @@
+//===- Passes.h - dsa conversion passes --------------------------------------===//
+#ifndef DSA_CONVERSION_PASSES_H
+#define DSA_CONVERSION_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class DialectRegistry;
+namespace arith { class ArithDialect; }
+namespace linalg { class LinalgDialect; }
+namespace tensor { class TensorDialect; }
+namespace math { class MathDialect; }
+namespace scf { class SCFDialect; }
+namespace gpu { class GPUDialect; }
+namespace memref { class MemRefDialect; }
+} // namespace mlir
+
+namespace mlir::dsa {
+
+#define GEN_PASS_DECL
+#include "dsa/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "dsa/Conversion/Passes.h.inc"
+
+/// Registers --dsa-cpu-pipeline (lib/Conversion/DSAToCPU).
+void registerDSACPUPipeline();
+/// Registers --dsa-gpu-pipeline (lib/Conversion/DSAToGPU).
+void registerDSAGPUPipeline();
+
+} // namespace mlir::dsa
+
+#endif
