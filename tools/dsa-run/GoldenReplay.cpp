@@ -4,6 +4,8 @@
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Golden/Golden.h"
+#include "dsa/Golden/ModelConfig.h"
+#include "dsa/Golden/TinyModel.h"
 #include "dsa/Interpreter/Interpreter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,25 +18,23 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
-#include <algorithm>
 #include <set>
 #include <sstream>
 
 using namespace mlir;
 namespace golden = ::dsa::golden;
 namespace interp = ::dsa::interp;
+using interp::ElementType;
+using interp::Tensor;
 
 namespace dsa::tools {
 namespace {
 
-/// The attention captures a layer's probes produce (attention-semantics.md; tiny-model-harness.md capture names).
+/// The attention captures every layer's probes produce (tiny-model-harness.md capture names).
 const char *const kAttentionCaptures[] = {"sa_q", "sa_kv", "sa_topk_idxs", "sa_o", "attn_out"};
-
-/// The weights of a window-only layer, in dsa.attention's operand order, with their parameter names.
-const char *const kWindowLayerWeights[] = {"attn.attn_sink", "attn.wq_a.weight", "attn.q_norm.weight",
-                                           "attn.wq_b.weight", "attn.wkv.weight",   "attn.kv_norm.weight",
-                                           "attn.wo_a.weight", "attn.wo_b.weight"};
 
 std::string exactDouble(double v) {
   std::string s;
@@ -43,46 +43,203 @@ std::string exactDouble(double v) {
   return s;
 }
 
-std::string tensorType(const std::vector<int64_t> &shape, const char *elementType) {
-  std::string s = "tensor<";
-  for (int64_t d : shape)
-    s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
-  return s + elementType + ">";
+std::string boolText(bool b) { return b ? "true" : "false"; }
+
+/// One operand of a layer function: its SSA name and the tensor the driver passes (which fixes its type).
+struct Operand {
+  std::string name;
+  std::string type;
+};
+
+/// Everything the driver holds for one layer: weights by operand group, and the state it threads between steps.
+struct Layer {
+  int64_t id = 0;
+  golden::LayerRole role;
+  std::vector<Tensor> weights, compressor, indexKeys, indexer; // dsa.attention's operand groups
+  Tensor ring;
+  std::vector<Tensor> state; // kv sources: [kv_state, score_state (ratio >= 2)], kv cache, index-key cache
+  func::FuncOp fn;
+};
+
+/// The four shared slots of section 8, in dsa.attention's `shared(...)` order.
+struct SharedSlots {
+  std::vector<Tensor> slots; // compress_kv, index_k, topk_idxs, candidates
+};
+
+Result<Tensor> weight(const golden::GoldenFile &file, int64_t layer, const std::string &suffix) {
+  std::string name = "layers." + std::to_string(layer) + "." + suffix;
+  const golden::WeightMeta *meta = file.weight(name);
+  if (!meta)
+    return makeError("the golden has no weight '" + name + "' in weights_meta");
+  return golden::regenerateWeight(*meta);
 }
 
-/// Text of a module holding `@attention_L<l>`: one dsa.attention configured from the fixture.
-std::string attentionModuleText(const golden::Fixture &f, int64_t layer,
-                                const std::vector<interp::Tensor> &weights) {
-  std::ostringstream os;
-  std::string xType = tensorType({-1, f.dim}, "bf16");
-  std::string ringType = tensorType({f.windowSize, f.headDim}, "bf16");
-  std::vector<std::string> weightTypes;
-  for (const interp::Tensor &w : weights)
-    weightTypes.push_back(w.typeString());
+Status loadWeights(const golden::GoldenFile &file, const std::vector<std::string> &suffixes, int64_t layer,
+                   std::vector<Tensor> &into) {
+  for (const std::string &suffix : suffixes) {
+    Result<Tensor> w = weight(file, layer, suffix);
+    if (!w)
+      return makeError(w.error());
+    into.push_back(w.take());
+  }
+  return Status::success();
+}
 
-  os << "func.func @attention_L" << layer << "(%x: " << xType << ", %start_pos: i64, %ring: " << ringType;
-  for (size_t i = 0; i < weights.size(); ++i)
-    os << ", %w" << i << ": " << weightTypes[i];
-  os << ") -> (" << xType << ", " << ringType << ") {\n";
-  os << "  %out, %new_ring = dsa.attention %x, %start_pos, %ring weights(";
-  for (size_t i = 0; i < weights.size(); ++i)
-    os << (i ? ", " : "") << "%w" << i;
-  os << ") {config = #dsa.attn_config<layer_id = " << layer << ", dim = " << f.dim << ", n_heads = " << f.nHeads
+std::string sharedSlotTypes(const golden::Fixture &f) {
+  return "tensor<?x" + std::to_string(f.headDim) + "xbf16>, tensor<?x" + std::to_string(f.indexHeadDim) +
+         "xbf16>, tensor<?x?xi32>, tensor<?x?xi1>";
+}
+
+/// Text of `@attention_L<l>`: one dsa.attention configured from the fixture, its operands typed by the tensors the
+/// driver will pass.
+std::string attentionFunctionText(const golden::Fixture &f, const Layer &layer, const std::string &indexKSource) {
+  std::ostringstream os;
+  const std::string xType = "tensor<?x" + std::to_string(f.dim) + "xbf16>";
+  const std::string ringType = layer.ring.typeString();
+  int64_t ratio = layer.role.ratio;
+
+  std::vector<Operand> params = {{"x", xType}, {"start_pos", "i64"}, {"ring", ringType}};
+  auto addGroup = [&](const std::string &prefix, const std::vector<Tensor> &tensors) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      names.push_back("%" + prefix + std::to_string(i));
+      params.push_back({prefix + std::to_string(i), tensors[i].typeString()});
+    }
+    return names;
+  };
+  std::vector<std::string> w = addGroup("w", layer.weights), comp = addGroup("comp", layer.compressor),
+                           keys = addGroup("keys", layer.indexKeys), idx = addGroup("idx", layer.indexer),
+                           state = addGroup("state", layer.state);
+  std::vector<std::string> shared;
+  if (ratio > 0) {
+    std::istringstream types(sharedSlotTypes(f));
+    std::string t;
+    for (int i = 0; i < 4 && std::getline(types, t, ','); ++i) {
+      while (!t.empty() && t.front() == ' ')
+        t.erase(t.begin());
+      shared.push_back("%slot" + std::to_string(i));
+      params.push_back({"slot" + std::to_string(i), t});
+    }
+  }
+  std::vector<std::string> resultTypes = {xType, ringType};
+  for (const Tensor &s : layer.state)
+    resultTypes.push_back(s.typeString());
+  if (ratio > 0) {
+    std::istringstream types(sharedSlotTypes(f));
+    std::string t;
+    while (std::getline(types, t, ',')) {
+      while (!t.empty() && t.front() == ' ')
+        t.erase(t.begin());
+      resultTypes.push_back(t);
+    }
+  }
+  auto join = [](const std::vector<std::string> &v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? ", " : "") + v[i];
+    return s;
+  };
+
+  os << "func.func @attention_L" << layer.id << "(";
+  for (size_t i = 0; i < params.size(); ++i)
+    os << (i ? ", " : "") << "%" << params[i].name << ": " << params[i].type;
+  os << ") -> (" << join(resultTypes) << ") {\n  ";
+  std::vector<std::string> results = {"%out", "%new_ring"};
+  for (size_t i = 0; i < layer.state.size(); ++i)
+    results.push_back("%new_state" + std::to_string(i));
+  for (size_t i = 0; i < shared.size(); ++i)
+    results.push_back("%new_slot" + std::to_string(i));
+  os << join(results) << " = dsa.attention %x, %start_pos, %ring weights(" << join(w) << ")";
+  if (!comp.empty())
+    os << " compressor(" << join(comp) << ")";
+  if (!keys.empty())
+    os << " index_keys(" << join(keys) << ")";
+  if (!idx.empty())
+    os << " indexer(" << join(idx) << ")";
+  if (!state.empty())
+    os << " state(" << join(state) << ")";
+  if (!shared.empty())
+    os << " shared(" << join(shared) << ")";
+
+  os << " {config = #dsa.attn_config<layer_id = " << layer.id << ", dim = " << f.dim << ", n_heads = " << f.nHeads
      << ", head_dim = " << f.headDim << ", rope_head_dim = " << f.ropeHeadDim << ", q_lora_rank = " << f.qLoraRank
      << ", o_groups = " << f.oGroups << ", o_lora_rank = " << f.oLoraRank << ", window_size = " << f.windowSize
-     << ", compress_ratio = " << f.compressRatios[static_cast<size_t>(layer)]
-     << ", norm_eps = " << exactDouble(f.normEps) << " : f32"
-     << ", rope = #dsa.rope<rope_dim = " << f.ropeHeadDim << ", theta = " << exactDouble(f.ropeTheta) << ">>}\n";
-  os << "      : (" << xType << ", i64, " << ringType;
-  for (const std::string &t : weightTypes)
-    os << ", " << t;
-  os << ") -> (" << xType << ", " << ringType << ")\n";
-  os << "  return %out, %new_ring : " << xType << ", " << ringType << "\n}\n";
+     << ", compress_ratio = " << ratio << ", norm_eps = " << exactDouble(f.normEps) << " : f32";
+  if (ratio == 0) {
+    os << ", rope = #dsa.rope<rope_dim = " << f.ropeHeadDim << ", theta = " << exactDouble(f.ropeTheta) << ">";
+  } else {
+    os << ", rope = #dsa.rope<rope_dim = " << f.ropeHeadDim << ", theta = " << exactDouble(f.compressRopeTheta)
+       << ", yarn = #dsa.yarn<original_seq_len = " << f.originalSeqLen << ", factor = " << exactDouble(f.ropeFactor)
+       << ", beta_fast = " << exactDouble(f.betaFast) << ", beta_slow = " << exactDouble(f.betaSlow) << ">>";
+    const golden::LayerRole &r = layer.role;
+    os << ", compress = #dsa.compress<is_kv_source = " << boolText(r.isKvSource)
+       << ", is_index_source = " << boolText(r.isIndexSource)
+       << ", is_candidate_source = " << boolText(r.isCandidateSource)
+       << ", uses_candidates = " << boolText(r.usesCandidates) << ", index_n_heads = " << f.indexNHeads
+       << ", index_head_dim = " << f.indexHeadDim << ", index_topk = " << f.indexTopk
+       << ", candidate_topk_blocks = " << f.candidateTopkBlocks
+       << ", candidate_block_size = " << f.candidateBlockSize << ", max_seq_len = " << f.maxSeqLen
+       << ", index_k_source = #dsa.index_k_source<" << indexKSource << ">, tie_order = #dsa.tie_order<torch_cpu>>";
+  }
+  os << ">}\n      : (";
+  for (size_t i = 0; i < params.size(); ++i)
+    os << (i ? ", " : "") << params[i].type;
+  os << ") -> (" << join(resultTypes) << ")\n";
+  os << "  return " << join(results) << " : " << join(resultTypes) << "\n}\n";
   return os.str();
 }
 
+/// Regenerates a layer's weights (ck-checked) and creates its initial state (section 4, 5: zero ring, zero kv state,
+/// -inf score state, zero caches of ceil(max_seq_len / ratio) rows).
+Result<Layer> makeLayer(const golden::GoldenFile &file, int64_t l) {
+  const golden::Fixture &f = file.fixture();
+  Layer layer;
+  layer.id = l;
+  layer.role = golden::layerRole(f, l);
+  if (Status s = loadWeights(file,
+                             {"attn.attn_sink", "attn.wq_a.weight", "attn.q_norm.weight", "attn.wq_b.weight",
+                              "attn.wkv.weight", "attn.kv_norm.weight", "attn.wo_a.weight", "attn.wo_b.weight"},
+                             l, layer.weights);
+      !s)
+    return makeError(s.error());
+  layer.ring = Tensor(ElementType::BF16, {f.windowSize, f.headDim});
+  int64_t r = layer.role.ratio;
+  if (layer.role.isKvSource) {
+    std::vector<std::string> comp = {"attn.compressor.wkv.weight"};
+    if (r >= 2)
+      comp.push_back("attn.compressor.wgate.weight");
+    comp.push_back("attn.compressor.norm.weight");
+    if (Status s = loadWeights(file, comp, l, layer.compressor); !s)
+      return makeError(s.error());
+    if (Status s = loadWeights(file, {"attn.indexer.wk.weight", "attn.indexer.k_norm.weight"}, l, layer.indexKeys);
+        !s)
+      return makeError(s.error());
+    if (r >= 2) {
+      layer.state.push_back(Tensor(ElementType::F32, {r, f.headDim}));
+      std::vector<float> negInf(static_cast<size_t>(r * f.headDim), -std::numeric_limits<float>::infinity());
+      layer.state.push_back(Tensor::fromFloats(ElementType::F32, {r, f.headDim}, negInf));
+    }
+    int64_t capacity = (f.maxSeqLen + r - 1) / r;
+    layer.state.push_back(Tensor(ElementType::BF16, {capacity, f.headDim}));
+    layer.state.push_back(Tensor(ElementType::BF16, {capacity, f.indexHeadDim}));
+  }
+  if (layer.role.isIndexSource)
+    if (Status s = loadWeights(file, {"attn.indexer.wq_b.weight", "attn.indexer.weights_proj.weight"}, l,
+                               layer.indexer);
+        !s)
+      return makeError(s.error());
+  return layer;
+}
+
+SharedSlots emptySlots(const golden::Fixture &f) {
+  SharedSlots s;
+  s.slots = {Tensor(ElementType::BF16, {0, f.headDim}), Tensor(ElementType::BF16, {0, f.indexHeadDim}),
+             Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+  return s;
+}
+
 /// A tensor from a capture stored in full, without the golden's leading batch dimension of 1.
-Result<interp::Tensor> tensorFromCapture(const golden::Capture &capture, interp::ElementType type) {
+Result<Tensor> tensorFromCapture(const golden::Capture &capture, ElementType type) {
   if (capture.stride != 1)
     return makeError("capture '" + capture.name + "' is stored at stride " + std::to_string(capture.stride) +
                      ", but it is used as an input and must be stored in full (stride 1)");
@@ -90,71 +247,100 @@ Result<interp::Tensor> tensorFromCapture(const golden::Capture &capture, interp:
   if (!shape.empty() && shape.front() == 1)
     shape.erase(shape.begin());
   std::vector<float> values(capture.data.begin(), capture.data.end());
-  return interp::Tensor::fromFloats(type, shape, std::move(values));
+  return Tensor::fromFloats(type, shape, std::move(values));
 }
 
-struct Layer {
-  int64_t id = 0;
-  std::vector<interp::Tensor> weights;
-  interp::Tensor ring;
-  func::FuncOp fn;
-};
+/// Runs one layer's attention function for a step, updating the layer's ring and state and the shared slots, and
+/// records every probe into `probed`.
+Result<Tensor> runLayer(Layer &layer, SharedSlots &shared, const Tensor &x, int64_t startPos,
+                        std::map<std::string, Tensor> &probed) {
+  std::vector<Tensor> args = {x, Tensor::scalarI64(startPos), layer.ring};
+  for (const auto *group : {&layer.weights, &layer.compressor, &layer.indexKeys, &layer.indexer, &layer.state})
+    args.insert(args.end(), group->begin(), group->end());
+  if (layer.role.ratio > 0)
+    args.insert(args.end(), shared.slots.begin(), shared.slots.end());
+  interp::ProbeLog probes;
+  FailureOr<std::vector<Tensor>> results = interp::interpretFunction(layer.fn, args, &probes);
+  if (failed(results))
+    return makeError("interpreting layer " + std::to_string(layer.id) + " at start_pos " + std::to_string(startPos) +
+                     " failed (see the diagnostic above)");
+  std::vector<Tensor> &r = *results;
+  layer.ring = r[1];
+  size_t next = 2;
+  for (Tensor &s : layer.state)
+    s = r[next++];
+  if (layer.role.ratio > 0)
+    for (Tensor &slot : shared.slots)
+      slot = r[next++];
+  for (interp::ProbeRecord &record : probes)
+    probed[record.name] = std::move(record.value);
+  return r[0];
+}
+
+/// Captures the harness doc says not to compare: in decode, `shared.L<l>.candidates` of a layer before the candidate
+/// source holds the previous step's mask (tiny-model-harness.md, "Known quirks").
+std::string skipReason(const golden::Fixture &f, const golden::Regime &regime, const std::string &name) {
+  const std::string prefix = "shared.L", suffix = ".candidates";
+  if (regime.startPos > 0 && name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    int64_t l = std::stoll(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+    if (f.candidateSourceLayer >= 0 && l < f.candidateSourceLayer)
+      return "stale: holds the previous step's candidate mask (tiny-model-harness.md, known quirks)";
+  }
+  return "";
+}
 
 } // namespace
 
 int runGoldenReplay(const GoldenReplayOptions &options) {
   auto fail = [](const std::string &message) {
+    llvm::outs().flush();
     llvm::errs() << "dsa-run: error: " << message << "\n";
     return 2;
   };
+  if (options.indexKSource != "published_slot" && options.indexKSource != "own_cache")
+    return fail("--index-k-source must be 'published_slot' or 'own_cache', got '" + options.indexKSource + "'");
 
   Result<golden::GoldenFile> loaded = golden::GoldenFile::load(options.goldenPath);
   if (!loaded)
     return fail(loaded.error());
   const golden::GoldenFile &file = *loaded;
   const golden::Fixture &fixture = file.fixture();
+  if (Status s = golden::validateModelConfig(fixture); !s)
+    return fail("invalid model configuration: " + s.error());
 
+  const bool wholeModel = options.layers.empty();
   std::vector<int64_t> layerIds = options.layers;
-  if (layerIds.empty())
+  if (wholeModel)
     for (int64_t l = 0; l < fixture.nLayers; ++l)
       layerIds.push_back(l);
   for (int64_t l : layerIds) {
     if (l < 0 || l >= fixture.nLayers)
       return fail("--layers: layer " + std::to_string(l) + " does not exist (the fixture has " +
                   std::to_string(fixture.nLayers) + " layers)");
-    if (fixture.compressRatios[static_cast<size_t>(l)] != 0)
+    if (!wholeModel && fixture.compressRatios[static_cast<size_t>(l)] != 0)
       return fail("--layers: layer " + std::to_string(l) + " has compress_ratio " +
                   std::to_string(fixture.compressRatios[static_cast<size_t>(l)]) +
-                  "; only window-only (compress_ratio 0) layers can be replayed so far");
+                  " and reads the shared runtime of the layers before it: replay the whole model (omit --layers)");
   }
 
   MLIRContext context;
   context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
 
-  // Weights and the module: one @attention_L<l> per layer.
   std::vector<Layer> layers;
   for (int64_t l : layerIds) {
-    Layer layer;
-    layer.id = l;
-    for (const char *suffix : kWindowLayerWeights) {
-      std::string name = "layers." + std::to_string(l) + "." + suffix;
-      const golden::WeightMeta *meta = file.weight(name);
-      if (!meta)
-        return fail("the golden has no weight '" + name + "' in weights_meta");
-      Result<interp::Tensor> w = golden::regenerateWeight(*meta);
-      if (!w)
-        return fail(w.error());
-      layer.weights.push_back(w.take());
-    }
-    layer.ring = interp::Tensor(interp::ElementType::BF16, {fixture.windowSize, fixture.headDim});
+    Result<Layer> layer = makeLayer(file, l);
+    if (!layer)
+      return fail(layer.error());
     OwningOpRef<ModuleOp> parsed =
-        parseSourceString<ModuleOp>(attentionModuleText(fixture, l, layer.weights), &context);
+        parseSourceString<ModuleOp>(attentionFunctionText(fixture, *layer, options.indexKSource), &context);
     if (!parsed)
-      return fail("could not build the attention module of layer " + std::to_string(l));
+      return fail("could not build the attention function of layer " + std::to_string(l) +
+                  " (see the diagnostic above)");
     for (Operation &op : llvm::make_early_inc_range(parsed->getBody()->getOperations()))
       op.moveBefore(module->getBody(), module->getBody()->end());
-    layers.push_back(std::move(layer));
+    layers.push_back(layer.take());
   }
   if (options.emit == "attention")
     module->print(llvm::outs());
@@ -162,64 +348,107 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   PassManager pm(&context);
   pm.addPass(mlir::dsa::createDSADecomposeAttention());
   if (failed(pm.run(*module)))
-    return fail("dsa-decompose-attention failed");
+    return fail("dsa-decompose-attention failed (see the diagnostic above)");
   if (options.emit == "primitives")
     module->print(llvm::outs());
-  for (Layer &layer : layers)
+  std::map<int64_t, Layer *> byId;
+  for (Layer &layer : layers) {
     layer.fn = module->lookupSymbol<func::FuncOp>("attention_L" + std::to_string(layer.id));
+    byId[layer.id] = &layer;
+  }
 
+  std::optional<golden::TinyModel> model;
+  if (wholeModel) {
+    Result<golden::TinyModel> created = golden::TinyModel::create(file);
+    if (!created)
+      return fail(created.error());
+    model.emplace(created.take());
+  }
+
+  SharedSlots shared = emptySlots(fixture);
   std::vector<golden::Verdict> verdicts;
   for (const golden::Regime &regime : file.regimes()) {
-    std::set<std::string> compared;
-    for (Layer &layer : layers) {
-      std::string prefix = "L" + std::to_string(layer.id) + ".";
-      Result<const golden::Capture *> in = file.capture(regime.name, prefix + "attn_in");
-      if (!in)
-        return fail(in.error());
-      Result<interp::Tensor> x = tensorFromCapture(**in, interp::ElementType::BF16);
-      if (!x)
-        return fail(x.error());
+    std::map<std::string, Tensor> produced;
+    std::set<std::string> inputs;
+    if (wholeModel) {
+      Result<std::vector<int64_t>> ids = golden::regimeInputIds(fixture, regime);
+      if (!ids)
+        return fail(ids.error());
+      golden::CaptureSink sink = golden::recordInto(produced);
+      golden::AttentionFn attention = [&](int64_t l, const Tensor &attnIn, int64_t startPos) -> Result<Tensor> {
+        std::string prefix = "L" + std::to_string(l) + ".";
+        Tensor x = attnIn;
+        if (options.resync) {
+          Result<const golden::Capture *> in = file.capture(regime.name, prefix + "attn_in");
+          if (in && (*in)->stride == 1)
+            if (Result<Tensor> t = tensorFromCapture(**in, ElementType::BF16))
+              x = t.take();
+        }
+        Result<Tensor> out = runLayer(*byId[l], shared, x, startPos, produced);
+        if (!out || !options.resync)
+          return out;
+        Result<const golden::Capture *> want = file.capture(regime.name, prefix + "attn_out");
+        if (want && (*want)->stride == 1)
+          if (Result<Tensor> t = tensorFromCapture(**want, ElementType::BF16))
+            return t;
+        return out;
+      };
+      Result<golden::StepOutputs> step = model->step(*ids, regime.startPos, attention, sink);
+      if (!step)
+        return fail("regime '" + regime.name + "': " + step.error());
+    } else {
+      for (Layer &layer : layers) {
+        std::string in = "L" + std::to_string(layer.id) + ".attn_in";
+        Result<const golden::Capture *> capture = file.capture(regime.name, in);
+        if (!capture)
+          return fail(capture.error());
+        Result<Tensor> x = tensorFromCapture(**capture, ElementType::BF16);
+        if (!x)
+          return fail(x.error());
+        inputs.insert(in);
+        Result<Tensor> out = runLayer(layer, shared, *x, regime.startPos, produced);
+        if (!out)
+          return fail(out.error());
+      }
+      // Every attention capture of a replayed layer must have been probed.
+      for (Layer &layer : layers)
+        for (const char *name : kAttentionCaptures) {
+          std::string full = "L" + std::to_string(layer.id) + "." + name;
+          if (!file.capture(regime.name, full))
+            return fail(file.capture(regime.name, full).error());
+        }
+    }
 
-      std::vector<interp::Tensor> args = {x.take(), interp::Tensor::scalarI64(regime.startPos), layer.ring};
-      args.insert(args.end(), layer.weights.begin(), layer.weights.end());
-      interp::ProbeLog probes;
-      FailureOr<std::vector<interp::Tensor>> results = interp::interpretFunction(layer.fn, args, &probes);
-      if (failed(results))
-        return fail("interpreting layer " + std::to_string(layer.id) + " in regime '" + regime.name + "' failed");
-      layer.ring = (*results)[1];
-
-      std::map<std::string, const interp::Tensor *> probed;
-      for (const interp::ProbeRecord &record : probes)
-        probed[record.name] = &record.value;
-      for (const char *name : kAttentionCaptures) {
-        std::string full = prefix + name;
-        Result<const golden::Capture *> want = file.capture(regime.name, full);
-        if (!want)
-          return fail(want.error());
-        auto it = probed.find(full);
-        if (it == probed.end())
-          return fail("the decomposed layer " + std::to_string(layer.id) + " produced no probe '" + full + "'");
-        verdicts.push_back(golden::compareCapture(regime.name, **want, *it->second));
+    std::vector<std::string> notCompared;
+    for (const std::string &name : regime.captureOrder) {
+      if (inputs.count(name))
+        continue;
+      Result<const golden::Capture *> want = file.capture(regime.name, name);
+      if (!want)
+        return fail(want.error());
+      std::string skip = skipReason(fixture, regime, name);
+      auto it = produced.find(name);
+      if (!skip.empty()) {
+        verdicts.push_back(golden::notCompared(regime.name, name, skip));
         llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
-        compared.insert(full);
+      } else if (it != produced.end()) {
+        verdicts.push_back(golden::compareCapture(regime.name, **want, it->second));
+        llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
+      } else if (wholeModel) {
+        golden::Verdict v = golden::notCompared(regime.name, name, "nothing produced this capture");
+        v.status = golden::Verdict::Fail;
+        verdicts.push_back(v);
+        llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
+      } else {
+        notCompared.push_back(name);
       }
     }
-    // Everything else the golden holds for this regime (other layers, the model around attention, the shared
-    // slots) needs the model harness; the layers' attn_in captures were inputs.
-    std::vector<std::string> skipped;
-    for (const std::string &name : regime.captureOrder) {
-      bool isInput = false;
-      for (const Layer &layer : layers)
-        isInput |= name == "L" + std::to_string(layer.id) + ".attn_in";
-      if (!compared.count(name) && !isInput)
-        skipped.push_back(name);
-    }
     if (options.verbose) {
-      for (const std::string &name : skipped)
+      for (const std::string &name : notCompared)
         llvm::outs() << "NOT COMPARED " << regime.name << " " << name
-                     << " (needs the model harness: replay without --layers)\n";
-    } else if (!skipped.empty()) {
-      llvm::outs() << "not compared in " << regime.name << ": " << skipped.size()
+                     << " (outside the replayed layers' attention: replay the whole model)\n";
+    } else if (!notCompared.empty()) {
+      llvm::outs() << "not compared in " << regime.name << ": " << notCompared.size()
                    << " captures outside the replayed layers' attention (--verbose lists them)\n";
     }
   }

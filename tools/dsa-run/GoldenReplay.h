@@ -1,10 +1,16 @@
 //===- GoldenReplay.h - replay a DeepSeek golden through the dsa dialect -----===//
 //
-// `dsa-run --golden FILE --layers L,...`: for each requested layer, build a module holding one `dsa.attention`
-// configured from the golden's fixture, lower it with `dsa-decompose-attention`, then run the golden's regimes in
-// order with one persistent per-layer state on the reference interpreter, feeding each layer the golden's stored
-// `L<l>.attn_in`, and compare every probed capture (`sa_q`, `sa_kv`, `sa_topk_idxs`, `sa_o`, `attn_out`) with the
-// golden (attention-semantics.md section 12 tolerance). Prints one line per capture and `golden: N passed, M failed`.
+// `dsa-run --golden FILE`: build one `@attention_L<l>` function per layer, each a `dsa.attention` configured from the
+// golden's fixture (its role in the shared runtime included), lower it with `dsa-decompose-attention`, and run the
+// golden's regimes in order on the reference interpreter with one persistent state per sequence (rings, compressor
+// partial groups, caches, the four shared slots).
+//
+// - Without --layers (the main job): the tiny-model harness (lib/Golden/TinyModel) runs the model around attention
+//   and calls the dialect for every layer's attention; every capture of the golden is compared (section 12 tolerance),
+//   except the stale decode `shared.L<l>.candidates` of layers before the candidate source (tiny-model-harness.md).
+// - With --layers L,...: only those window-only layers run, fed the golden's stored `L<l>.attn_in` (must be stored
+//   in full); their attention captures are compared and the rest is listed as not compared.
+// Prints one line per capture and `golden: N passed, M failed`.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_TOOLS_DSA_RUN_GOLDENREPLAY_H
@@ -18,16 +24,22 @@ namespace dsa::tools {
 
 struct GoldenReplayOptions {
   std::string goldenPath;
-  /// Layers to replay; empty = every layer of the fixture.
+  /// Layers to replay from their stored attn_in; empty = the whole model through the harness.
   std::vector<int64_t> layers;
   /// "" (none), "attention" (the module before decomposition) or "primitives" (after): printed before the verdicts.
   std::string emit;
   /// Print the not-compared captures one per line instead of one summary line per regime.
   bool verbose = false;
+  /// Whole-model mode: feed each layer the golden's attn_in and hand the golden's attn_out back to the model wherever
+  /// the golden stores them in full (resynchronisation points). Off by default.
+  bool resync = false;
+  /// "published_slot" (the reference, default) or "own_cache" (section 8's named correction).
+  std::string indexKSource = "published_slot";
 };
 
 /// Runs the replay; returns the process exit status (0 iff every compared capture passed, 1 if one failed,
-/// 2 on an error that stopped the replay: bad golden path, malformed JSON, missing capture or weight, ...).
+/// 2 on an error that stopped the replay: bad golden path, malformed JSON, invalid configuration, missing capture or
+/// weight, ...).
 int runGoldenReplay(const GoldenReplayOptions &options);
 
 } // namespace dsa::tools

@@ -156,6 +156,14 @@ cl::opt<std::string> emitStage("emit",
                                cl::value_desc("stage"), cl::cat(runCategory));
 cl::opt<bool> goldenVerbose("verbose", cl::desc("With --golden: list every capture that is not compared"),
                             cl::cat(runCategory));
+cl::opt<bool> goldenResync("resync",
+                           cl::desc("With --golden (whole model): feed each layer the golden's attn_in and return the "
+                                    "golden's attn_out wherever they are stored in full (off by default)"),
+                           cl::cat(runCategory));
+cl::opt<std::string> indexKSource("index-k-source",
+                                  cl::desc("With --golden: 'published_slot' (the reference, default) or 'own_cache' "
+                                           "(attention-semantics.md section 8's named correction)"),
+                                  cl::init("published_slot"), cl::cat(runCategory));
 
 } // namespace
 
@@ -178,6 +186,8 @@ int main(int argc, char **argv) {
     options.layers.assign(goldenLayers.begin(), goldenLayers.end());
     options.emit = emitStage;
     options.verbose = goldenVerbose;
+    options.resync = goldenResync;
+    options.indexKSource = indexKSource;
     return ::dsa::tools::runGoldenReplay(options);
   }
 
