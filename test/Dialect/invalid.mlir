@@ -728,19 +728,100 @@ func.func private @attn_config_ratio2_no_yarn() attributes {
   c = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
 
 //===----------------------------------------------------------------------===//
-// dsa.attention (one operand wrong per case; the rest is the tiny golden's L0)
+// #dsa.compress (one field wrong per case; the rest is the tiny golden's L4)
 //===----------------------------------------------------------------------===//
 
 // -----
 
-func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
-    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
-  // expected-error @+1 {{compress_ratio > 0 layers are not supported yet (config has compress_ratio = 2)}}
-  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
-      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>>}
-      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>)
-  return
-}
+func.func private @compress_candidate_not_index() attributes {
+  // expected-error @+1 {{is_candidate_source requires is_index_source (the candidate blocks are selected from the layer's indexer scores, section 7)}}
+  c = #dsa.compress<is_kv_source = true, is_index_source = false, is_candidate_source = true, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_uses_not_index() attributes {
+  // expected-error @+1 {{uses_candidates requires is_index_source (only an index source applies the candidate mask, section 6 step 6)}}
+  c = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = true, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_candidate_exclusive() attributes {
+  // expected-error @+1 {{is_candidate_source and uses_candidates are exclusive (a layer uses the mask of a candidate source BEFORE it)}}
+  c = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = true, uses_candidates = true, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+// A kv source that is not an index source still computes index keys: it needs the indexer geometry.
+func.func private @compress_kv_source_index_n_heads() attributes {
+  // expected-error @+1 {{index_n_heads must be positive for a kv or index source, got 0}}
+  c = #dsa.compress<is_kv_source = true, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 0, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 0, candidate_block_size = 0, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_index_head_dim() attributes {
+  // expected-error @+1 {{index_head_dim must be positive for a kv or index source, got 0}}
+  c = #dsa.compress<is_kv_source = false, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 0, index_topk = 6, candidate_topk_blocks = 0, candidate_block_size = 0, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_index_topk() attributes {
+  // expected-error @+1 {{index_topk must be positive for a kv or index source, got -6}}
+  c = #dsa.compress<is_kv_source = false, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = -6, candidate_topk_blocks = 0, candidate_block_size = 0, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_candidate_topk_blocks() attributes {
+  // expected-error @+1 {{candidate_topk_blocks must be positive for a candidate source or a layer that uses candidates, got 0}}
+  c = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = true, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 0, candidate_block_size = 2, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_candidate_block_size() attributes {
+  // expected-error @+1 {{candidate_block_size must be positive for a candidate source or a layer that uses candidates, got 0}}
+  c = #dsa.compress<is_kv_source = false, is_index_source = true, is_candidate_source = false, uses_candidates = true, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 0, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+// A plain reader may leave the indexer geometry at 0, but never negative.
+func.func private @compress_reader_negative() attributes {
+  // expected-error @+1 {{candidate_block_size must be >= 0, got -2}}
+  c = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 0, index_head_dim = 0, index_topk = 0, candidate_topk_blocks = 0, candidate_block_size = -2, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_index_head_dim_block() attributes {
+  // expected-error @+1 {{index_head_dim (48) must be a multiple of 32, the fp4 e8m0 block of the index queries and keys (section 6)}}
+  c = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = true, uses_candidates = false, index_n_heads = 2, index_head_dim = 48, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_max_seq_len() attributes {
+  // expected-error @+1 {{max_seq_len must be positive, got 0}}
+  c = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = true, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 0, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
+func.func private @compress_bad_tie_order() attributes {
+  // expected-error @+2 {{expected ::mlir::dsa::TieOrder to be one of: torch_cpu}}
+  // expected-error @+1 {{failed to parse DSA_TieOrderAttr parameter 'value' which is to be a `::mlir::dsa::TieOrder`}}
+  t = #dsa.tie_order<cuda>}
+
+// -----
+
+func.func private @attn_config_ratio2_no_compress() attributes {
+  // expected-error @+1 {{a compress_ratio > 0 layer needs compress = #dsa.compress<...> (its role and indexer)}}
+  c = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>>}
+
+// -----
+
+func.func private @attn_config_ratio0_compress() attributes {
+  // expected-error @+1 {{compress must be absent on a compress_ratio = 0 layer}}
+  c = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>, compress = <is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 0, index_head_dim = 0, index_topk = 0, candidate_topk_blocks = 0, candidate_block_size = 0, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>>}
+
+
+//===----------------------------------------------------------------------===//
+// dsa.attention (one operand wrong per case; the rest is the tiny golden's L0)
+//===----------------------------------------------------------------------===//
 
 // -----
 
@@ -883,5 +964,645 @@ func.func @attention(%x: tensor<3x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, 
   %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
       {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
       : (tensor<3x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<5x64xbf16>, tensor<8x32xbf16>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// dsa.compress_pool
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @compress_pool_ratio(%kv: tensor<?x32xf32>, %st: tensor<1x32xf32>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_pool' op attribute 'ratio' must be >= 2 (a ratio-1 compressor does not pool, section 5), got 1}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %st, %st, %sp {ratio = 1 : i64} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<1x32xf32>, tensor<1x32xf32>, i64) -> (tensor<?x32xf32>, tensor<1x32xf32>, tensor<1x32xf32>)
+  return
+}
+
+// -----
+
+func.func @compress_pool_kv_rank(%kv: tensor<32xf32>, %st: tensor<2x32xf32>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_pool' op operand 'kv' must have rank 2 ([s, hd]), got 'tensor<32xf32>'}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %st, %st, %sp {ratio = 2 : i64} : (tensor<32xf32>, tensor<32xf32>, tensor<2x32xf32>, tensor<2x32xf32>, i64) -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>)
+  return
+}
+
+// -----
+
+func.func @compress_pool_score(%kv: tensor<?x32xf32>, %score: tensor<3x32xf32>, %st: tensor<2x32xf32>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_pool' op operand 'score' type 'tensor<3x32xf32>' must equal the type of 'kv' ('tensor<?x32xf32>')}}
+  %p, %a, %b = dsa.compress_pool %kv, %score, %st, %st, %sp {ratio = 2 : i64} : (tensor<?x32xf32>, tensor<3x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>, i64) -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>)
+  return
+}
+
+// -----
+
+func.func @compress_pool_state_rows(%kv: tensor<?x32xf32>, %st: tensor<4x32xf32>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_pool' op operand 'kv_state' must have shape [ratio, hd] = [2, 32], got 'tensor<4x32xf32>'}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %st, %st, %sp {ratio = 2 : i64} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>, i64) -> (tensor<?x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @compress_pool_score_state(%kv: tensor<?x32xf32>, %st: tensor<2x32xf32>, %sst: tensor<?x32xf32>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_pool' op operand 'score_state' type 'tensor<?x32xf32>' must equal the type of 'kv_state' ('tensor<2x32xf32>')}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %st, %sst, %sp {ratio = 2 : i64} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<2x32xf32>, tensor<?x32xf32>, i64) -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @compress_pool_pooled(%kv: tensor<?x32xf32>, %st: tensor<2x32xf32>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_pool' op result 'pooled' must have shape [g, hd] = [?, 32], got 'tensor<?x16xf32>'}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %st, %st, %sp {ratio = 2 : i64} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>, i64) -> (tensor<?x16xf32>, tensor<2x32xf32>, tensor<2x32xf32>)
+  return
+}
+
+// -----
+
+func.func @compress_pool_new_kv_state(%kv: tensor<?x32xf32>, %st: tensor<2x32xf32>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_pool' op result 'new_kv_state' type 'tensor<?x32xf32>' must equal the type of 'kv_state' ('tensor<2x32xf32>')}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %st, %st, %sp {ratio = 2 : i64} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>, i64) -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<2x32xf32>)
+  return
+}
+
+// -----
+
+func.func @compress_pool_new_score_state(%kv: tensor<?x32xf32>, %st: tensor<2x32xf32>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_pool' op result 'new_score_state' type 'tensor<2x?xf32>' must equal the type of 'score_state' ('tensor<2x32xf32>')}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %st, %st, %sp {ratio = 2 : i64} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>, i64) -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x?xf32>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// dsa.fp4_quant_e8m0, dsa.fp4_quant_e4m3
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @fp4_block_zero(%x: tensor<?x32xbf16>) {
+  // expected-error @+1 {{'dsa.fp4_quant_e8m0' op attribute 'block_size' must be > 0, got 0}}
+  %0 = dsa.fp4_quant_e8m0 %x {block_size = 0 : i64} : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+func.func @fp4_rank0(%x: tensor<bf16>) {
+  // expected-error @+1 {{'dsa.fp4_quant_e8m0' op operand 'x' must have rank >= 1, got 'tensor<bf16>'}}
+  %0 = dsa.fp4_quant_e8m0 %x : (tensor<bf16>) -> tensor<bf16>
+  return
+}
+
+// -----
+
+// e4m3's default block is 16: a row of 24 is not whole blocks.
+func.func @fp4_e4m3_block(%x: tensor<?x24xbf16>) {
+  // expected-error @+1 {{'dsa.fp4_quant_e4m3' op block_size (16) must divide the last dimension of 'x' (24)}}
+  %0 = dsa.fp4_quant_e4m3 %x : (tensor<?x24xbf16>) -> tensor<?x24xbf16>
+  return
+}
+
+// -----
+
+func.func @fp4_result_shape(%x: tensor<?x2x32xf32>) {
+  // expected-error @+1 {{'dsa.fp4_quant_e8m0' op result shape [?, 64] must equal the shape of 'x' [?, 2, 32]}}
+  %0 = dsa.fp4_quant_e8m0 %x : (tensor<?x2x32xf32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @fp4_result_bf16(%x: tensor<?x32xf32>) {
+  // expected-error @+1 {{'dsa.fp4_quant_e4m3' op result #0 must be ranked tensor of bfloat16 type values, but got 'tensor<?x32xf32>'}}
+  %0 = dsa.fp4_quant_e4m3 %x : (tensor<?x32xf32>) -> tensor<?x32xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// dsa.cache_write
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @cache_write_ratio(%c: tensor<32x32xbf16>, %r: tensor<?x32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.cache_write' op attribute 'ratio' must be >= 1, got 0}}
+  %0 = dsa.cache_write %c, %r, %sp {ratio = 0 : i64} : (tensor<32x32xbf16>, tensor<?x32xbf16>, i64) -> tensor<32x32xbf16>
+  return
+}
+
+// -----
+
+func.func @cache_write_cache_rank(%c: tensor<32x4x8xbf16>, %r: tensor<?x32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.cache_write' op operand 'cache' must have rank 2 ([C, w]), got 'tensor<32x4x8xbf16>'}}
+  %0 = dsa.cache_write %c, %r, %sp {ratio = 2 : i64} : (tensor<32x4x8xbf16>, tensor<?x32xbf16>, i64) -> tensor<32x4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @cache_write_rows_rank(%c: tensor<32x32xbf16>, %r: tensor<32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.cache_write' op operand 'rows' must have rank 2 ([g, w]), got 'tensor<32xbf16>'}}
+  %0 = dsa.cache_write %c, %r, %sp {ratio = 2 : i64} : (tensor<32x32xbf16>, tensor<32xbf16>, i64) -> tensor<32x32xbf16>
+  return
+}
+
+// -----
+
+func.func @cache_write_width(%c: tensor<32x32xbf16>, %r: tensor<?x16xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.cache_write' op operand 'rows' has row width 16 but 'cache' has row width 32}}
+  %0 = dsa.cache_write %c, %r, %sp {ratio = 2 : i64} : (tensor<32x32xbf16>, tensor<?x16xbf16>, i64) -> tensor<32x32xbf16>
+  return
+}
+
+// -----
+
+func.func @cache_write_result(%c: tensor<32x32xbf16>, %r: tensor<?x32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.cache_write' op result type 'tensor<?x32xbf16>' must equal the type of 'cache' ('tensor<32x32xbf16>')}}
+  %0 = dsa.cache_write %c, %r, %sp {ratio = 2 : i64} : (tensor<32x32xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x32xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// dsa.indexer_scores
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @indexer_scores_ratio(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_scores' op attribute 'ratio' must be >= 1, got -1}}
+  %0 = dsa.indexer_scores %iq, %w, %k, %sp {ratio = -1 : i64, weight_scale = 0.125 : f32} : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @indexer_scores_scale(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_scores' op attribute 'weight_scale' must be finite and > 0, got 0.000000e+00}}
+  %0 = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 0.0 : f32} : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @indexer_scores_iq_rank(%iq: tensor<?x64xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_scores' op operand 'iq' must have rank 3 ([s, IH, ihd]), got 'tensor<?x64xbf16>'}}
+  %0 = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 0.125 : f32} : (tensor<?x64xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @indexer_scores_weights(%iq: tensor<?x2x32xbf16>, %w: tensor<?x4xbf16>, %k: tensor<?x32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_scores' op operand 'weights' must have shape [s, IH] (from 'iq') = [?, 2], got 'tensor<?x4xbf16>'}}
+  %0 = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 0.125 : f32} : (tensor<?x2x32xbf16>, tensor<?x4xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @indexer_scores_keys(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x64xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_scores' op operand 'keys' must have shape [n, ihd] (ihd from 'iq') = [?, 32], got 'tensor<?x64xbf16>'}}
+  %0 = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 0.125 : f32} : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x64xbf16>, i64) -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @indexer_scores_result(%iq: tensor<3x2x32xbf16>, %w: tensor<3x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_scores' op result 'result' must have shape [s, width] (s from 'iq') = [3, ?], got 'tensor<1x?xbf16>'}}
+  %0 = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 0.125 : f32} : (tensor<3x2x32xbf16>, tensor<3x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<1x?xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// dsa.compress_visibility, dsa.select_candidate_blocks, dsa.apply_candidates, dsa.indexer_topk
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @visibility_ratio(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_visibility' op attribute 'ratio' must be >= 1, got 0}}
+  %0 = dsa.compress_visibility %s, %sp {ratio = 0 : i64} : (tensor<?x?xbf16>, i64) -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @visibility_rank(%s: tensor<?x2x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_visibility' op operand 'scores' must have rank 2 ([s, width]), got 'tensor<?x2x?xbf16>'}}
+  %0 = dsa.compress_visibility %s, %sp {ratio = 2 : i64} : (tensor<?x2x?xbf16>, i64) -> tensor<?x2x?xbf16>
+  return
+}
+
+// -----
+
+func.func @visibility_result(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.compress_visibility' op result type 'tensor<1x?xbf16>' must equal the type of 'scores' ('tensor<?x?xbf16>')}}
+  %0 = dsa.compress_visibility %s, %sp {ratio = 2 : i64} : (tensor<?x?xbf16>, i64) -> tensor<1x?xbf16>
+  return
+}
+
+// -----
+
+func.func @candidates_ratio(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.select_candidate_blocks' op attribute 'ratio' must be >= 1, got 0}}
+  %0 = dsa.select_candidate_blocks %s, %sp {ratio = 0 : i64, topk_blocks = 3 : i64, block_size = 2 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?x?xbf16>, i64) -> tensor<?x?xi1>
+  return
+}
+
+// -----
+
+func.func @candidates_topk_blocks(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.select_candidate_blocks' op attribute 'topk_blocks' must be > 0, got 0}}
+  %0 = dsa.select_candidate_blocks %s, %sp {ratio = 1 : i64, topk_blocks = 0 : i64, block_size = 2 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?x?xbf16>, i64) -> tensor<?x?xi1>
+  return
+}
+
+// -----
+
+func.func @candidates_block_size(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.select_candidate_blocks' op attribute 'block_size' must be > 0, got -2}}
+  %0 = dsa.select_candidate_blocks %s, %sp {ratio = 1 : i64, topk_blocks = 3 : i64, block_size = -2 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?x?xbf16>, i64) -> tensor<?x?xi1>
+  return
+}
+
+// -----
+
+func.func @candidates_scores_rank(%s: tensor<?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.select_candidate_blocks' op operand 'scores' must have rank 2 ([s, width]), got 'tensor<?xbf16>'}}
+  %0 = dsa.select_candidate_blocks %s, %sp {ratio = 1 : i64, topk_blocks = 3 : i64, block_size = 2 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?xbf16>, i64) -> tensor<?x?xi1>
+  return
+}
+
+// -----
+
+func.func @candidates_result(%s: tensor<1x6xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.select_candidate_blocks' op result 'result' must have shape [s, width] (the shape of 'scores') = [1, 6], got 'tensor<1x3xi1>'}}
+  %0 = dsa.select_candidate_blocks %s, %sp {ratio = 1 : i64, topk_blocks = 3 : i64, block_size = 2 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<1x6xbf16>, i64) -> tensor<1x3xi1>
+  return
+}
+
+// -----
+
+func.func @apply_candidates_rank(%s: tensor<?x?x?xbf16>, %m: tensor<?x?xi1>) {
+  // expected-error @+1 {{'dsa.apply_candidates' op operand 'scores' must have rank 2 ([s, width]), got 'tensor<?x?x?xbf16>'}}
+  %0 = dsa.apply_candidates %s, %m : (tensor<?x?x?xbf16>, tensor<?x?xi1>) -> tensor<?x?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @apply_candidates_mask(%s: tensor<?x6xbf16>, %m: tensor<?x4xi1>) {
+  // expected-error @+1 {{'dsa.apply_candidates' op operand 'mask' must have shape [s, width] (the shape of 'scores') = [?, 6], got 'tensor<?x4xi1>'}}
+  %0 = dsa.apply_candidates %s, %m : (tensor<?x6xbf16>, tensor<?x4xi1>) -> tensor<?x6xbf16>
+  return
+}
+
+// -----
+
+func.func @apply_candidates_result(%s: tensor<?x6xbf16>, %m: tensor<?x6xi1>) {
+  // expected-error @+1 {{'dsa.apply_candidates' op result type 'tensor<?x?xbf16>' must equal the type of 'scores' ('tensor<?x6xbf16>')}}
+  %0 = dsa.apply_candidates %s, %m : (tensor<?x6xbf16>, tensor<?x6xi1>) -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @topk_ratio(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_topk' op attribute 'ratio' must be >= 1, got 0}}
+  %0 = dsa.indexer_topk %s, %sp {ratio = 0 : i64, index_topk = 6 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?x?xbf16>, i64) -> tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @topk_index_topk(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_topk' op attribute 'index_topk' must be > 0, got 0}}
+  %0 = dsa.indexer_topk %s, %sp {ratio = 1 : i64, index_topk = 0 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?x?xbf16>, i64) -> tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @topk_window_size(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_topk' op attribute 'window_size' must be > 0, got 0}}
+  %0 = dsa.indexer_topk %s, %sp {ratio = 1 : i64, index_topk = 6 : i64, window_size = 0 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?x?xbf16>, i64) -> tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @topk_scores_rank(%s: tensor<?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_topk' op operand 'scores' must have rank 2 ([s, width]), got 'tensor<?xbf16>'}}
+  %0 = dsa.indexer_topk %s, %sp {ratio = 1 : i64, index_topk = 6 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?xbf16>, i64) -> tensor<?x?xi32>
+  return
+}
+
+// -----
+
+// width 10 > index_topk: k = min(6, 10) = 6.
+func.func @topk_result_k(%s: tensor<1x10xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_topk' op result 'result' must have shape [s, min(index_topk, width)] = [1, 6], got 'tensor<1x10xi32>'}}
+  %0 = dsa.indexer_topk %s, %sp {ratio = 1 : i64, index_topk = 6 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<1x10xbf16>, i64) -> tensor<1x10xi32>
+  return
+}
+
+// -----
+
+func.func @topk_result_exceeds(%s: tensor<?x?xbf16>, %sp: i64) {
+  // expected-error @+1 {{'dsa.indexer_topk' op result width 7 exceeds index_topk (6)}}
+  %0 = dsa.indexer_topk %s, %sp {ratio = 1 : i64, index_topk = 6 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?x?xbf16>, i64) -> tensor<?x7xi32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// dsa.attention: operand groups of each role (attention-semantics.md sections 5-8; the tiny golden's geometry)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// A compress_ratio = 0 layer has no compressed operand groups.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xbf16>) {
+  // expected-error @+1 {{operand group 'compressor' of a compress_ratio = 0 layer must be empty, got 1 operand}}
+  %r0, %r1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xbf16>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>)
+  return
+}
+
+// -----
+
+// A ratio-2 kv source has (wkv, wgate, norm): the ratio-1 form is rejected.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xbf16>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand group 'compressor' of a ratio-2 kv source must be (wkv, wgate, norm), got 2 operands}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// The ratio >= 2 compressor projects in f32 (section 5).
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xbf16>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'wkv' (operand group 'compressor' #0) of a ratio-2 kv source must be a tensor [head_dim, dim] = [32, 64] of 'f32', got 'tensor<32x64xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// The ratio-1 compressor is a bf16 linear (section 5).
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvc: tensor<64x32xbf16>, %ikc: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'wkv' (operand group 'compressor' #0) of a ratio-1 kv source must be a tensor [head_dim, dim] = [32, 64] of 'bf16', got 'tensor<32x64xf32>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 1, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = true, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<16xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'norm' (operand group 'compressor' #2) of a ratio-2 kv source must be a tensor [head_dim] = [32] of 'bf16', got 'tensor<16xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<16xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// A kv source needs its index-key projection.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand group 'index_keys' of a ratio-2 kv source must be (wk, k_norm), got 0 operands}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x64xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'wk' (operand group 'index_keys' #0) of a ratio-2 kv source must be a tensor [index_head_dim, head_dim] = [32, 32] of 'bf16', got 'tensor<32x64xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// An index source needs its indexer weights.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand group 'indexer' of an index source must be (wq_b, weights_proj), got 0 operands}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 1, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = true, is_candidate_source = false, uses_candidates = true, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<4x64xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'weights_proj' (operand group 'indexer' #1) of an index source must be a tensor [index_n_heads, dim] = [2, 64] of 'bf16', got 'tensor<4x64xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) indexer(%wq_b_i, %wproj) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 1, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = true, is_candidate_source = false, uses_candidates = true, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<64x16xbf16>, tensor<4x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wq_b_i: tensor<128x16xbf16>, %wproj: tensor<2x64xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'wq_b' (operand group 'indexer' #0) of an index source must be a tensor [index_n_heads*index_head_dim, q_lora_rank] = [64, 16] of 'bf16', got 'tensor<128x16xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) indexer(%wq_b_i, %wproj) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 1, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = true, is_candidate_source = false, uses_candidates = true, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<128x16xbf16>, tensor<2x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// A layer that is no source owns no compressor, index keys, indexer or state.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand group 'compressor' of a layer that is not a kv source (config.compress.is_kv_source = false) must be empty, got 3 operands}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand group 'indexer' of a layer that is not an index source (config.compress.is_index_source = false) must be empty, got 2 operands}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) indexer(%wq_b_i, %wproj) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// A ratio-1 kv source keeps no pooling state.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xbf16>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<1x32xf32>, %scs: tensor<1x32xf32>, %kvc: tensor<64x32xbf16>, %ikc: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand group 'state' of a ratio-1 kv source must be (kv_cache, index_k_cache), got 4 operands}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 1, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = true, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<1x32xf32>, tensor<1x32xf32>, tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<1x32xf32>, tensor<1x32xf32>, tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand group 'state' of a ratio-2 kv source must be (kv_state, score_state, kv_cache, index_k_cache), got 2 operands}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xbf16>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'score_state' (operand group 'state' #1) of a ratio-2 kv source must be a static tensor [compress_ratio, head_dim] = [2, 32] of 'f32', got 'tensor<2x32xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// The caches have a fixed capacity: a dynamic row count is rejected.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<?x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'kv_cache' (operand group 'state' #2) of a ratio-2 kv source must be a static tensor [C, head_dim] (C = ceil(max_seq_len / compress_ratio)) = [32, 32] of 'bf16', got 'tensor<?x32xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<?x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<?x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// C = ceil(max_seq_len / compress_ratio) = ceil(63 / 2) = 32.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<32x32xbf16>, %ikc: tensor<31x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'index_k_cache' (operand group 'state' #3) of a ratio-2 kv source must be a static tensor [C, index_head_dim] (C = ceil(max_seq_len / compress_ratio)) = [32, 32] of 'bf16', got 'tensor<31x32xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 63, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<31x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<31x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// Every ratio > 0 layer threads the four shared slots.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>) {
+  // expected-error @+1 {{operand group 'shared' of a compress_ratio > 0 layer must be (compress_kv, index_k, topk_idxs, candidates), got 3 operands}}
+  %r0, %r1, %r2, %r3, %r4 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) shared(%s_kv, %s_ik, %s_topk)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi64>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'topk_idxs' (operand group 'shared' #2) of a compress_ratio > 0 layer must be a tensor [?, ?] = [?, ?] of 'i32', got 'tensor<?x?xi64>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi64>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi64>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %s_kv: tensor<?x64xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'compress_kv' (operand group 'shared' #0) of a compress_ratio > 0 layer must be a tensor [?, head_dim] = [?, 32] of 'bf16', got 'tensor<?x64xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x64xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{operand 'index_k' (operand group 'shared' #1) of a compress_ratio > 0 layer must be a tensor [?, index_head_dim] = [?, 32] of 'bf16', got 'tensor<?x64xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x64xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x64xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?xi1>) {
+  // expected-error @+1 {{operand 'candidates' (operand group 'shared' #3) of a compress_ratio > 0 layer must be a tensor [?, ?] = [?, ?] of 'i1', got 'tensor<?xi1>'}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?xi1>)
+  return
+}
+
+// -----
+
+// new_shared carries the slots' types (a published cache is cast to the slot type).
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{result 'new_shared' #0 type 'tensor<32x32xbf16>' must equal the type of operand group 'shared' #0 ('tensor<?x32xbf16>')}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %wkv_c: tensor<32x64xf32>, %wgate_c: tensor<32x64xf32>, %norm_c: tensor<32xbf16>, %wk: tensor<32x32xbf16>, %k_norm: tensor<32xbf16>, %wq_b_i: tensor<64x16xbf16>, %wproj: tensor<2x64xbf16>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>, %kvc: tensor<32x32xbf16>, %ikc: tensor<32x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{result 'new_state' #3 type 'tensor<?x32xbf16>' must equal the type of operand group 'state' #3 ('tensor<32x32xbf16>')}}
+  %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) compressor(%wkv_c, %wgate_c, %norm_c) index_keys(%wk, %k_norm) indexer(%wq_b_i, %wproj) state(%kvs, %scs, %kvc, %ikc) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xbf16>, tensor<32x32xbf16>, tensor<32xbf16>, tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<32x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}
+
+// -----
+
+// The custom form derives the result groups from the operand groups.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+3 {{'dsa.attention' has 6 results (out, new_ring, one new_state per 'state' operand (0), one new_shared per 'shared' operand (4)), but the type lists 5}}
+  %r0, %r1, %r2, %r3, %r4 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 2, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>)
+  return
+}
+
+// -----
+
+// The generic form can state any result segments: a ratio-0 layer has no new_state.
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{result group 'new_state' must have one result per operand of group 'state' (0), got 1}}
+  %r:3 = "dsa.attention"(%x, %sp, %ring, %sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      <{config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>,
+        operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1, 0>}>
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>) {
+  // expected-error @+1 {{'weights(...)' must list the 8 weights (attn_sink, wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b), got 2}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>)
   return
 }

@@ -121,13 +121,65 @@ LogicalResult AttnConfigAttr::verify(function_ref<InFlightDiagnostic()> emitErro
     return emitError() << "compress must be absent on a compress_ratio = 0 layer";
   if (compressRatio > 0 && !compress)
     return emitError() << "a compress_ratio > 0 layer needs compress = #dsa.compress<...> (its role and indexer)";
+  // A nested attribute is verified when parsed; re-check it for one built in C++ with CompressConfigAttr::get.
+  if (compress && failed(CompressConfigAttr::verify(
+                      [&] { return emitError() << "compress: "; }, compress.getIsKvSource(),
+                      compress.getIsIndexSource(), compress.getIsCandidateSource(), compress.getUsesCandidates(),
+                      compress.getIndexNHeads(), compress.getIndexHeadDim(), compress.getIndexTopk(),
+                      compress.getCandidateTopkBlocks(), compress.getCandidateBlockSize(), compress.getMaxSeqLen(),
+                      compress.getIndexKSource(), compress.getTieOrder())))
+    return failure();
   return success();
 }
+
+// The fp4 e8m0 block of the index queries and keys (section 6 steps 1-2: fp4_quant_e8m0, block 32); section 1
+// requires the block sizes to divide the rows they quantise.
+static constexpr int64_t kIndexFp4Block = 32;
 
 LogicalResult CompressConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError, BoolAttr isKvSource,
                                          BoolAttr isIndexSource, BoolAttr isCandidateSource, BoolAttr usesCandidates,
                                          int64_t indexNHeads, int64_t indexHeadDim, int64_t indexTopk,
                                          int64_t candidateTopkBlocks, int64_t candidateBlockSize, int64_t maxSeqLen,
                                          IndexKSourceAttr indexKSource, TieOrderAttr tieOrder) {
-  return success(); // TODO(dialect3): verify
+  if (!isKvSource || !isIndexSource || !isCandidateSource || !usesCandidates)
+    return emitError() << "is_kv_source, is_index_source, is_candidate_source and uses_candidates must be bool "
+                          "attributes";
+  if (!indexKSource || !tieOrder)
+    return emitError() << "index_k_source and tie_order must be #dsa.index_k_source and #dsa.tie_order attributes";
+  const bool kv = isKvSource.getValue(), index = isIndexSource.getValue(), candSource = isCandidateSource.getValue(),
+             usesCand = usesCandidates.getValue();
+  // Section 1: the candidate source publishes the block mask its indexer selects; uses_candidates applies it in the
+  // indexer of an index source after the candidate source.
+  if (candSource && !index)
+    return emitError() << "is_candidate_source requires is_index_source (the candidate blocks are selected from the "
+                          "layer's indexer scores, section 7)";
+  if (usesCand && !index)
+    return emitError() << "uses_candidates requires is_index_source (only an index source applies the candidate "
+                          "mask, section 6 step 6)";
+  if (candSource && usesCand)
+    return emitError() << "is_candidate_source and uses_candidates are exclusive (a layer uses the mask of a candidate "
+                          "source BEFORE it)";
+  auto checkSize = [&](int64_t v, StringRef name, bool required, StringRef why) -> LogicalResult {
+    if (required && v <= 0)
+      return emitError() << name << " must be positive for " << why << ", got " << v;
+    if (v < 0)
+      return emitError() << name << " must be >= 0, got " << v;
+    return success();
+  };
+  const bool indexer = kv || index;
+  const bool candidates = candSource || usesCand;
+  if (failed(checkSize(indexNHeads, "index_n_heads", indexer, "a kv or index source")) ||
+      failed(checkSize(indexHeadDim, "index_head_dim", indexer, "a kv or index source")) ||
+      failed(checkSize(indexTopk, "index_topk", indexer, "a kv or index source")) ||
+      failed(checkSize(candidateTopkBlocks, "candidate_topk_blocks", candidates,
+                       "a candidate source or a layer that uses candidates")) ||
+      failed(checkSize(candidateBlockSize, "candidate_block_size", candidates,
+                       "a candidate source or a layer that uses candidates")))
+    return failure();
+  if (indexHeadDim % kIndexFp4Block != 0)
+    return emitError() << "index_head_dim (" << indexHeadDim << ") must be a multiple of " << kIndexFp4Block
+                       << ", the fp4 e8m0 block of the index queries and keys (section 6)";
+  if (maxSeqLen <= 0)
+    return emitError() << "max_seq_len must be positive, got " << maxSeqLen;
+  return success();
 }

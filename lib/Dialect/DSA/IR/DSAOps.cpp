@@ -290,62 +290,405 @@ LogicalResult ProbeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Compressed attention primitives (sections 5-9)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// `kind 'name' must have shape dims = [..], got T` unless `ty`'s shape agrees with `want`.
+LogicalResult expectShape(Operation *op, StringRef kind, StringRef name, StringRef dims, RankedTensorType ty,
+                          ArrayRef<int64_t> want) {
+  if (shapesAgree(ty.getShape(), want))
+    return success();
+  return op->emitOpError() << kind << " '" << name << "' must have shape " << dims << " = " << shapeStr(want)
+                           << ", got " << ty;
+}
+
+LogicalResult expectRank(Operation *op, StringRef name, StringRef dims, RankedTensorType ty) {
+  if (ty.getRank() == static_cast<int64_t>(dims.count(',') + 1))
+    return success();
+  return op->emitOpError() << "operand '" << name << "' must have rank " << dims.count(',') + 1 << " (" << dims
+                           << "), got " << ty;
+}
+
+/// Compressed positions are counted with floor division by the ratio (section 6: width = end // r).
+LogicalResult verifyRatioAtLeast(Operation *op, int64_t ratio, int64_t min) {
+  if (ratio < min)
+    return op->emitOpError("attribute 'ratio' must be >= ") << min << ", got " << ratio;
+  return success();
+}
+
+LogicalResult verifyPositiveAttr(Operation *op, StringRef name, int64_t v) {
+  if (v <= 0)
+    return op->emitOpError("attribute '") << name << "' must be > 0, got " << v;
+  return success();
+}
+
+/// The fp4 round trips (section 2): block_size > 0 dividing the last dimension; bf16 result of x's shape.
+LogicalResult verifyFp4Quant(Operation *op, RankedTensorType xTy, RankedTensorType rTy, int64_t block) {
+  if (failed(verifyPositiveAttr(op, "block_size", block)))
+    return failure();
+  if (xTy.getRank() < 1)
+    return op->emitOpError("operand 'x' must have rank >= 1, got ") << xTy;
+  int64_t row = xTy.getShape().back();
+  if (isStaticDim(row) && row % block != 0)
+    return op->emitOpError("block_size (") << block << ") must divide the last dimension of 'x' (" << row << ")";
+  if (rTy.getShape() != xTy.getShape())
+    return op->emitOpError("result shape ")
+           << shapeStr(rTy.getShape()) << " must equal the shape of 'x' " << shapeStr(xTy.getShape());
+  return success();
+}
+
+/// scores [s, width] of the indexer stages (section 6).
+LogicalResult verifyScores(Operation *op, RankedTensorType ty) { return expectRank(op, "scores", "[s, width]", ty); }
+
+} // namespace
+
+LogicalResult CompressPoolOp::verify() {
+  const int64_t dyn = ShapedType::kDynamic;
+  int64_t r = getRatio();
+  // Ratio 1 has no state and no pooling (section 5): its latent is rms_norm(linear(x, wkv_c)).
+  if (r < 2)
+    return emitOpError("attribute 'ratio' must be >= 2 (a ratio-1 compressor does not pool, section 5), got ") << r;
+  RankedTensorType kvTy = getKv().getType(), stTy = getKvState().getType();
+  if (failed(expectRank(*this, "kv", "[s, hd]", kvTy)))
+    return failure();
+  if (getScore().getType() != kvTy)
+    return emitOpError("operand 'score' type ")
+           << getScore().getType() << " must equal the type of 'kv' (" << kvTy << ")";
+  int64_t hd = kvTy.getDimSize(1);
+  if (failed(expectShape(*this, "operand", "kv_state", "[ratio, hd]", stTy, {r, hd})))
+    return failure();
+  if (getScoreState().getType() != stTy)
+    return emitOpError("operand 'score_state' type ")
+           << getScoreState().getType() << " must equal the type of 'kv_state' (" << stTy << ")";
+  if (failed(expectShape(*this, "result", "pooled", "[g, hd]", getPooled().getType(), {dyn, hd})))
+    return failure();
+  if (getNewKvState().getType() != stTy)
+    return emitOpError("result 'new_kv_state' type ")
+           << getNewKvState().getType() << " must equal the type of 'kv_state' (" << stTy << ")";
+  if (getNewScoreState().getType() != stTy)
+    return emitOpError("result 'new_score_state' type ")
+           << getNewScoreState().getType() << " must equal the type of 'score_state' (" << stTy << ")";
+  return success();
+}
+
+LogicalResult Fp4QuantE8M0Op::verify() {
+  return verifyFp4Quant(*this, getX().getType(), getResult().getType(), getBlockSize());
+}
+
+LogicalResult Fp4QuantE4M3Op::verify() {
+  return verifyFp4Quant(*this, getX().getType(), getResult().getType(), getBlockSize());
+}
+
+LogicalResult CacheWriteOp::verify() {
+  RankedTensorType cTy = getCache().getType(), rowsTy = getRows().getType();
+  if (failed(verifyRatioAtLeast(*this, getRatio(), 1)) || failed(expectRank(*this, "cache", "[C, w]", cTy)) ||
+      failed(expectRank(*this, "rows", "[g, w]", rowsTy)))
+    return failure();
+  if (!dimsAgree(rowsTy.getDimSize(1), cTy.getDimSize(1)))
+    return emitOpError("operand 'rows' has row width ")
+           << rowsTy.getDimSize(1) << " but 'cache' has row width " << cTy.getDimSize(1);
+  return verifyResultTypeEquals(*this, getResult().getType(), cTy, "cache");
+}
+
+LogicalResult IndexerScoresOp::verify() {
+  const int64_t dyn = ShapedType::kDynamic;
+  if (failed(verifyRatioAtLeast(*this, getRatio(), 1)))
+    return failure();
+  double scale = getWeightScaleAttr().getValueAsDouble();
+  if (!std::isfinite(scale) || !(scale > 0.0))
+    return emitOpError("attribute 'weight_scale' must be finite and > 0, got ") << scale;
+  RankedTensorType iqTy = getIq().getType();
+  if (failed(expectRank(*this, "iq", "[s, IH, ihd]", iqTy)))
+    return failure();
+  int64_t s = iqTy.getDimSize(0), ih = iqTy.getDimSize(1), ihd = iqTy.getDimSize(2);
+  if (failed(expectShape(*this, "operand", "weights", "[s, IH] (from 'iq')", getWeights().getType(), {s, ih})) ||
+      failed(expectShape(*this, "operand", "keys", "[n, ihd] (ihd from 'iq')", getKeys().getType(), {dyn, ihd})) ||
+      failed(expectShape(*this, "result", "result", "[s, width] (s from 'iq')", getResult().getType(), {s, dyn})))
+    return failure();
+  return success();
+}
+
+LogicalResult CompressVisibilityOp::verify() {
+  if (failed(verifyRatioAtLeast(*this, getRatio(), 1)) || failed(verifyScores(*this, getScores().getType())))
+    return failure();
+  return verifyResultTypeEquals(*this, getResult().getType(), getScores().getType(), "scores");
+}
+
+LogicalResult SelectCandidateBlocksOp::verify() {
+  RankedTensorType sTy = getScores().getType();
+  if (failed(verifyRatioAtLeast(*this, getRatio(), 1)) ||
+      failed(verifyPositiveAttr(*this, "topk_blocks", getTopkBlocks())) ||
+      failed(verifyPositiveAttr(*this, "block_size", getBlockSize())) || failed(verifyScores(*this, sTy)))
+    return failure();
+  return expectShape(*this, "result", "result", "[s, width] (the shape of 'scores')", getResult().getType(),
+                     sTy.getShape());
+}
+
+LogicalResult ApplyCandidatesOp::verify() {
+  RankedTensorType sTy = getScores().getType();
+  if (failed(verifyScores(*this, sTy)) ||
+      failed(expectShape(*this, "operand", "mask", "[s, width] (the shape of 'scores')", getMask().getType(),
+                         sTy.getShape())))
+    return failure();
+  return verifyResultTypeEquals(*this, getResult().getType(), sTy, "scores");
+}
+
+LogicalResult IndexerTopkOp::verify() {
+  const int64_t dyn = ShapedType::kDynamic;
+  int64_t topk = getIndexTopk();
+  RankedTensorType sTy = getScores().getType(), rTy = getResult().getType();
+  if (failed(verifyRatioAtLeast(*this, getRatio(), 1)) || failed(verifyPositiveAttr(*this, "index_topk", topk)) ||
+      failed(verifyPositiveAttr(*this, "window_size", getWindowSize())) || failed(verifyScores(*this, sTy)))
+    return failure();
+  // k = min(index_topk, width): static when the scores' width is.
+  int64_t width = sTy.getDimSize(1);
+  int64_t k = isStaticDim(width) ? std::min(topk, width) : dyn;
+  if (failed(expectShape(*this, "result", "result", "[s, min(index_topk, width)]", rTy, {sTy.getDimSize(0), k})))
+    return failure();
+  if (isStaticDim(rTy.getDimSize(1)) && rTy.getDimSize(1) > topk)
+    return emitOpError("result width ") << rTy.getDimSize(1) << " exceeds index_topk (" << topk << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // attention (sections 3-11)
 //===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr unsigned kNumFixedOperands = 11; // x, start_pos, ring, 8 weights
+constexpr StringLiteral kGroupNames[] = {"compressor", "index_keys", "indexer", "state", "shared"};
+
+/// One operand a group must hold: its name, element type, shape (dims spelled in config's names) and whether the
+/// shape must be static (state, like the ring, has a fixed capacity).
+struct GroupSlot {
+  StringRef name;
+  Type elementType;
+  std::string dims;
+  SmallVector<int64_t> shape;
+  bool requireStatic = false;
+};
+
+std::string slotNames(ArrayRef<GroupSlot> slots) {
+  std::string s = "(";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(slots, os, [&](const GroupSlot &slot) { os << slot.name; });
+  os << ')';
+  return s;
+}
+
+/// Checks that operand group `group` holds exactly `slots` (empty: the group must be absent) for a layer described
+/// by `role`, each operand of the slot's element type and shape.
+LogicalResult verifyGroup(Operation *op, StringRef group, StringRef role, OperandRange operands,
+                          ArrayRef<GroupSlot> slots) {
+  if (operands.size() != slots.size()) {
+    auto diag = op->emitOpError() << "operand group '" << group << "' of " << role << " must be ";
+    if (slots.empty())
+      diag << "empty";
+    else
+      diag << slotNames(slots);
+    return diag << ", got " << operands.size() << " operand" << (operands.size() == 1 ? "" : "s");
+  }
+  for (auto [i, value, slot] : llvm::enumerate(operands, slots)) {
+    auto ty = cast<RankedTensorType>(value.getType());
+    bool ok = ty.getElementType() == slot.elementType &&
+              (slot.requireStatic ? ty.hasStaticShape() && ty.getShape() == ArrayRef<int64_t>(slot.shape)
+                                  : shapesAgree(ty.getShape(), slot.shape));
+    if (!ok)
+      return op->emitOpError() << "operand '" << slot.name << "' (operand group '" << group << "' #" << i << ") of "
+                               << role << " must be a " << (slot.requireStatic ? "static " : "") << "tensor "
+                               << slot.dims << " = " << shapeStr(slot.shape) << " of " << slot.elementType << ", got "
+                               << ty;
+  }
+  return success();
+}
+
+/// new_state / new_shared carry the updated state / slots: one result per operand of the group, of its type.
+LogicalResult verifyResultGroup(Operation *op, StringRef resultGroup, StringRef operandGroup, ResultRange results,
+                                OperandRange operands) {
+  if (results.size() != operands.size())
+    return op->emitOpError() << "result group '" << resultGroup << "' must have one result per operand of group '"
+                             << operandGroup << "' (" << operands.size() << "), got " << results.size();
+  for (auto [i, res, opd] : llvm::enumerate(results, operands))
+    if (res.getType() != opd.getType())
+      return op->emitOpError() << "result '" << resultGroup << "' #" << i << " type " << res.getType()
+                               << " must equal the type of operand group '" << operandGroup << "' #" << i << " ("
+                               << opd.getType() << ")";
+  return success();
+}
+
+} // namespace
+
+ParseResult AttentionOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand, 16> fixed(3);
+  SmallVector<OpAsmParser::UnresolvedOperand, 8> weights;
+  SMLoc weightsLoc;
+  if (parser.parseOperand(fixed[0]) || parser.parseComma() || parser.parseOperand(fixed[1]) || parser.parseComma() ||
+      parser.parseOperand(fixed[2]) || parser.parseKeyword("weights") || parser.getCurrentLocation(&weightsLoc) ||
+      parser.parseOperandList(weights, OpAsmParser::Delimiter::Paren))
+    return failure();
+  if (weights.size() != kNumFixedOperands - 3)
+    return parser.emitError(weightsLoc) << "'weights(...)' must list the 8 weights (attn_sink, wq_a, q_norm, wq_b, "
+                                           "wkv, kv_norm, wo_a, wo_b), got "
+                                        << weights.size();
+  fixed.append(weights);
+  // The groups in their fixed order, each omitted when empty (as a declarative `(kw ( $g^ ))?` would parse them).
+  SmallVector<OpAsmParser::UnresolvedOperand, 4> groups[std::size(kGroupNames)];
+  for (auto [name, group] : llvm::zip_equal(kGroupNames, groups))
+    if (succeeded(parser.parseOptionalKeyword(name)) && parser.parseOperandList(group, OpAsmParser::Delimiter::Paren))
+      return failure();
+  SMLoc attrLoc = parser.getCurrentLocation();
+  if (parser.parseOptionalAttrDict(result.attributes) ||
+      failed(verifyInherentAttrs(result.name, result.attributes, [&] {
+        return parser.emitError(attrLoc) << "'" << result.name.getStringRef() << "' op ";
+      })))
+    return failure();
+  SMLoc typeLoc;
+  FunctionType fnType;
+  if (parser.parseColon() || parser.getCurrentLocation(&typeLoc) || parser.parseType(fnType))
+    return failure();
+
+  const size_t numState = groups[3].size(), numShared = groups[4].size();
+  const size_t numResults = 2 + numState + numShared;
+  if (fnType.getNumResults() != numResults)
+    return parser.emitError(typeLoc) << "'dsa.attention' has " << numResults
+                                     << " results (out, new_ring, one new_state per 'state' operand (" << numState
+                                     << "), one new_shared per 'shared' operand (" << numShared
+                                     << ")), but the type lists " << fnType.getNumResults();
+  auto &props = result.getOrAddProperties<AttentionOp::Properties>();
+  int32_t operandSizes[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  llvm::copy(operandSizes, props.operandSegmentSizes.begin());
+  for (auto [i, group] : llvm::enumerate(groups))
+    props.operandSegmentSizes[kNumFixedOperands + i] = static_cast<int32_t>(group.size());
+  props.resultSegmentSizes = {1, 1, static_cast<int32_t>(numState), static_cast<int32_t>(numShared)};
+  result.addTypes(fnType.getResults());
+  return parser.resolveOperands(
+      llvm::concat<const OpAsmParser::UnresolvedOperand>(fixed, groups[0], groups[1], groups[2], groups[3], groups[4]),
+      fnType.getInputs(), parser.getNameLoc(), result.operands);
+}
+
+void AttentionOp::print(OpAsmPrinter &p) {
+  p << ' ' << getX() << ", " << getStartPos() << ", " << getRing() << " weights(" << getAttnSink() << ", " << getWqA()
+    << ", " << getQNorm() << ", " << getWqB() << ", " << getWkv() << ", " << getKvNorm() << ", " << getWoA() << ", "
+    << getWoB() << ')';
+  OperandRange groups[] = {getCompressor(), getIndexKeys(), getIndexer(), getState(), getShared()};
+  for (auto [name, group] : llvm::zip_equal(kGroupNames, groups))
+    if (!group.empty())
+      p << ' ' << name << '(' << group << ')';
+  p.printOptionalAttrDict((*this)->getAttrs(), {"operandSegmentSizes", "resultSegmentSizes"});
+  p << " : ";
+  p.printFunctionalType(getOperation()->getOperandTypes(), getOperation()->getResultTypes());
+}
 
 LogicalResult AttentionOp::verify() {
   AttnConfigAttr c = getConfig();
   // As for apply_rope: re-check the attribute's invariants (divisions below rely on them) for attributes built with
-  // AttnConfigAttr::get, which does not verify.
+  // AttnConfigAttr::get, which does not verify. This also re-checks config.compress.
   if (failed(AttnConfigAttr::verify([&] { return emitOpError("attribute 'config': "); }, c.getLayerId(), c.getDim(),
                                     c.getNHeads(), c.getHeadDim(), c.getRopeHeadDim(), c.getQLoraRank(), c.getOGroups(),
                                     c.getOLoraRank(), c.getWindowSize(), c.getCompressRatio(), c.getNormEps(),
                                     c.getRope(), c.getCompress())))
     return failure();
-  if (c.getCompressRatio() != 0)
-    return emitOpError("compress_ratio > 0 layers are not supported yet (config has compress_ratio = ")
-           << c.getCompressRatio() << ")";
 
   const int64_t dyn = ShapedType::kDynamic;
   const int64_t dim = c.getDim(), heads = c.getNHeads(), hd = c.getHeadDim(), qr = c.getQLoraRank(),
                 groups = c.getOGroups(), oRank = c.getOLoraRank(), w = c.getWindowSize();
-  auto expectShape = [&](StringRef kind, StringRef name, StringRef dims, RankedTensorType ty,
-                         ArrayRef<int64_t> want) -> LogicalResult {
-    if (shapesAgree(ty.getShape(), want))
-      return success();
-    return emitOpError() << kind << " '" << name << "' must have shape " << dims << " = " << shapeStr(want) << ", got "
-                         << ty;
-  };
+  Operation *op = *this;
 
   RankedTensorType xTy = getX().getType(), ringTy = getRing().getType();
-  if (failed(expectShape("operand", "x", "[s, dim]", xTy, {dyn, dim})))
+  if (failed(expectShape(op, "operand", "x", "[s, dim]", xTy, {dyn, dim})))
     return failure();
   if (!ringTy.hasStaticShape() || ringTy.getShape() != ArrayRef<int64_t>{w, hd})
     return emitOpError("operand 'ring' must have static shape [window_size, head_dim] = ")
            << shapeStr({w, hd}) << ", got " << ringTy;
-  if (failed(expectShape("operand", "attn_sink", "[n_heads]", getAttnSink().getType(), {heads})) ||
-      failed(expectShape("operand", "wq_a", "[q_lora_rank, dim]", getWqA().getType(), {qr, dim})) ||
-      failed(expectShape("operand", "q_norm", "[q_lora_rank]", getQNorm().getType(), {qr})) ||
-      failed(expectShape("operand", "wq_b", "[n_heads*head_dim, q_lora_rank]", getWqB().getType(), {heads * hd, qr})) ||
-      failed(expectShape("operand", "wkv", "[head_dim, dim]", getWkv().getType(), {hd, dim})) ||
-      failed(expectShape("operand", "kv_norm", "[head_dim]", getKvNorm().getType(), {hd})) ||
-      failed(expectShape("operand", "wo_a", "[o_groups*o_lora_rank, n_heads*head_dim/o_groups]", getWoA().getType(),
+  if (failed(expectShape(op, "operand", "attn_sink", "[n_heads]", getAttnSink().getType(), {heads})) ||
+      failed(expectShape(op, "operand", "wq_a", "[q_lora_rank, dim]", getWqA().getType(), {qr, dim})) ||
+      failed(expectShape(op, "operand", "q_norm", "[q_lora_rank]", getQNorm().getType(), {qr})) ||
+      failed(expectShape(op, "operand", "wq_b", "[n_heads*head_dim, q_lora_rank]", getWqB().getType(),
+                         {heads * hd, qr})) ||
+      failed(expectShape(op, "operand", "wkv", "[head_dim, dim]", getWkv().getType(), {hd, dim})) ||
+      failed(expectShape(op, "operand", "kv_norm", "[head_dim]", getKvNorm().getType(), {hd})) ||
+      failed(expectShape(op, "operand", "wo_a", "[o_groups*o_lora_rank, n_heads*head_dim/o_groups]", getWoA().getType(),
                          {groups * oRank, heads * hd / groups})) ||
+      failed(expectShape(op, "operand", "wo_b", "[dim, o_groups*o_lora_rank]", getWoB().getType(),
+                         {dim, groups * oRank})) ||
       failed(
-          expectShape("operand", "wo_b", "[dim, o_groups*o_lora_rank]", getWoB().getType(), {dim, groups * oRank})) ||
-      failed(expectShape("result", "out", "[s, dim] (s = rows of 'x')", getOut().getType(), {xTy.getDimSize(0), dim})))
+          expectShape(op, "result", "out", "[s, dim] (s = rows of 'x')", getOut().getType(), {xTy.getDimSize(0), dim})))
     return failure();
   if (getNewRing().getType() != ringTy)
     return emitOpError("result 'new_ring' type ")
            << getNewRing().getType() << " must equal the type of 'ring' (" << ringTy << ")";
+
+  // The compressed part (sections 5-8): which operand groups a layer has follows from its ratio and role.
+  const int64_t r = c.getCompressRatio();
+  OperandRange compressor = getCompressor(), indexKeys = getIndexKeys(), indexer = getIndexer(), state = getState(),
+               shared = getShared();
+  if (r == 0) {
+    OperandRange all[] = {compressor, indexKeys, indexer, state, shared};
+    for (auto [name, group] : llvm::zip_equal(kGroupNames, all))
+      if (failed(verifyGroup(op, name, "a compress_ratio = 0 layer", group, {})))
+        return failure();
+  } else {
+    CompressConfigAttr cc = c.getCompress();
+    const bool kvSource = cc.getIsKvSource().getValue(), indexSource = cc.getIsIndexSource().getValue();
+    const int64_t ih = cc.getIndexNHeads(), ihd = cc.getIndexHeadDim();
+    // C = ceil(max_seq_len / ratio) cache rows (section 1: max_seq_len is the capacity in tokens).
+    const int64_t cap = (cc.getMaxSeqLen() + r - 1) / r;
+    Builder b(getContext());
+    Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type(), i1 = b.getI1Type();
+
+    std::string kvRole, notKvRole = "a layer that is not a kv source (config.compress.is_kv_source = false)";
+    llvm::raw_string_ostream(kvRole) << "a ratio-" << r << " kv source";
+    StringRef kvGroupRole = kvSource ? StringRef(kvRole) : StringRef(notKvRole);
+    StringRef indexGroupRole = indexSource
+                                   ? "an index source"
+                                   : "a layer that is not an index source (config.compress.is_index_source = false)";
+
+    SmallVector<GroupSlot> compressorSlots, indexKeySlots, indexerSlots, stateSlots;
+    if (kvSource) {
+      // Section 5: ratio 1 is a bf16 linear + rms_norm; ratio >= 2 projects kv and gate in f32 and pools.
+      if (r == 1) {
+        compressorSlots.push_back({"wkv", bf16, "[head_dim, dim]", {hd, dim}});
+      } else {
+        compressorSlots.push_back({"wkv", f32, "[head_dim, dim]", {hd, dim}});
+        compressorSlots.push_back({"wgate", f32, "[head_dim, dim]", {hd, dim}});
+      }
+      compressorSlots.push_back({"norm", bf16, "[head_dim]", {hd}});
+      // Section 6 step 1: index keys from the pre-RoPE latent.
+      indexKeySlots.push_back({"wk", bf16, "[index_head_dim, head_dim]", {ihd, hd}});
+      indexKeySlots.push_back({"k_norm", bf16, "[index_head_dim]", {ihd}});
+      if (r >= 2) {
+        stateSlots.push_back({"kv_state", f32, "[compress_ratio, head_dim]", {r, hd}, true});
+        stateSlots.push_back({"score_state", f32, "[compress_ratio, head_dim]", {r, hd}, true});
+      }
+      stateSlots.push_back(
+          {"kv_cache", bf16, "[C, head_dim] (C = ceil(max_seq_len / compress_ratio))", {cap, hd}, true});
+      stateSlots.push_back(
+          {"index_k_cache", bf16, "[C, index_head_dim] (C = ceil(max_seq_len / compress_ratio))", {cap, ihd}, true});
+    }
+    if (indexSource) {
+      // Section 6 steps 2-3.
+      indexerSlots.push_back({"wq_b", bf16, "[index_n_heads*index_head_dim, q_lora_rank]", {ih * ihd, qr}});
+      indexerSlots.push_back({"weights_proj", bf16, "[index_n_heads, dim]", {ih, dim}});
+    }
+    // Section 8: the four slots as they stand before this layer. A reader's config need not state index_head_dim
+    // (the attribute only requires it of sources): then the index_k slot's width is not checked here.
+    const int64_t slotIhd = ihd > 0 ? ihd : dyn;
+    GroupSlot sharedSlots[] = {{"compress_kv", bf16, "[?, head_dim]", {dyn, hd}},
+                               {"index_k", bf16, "[?, index_head_dim]", {dyn, slotIhd}},
+                               {"topk_idxs", i32, "[?, ?]", {dyn, dyn}},
+                               {"candidates", i1, "[?, ?]", {dyn, dyn}}};
+    if (failed(verifyGroup(op, "compressor", kvGroupRole, compressor, compressorSlots)) ||
+        failed(verifyGroup(op, "index_keys", kvGroupRole, indexKeys, indexKeySlots)) ||
+        failed(verifyGroup(op, "indexer", indexGroupRole, indexer, indexerSlots)) ||
+        failed(verifyGroup(op, "state", kvGroupRole, state, stateSlots)) ||
+        failed(verifyGroup(op, "shared", "a compress_ratio > 0 layer", shared, sharedSlots)))
+      return failure();
+  }
+  if (failed(verifyResultGroup(op, "new_state", "state", getNewState(), state)) ||
+      failed(verifyResultGroup(op, "new_shared", "shared", getNewShared(), shared)))
+    return failure();
   return success();
 }
-LogicalResult CompressPoolOp::verify() { return success(); } // TODO(dialect3): verifier
-LogicalResult Fp4QuantE8M0Op::verify() { return success(); } // TODO(dialect3): verifier
-LogicalResult Fp4QuantE4M3Op::verify() { return success(); } // TODO(dialect3): verifier
-LogicalResult CacheWriteOp::verify() { return success(); } // TODO(dialect3): verifier
-LogicalResult IndexerScoresOp::verify() { return success(); } // TODO(dialect3): verifier
-LogicalResult CompressVisibilityOp::verify() { return success(); } // TODO(dialect3): verifier
-LogicalResult SelectCandidateBlocksOp::verify() { return success(); } // TODO(dialect3): verifier
-LogicalResult ApplyCandidatesOp::verify() { return success(); } // TODO(dialect3): verifier
-LogicalResult IndexerTopkOp::verify() { return success(); } // TODO(dialect3): verifier

@@ -118,6 +118,12 @@ def DSA_CompressConfigAttr : DSA_Attr<"CompressConfig", "compress"> {
     `candidate_block_size`; `max_seq_len` (cache capacity in tokens: caches hold ceil(max_seq_len / ratio) rows);
     `index_k_source` and the top-k `tie_order`.
 
+    Verified (section 1's rules for one layer): `is_candidate_source` and `uses_candidates` each require
+    `is_index_source` and exclude each other; `index_n_heads`, `index_head_dim`, `index_topk` positive for a kv or
+    index source, `candidate_topk_blocks`, `candidate_block_size` positive for a candidate source or user (all of
+    them >= 0 otherwise: a plain reader may leave them 0); `index_head_dim` a multiple of 32 (the fp4 e8m0 block of
+    the index queries and keys); `max_seq_len` positive. `index_k_source` only matters on a kv + index source.
+
     Example (the tiny golden's L4):
     ```mlir
     #dsa.compress<is_kv_source = true, is_index_source = true, is_candidate_source = true, uses_candidates = false,
@@ -156,7 +162,8 @@ def DSA_AttnConfigAttr : DSA_Attr<"AttnConfig", "attn_config"> {
     Verified (section 1's "valid configurations" that concern one layer): `layer_id` >= 0; every size positive;
     `rope_head_dim` even and <= `head_dim`; `head_dim` a multiple of 32 (the fp8 block of the window KV row,
     section 4); `n_heads` divisible by `o_groups`; `compress_ratio` >= 0; `norm_eps` an f32, finite and >= 0;
-    `rope.rope_dim == rope_head_dim`; `rope` has `yarn` exactly when `compress_ratio` > 0 (section 2).
+    `rope.rope_dim == rope_head_dim`; `rope` has `yarn` exactly when `compress_ratio` > 0 (section 2); `compress`
+    is present exactly when `compress_ratio` > 0 (and verified as `#dsa.compress`).
 
     Example (as printed; the tiny golden's L0):
     ```mlir

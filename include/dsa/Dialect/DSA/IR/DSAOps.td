@@ -275,6 +275,10 @@ def DSA_CompressPoolOp : DSA_Op<"compress_pool", [Pure]> {
     `sum_i kv[i,d] * softmax_i(score[i,d])` over the group's `ratio` members, f32. Results: `pooled` `[g, hd]` f32
     (g = completed groups, possibly 0), and the updated states.
 
+    Verified: `ratio` >= 2 (ratio 1 does not pool); `kv` rank 2 and `score` of `kv`'s type; `kv_state` `[ratio, hd]`
+    and `score_state` of `kv_state`'s type; `pooled` `[g, hd]`; `new_kv_state` / `new_score_state` of the states'
+    type.
+
     Example:
     ```mlir
     %pooled, %kvs1, %scs1 = dsa.compress_pool %kv, %score, %kvs, %scs, %start_pos {ratio = 2 : i64}
@@ -297,6 +301,9 @@ def DSA_Fp4QuantE8M0Op : DSA_Op<"fp4_quant_e8m0", [Pure]> {
     The reference's `fp4_act_quant(x, block_size, inplace=True)`: per block of `block_size` (32) consecutive
     elements of the last dimension, `amax = max(max|x|, 6*2^-126)`, `s = pow2_ceil(amax / 6)`,
     `x = bf16(e2m1(clamp(x/s, -6, 6)) * s)`. Result bf16 with `x`'s shape.
+
+    Verified (both fp4 ops): `block_size` > 0 and dividing the last dimension of `x` (rank >= 1); the result has
+    exactly `x`'s shape.
 
     Example:
     ```mlir
@@ -332,6 +339,8 @@ def DSA_CacheWriteOp : DSA_Op<"cache_write", [Pure]> {
     `cache` `[C, w]`, `rows` `[g, w]`: rows `start_pos // ratio .. start_pos // ratio + g - 1` of the cache are
     replaced by `rows` (g may be 0). Writing past row C is an error at run time. Returns the updated cache.
 
+    Verified: `ratio` >= 1; `cache` and `rows` rank 2 with the same row width; the result has `cache`'s type.
+
     Example:
     ```mlir
     %c1 = dsa.cache_write %cache, %rows, %start_pos {ratio = 2 : i64}
@@ -353,6 +362,9 @@ def DSA_IndexerScoresOp : DSA_Op<"indexer_scores", [Pure]> {
     `score[t, p] = bf16( sum_h bf16( relu(bf16(iq[t,h] . keys[p])) * w[t,h] ) )`, f32 dot products. Result bf16
     `[s, width]`. `weight_scale` is `f32(ihd^-0.5 * IH^-0.5)` in the model.
 
+    Verified: `ratio` >= 1; `weight_scale` finite and > 0; `iq` rank 3, `weights` `[s, IH]` and `keys` `[n, ihd]`
+    agreeing with `iq`; the result `[s, width]` (width static or dynamic).
+
     Example:
     ```mlir
     %sc = dsa.indexer_scores %iq, %w, %keys, %start_pos {ratio = 1 : i64, weight_scale = 1.250000e-01 : f32}
@@ -371,6 +383,8 @@ def DSA_CompressVisibilityOp : DSA_Op<"compress_visibility", [Pure]> {
   let description = [{
     `compress_len[t] = (start_pos + t + 1) // ratio` in prefill (`start_pos == 0`), `(start_pos + s) // ratio` in
     decode; `score[t, p] = -inf` for `p >= compress_len[t]`. Result: `scores`' type.
+
+    Verified: `ratio` >= 1; `scores` rank 2 (`[s, width]`); the result has `scores`' type.
 
     Example:
     ```mlir
@@ -391,6 +405,8 @@ def DSA_SelectCandidateBlocksOp : DSA_Op<"select_candidate_blocks", [Pure]> {
     when compress_len is 0) is set to +inf; the `tie_order` top-k set of `min(topk_blocks, n_blocks)` blocks is
     taken and picks of value -inf are dropped. Result: i1 `[s, width]`, true on every position of a kept block.
 
+    Verified: `ratio`, `topk_blocks`, `block_size` >= 1; `scores` rank 2; the result has `scores`' shape.
+
     Example:
     ```mlir
     %mask = dsa.select_candidate_blocks %v, %start_pos
@@ -410,6 +426,8 @@ def DSA_ApplyCandidatesOp : DSA_Op<"apply_candidates", [Pure]> {
   let description = [{
     `score[t, p] = -inf` wherever `mask[t, p]` is false; `mask` has `scores`' shape.
 
+    Verified: `scores` rank 2; `mask` of `scores`' shape; the result has `scores`' type.
+
     Example:
     ```mlir
     %m = dsa.apply_candidates %v, %mask : (tensor<?x?xbf16>, tensor<?x?xi1>) -> tensor<?x?xbf16>
@@ -427,6 +445,9 @@ def DSA_IndexerTopkOp : DSA_Op<"indexer_topk", [Pure]> {
     `k = min(index_topk, width)`; per query row, the `tie_order` top-k SET of positions, sorted ascending, then
     `p -> p + offset` if `p < compress_len[t]` else -1, where `offset` is the number of window rows attention reads
     (`s` in prefill, `window_size` in decode). Result i32 `[s, k]` (k = 0 when width = 0).
+
+    Verified: `ratio`, `index_topk`, `window_size` >= 1; `scores` rank 2; the result `[s, k]` with a static k equal
+    to `min(index_topk, width)` when `scores`' width is static and never above `index_topk`.
 
     Example:
     ```mlir
@@ -476,6 +497,14 @@ def DSA_AttentionOp : DSA_Op<"attention", [Pure, AttrSizedOperandSegments, AttrS
 
     Results: `out` `[s, dim]` bf16, `new_ring`, `new_state` (the `state` operands updated, same types) and
     `new_shared` (the four slots after this layer: what it published, the rest passed through).
+
+    Verified: every shape above against `config` (a dynamic dimension is accepted where a weight or slot shape is
+    given; `ring` and the `state` operands must be static). With `compress_ratio = 0` every group is empty and there
+    are no `new_state` / `new_shared` results. With `compress_ratio > 0`: `compressor`, `index_keys` and `state`
+    are present exactly for a kv source, `indexer` exactly for an index source, `shared` always (4 slots), each
+    with the listed operands in order, their element types and shapes; `new_state` / `new_shared` have the types of
+    `state` / `shared`. The custom form gives `new_state` one result per `state` operand and `new_shared` one per
+    `shared` operand (the segment sizes are not printed).
     `dsa-decompose-attention` rewrites it into the primitives, with `dsa.probe`s named after the golden's captures
     (`L<layer_id>.sa_q`, `.sa_kv`, `.sa_topk_idxs`, `.sa_o`, `.attn_out`, and `shared.L<layer_id>.*`).
 
@@ -491,6 +520,21 @@ def DSA_AttentionOp : DSA_Op<"attention", [Pure, AttrSizedOperandSegments, AttrS
            tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>)
         -> (tensor<?x64xbf16>, tensor<8x32xbf16>)
     ```
+
+    Example (the tiny golden's L5, a ratio-1 index source using the candidate mask; `#cfg5` is its
+    `#dsa.attn_config` with `compress = <is_kv_source = false, is_index_source = true, uses_candidates = true, ...>`):
+    ```mlir
+    %out, %ring1, %kv1, %ik1, %topk1, %cand1 = dsa.attention %x, %start_pos, %ring
+        weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+        indexer(%wq_b_idx, %weights_proj) shared(%compress_kv, %index_k, %topk_idxs, %candidates)
+        {config = #cfg5}
+        : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>,
+           tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>,
+           tensor<64x16xbf16>, tensor<2x64xbf16>,
+           tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+        -> (tensor<?x64xbf16>, tensor<8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>,
+            tensor<?x?xi1>)
+    ```
   }];
   let arguments = (ins DSA_BF16Tensor:$x, I64:$start_pos, DSA_BF16Tensor:$ring,
                        DSA_F32Tensor:$attn_sink, DSA_BF16Tensor:$wq_a, DSA_BF16Tensor:$q_norm,
@@ -505,16 +549,13 @@ def DSA_AttentionOp : DSA_Op<"attention", [Pure, AttrSizedOperandSegments, AttrS
   let results = (outs DSA_BF16Tensor:$out, DSA_BF16Tensor:$new_ring,
                       Variadic<AnyRankedTensor>:$new_state,
                       Variadic<AnyRankedTensor>:$new_shared);
-  let assemblyFormat = [{
-    $x `,` $start_pos `,` $ring `weights` `(` $attn_sink `,` $wq_a `,` $q_norm `,` $wq_b `,` $wkv `,` $kv_norm `,`
-    $wo_a `,` $wo_b `)`
-    (`compressor` `(` $compressor^ `)`)?
-    (`index_keys` `(` $index_keys^ `)`)?
-    (`indexer` `(` $indexer^ `)`)?
-    (`state` `(` $state^ `)`)?
-    (`shared` `(` $shared^ `)`)?
-    attr-dict `:` functional-type(operands, results)
-  }];
+  // The custom form is
+  //   $x `,` $start_pos `,` $ring `weights` `(` 8 weights `)` (`compressor` `(` ... `)`)? (`index_keys` `(` ... `)`)?
+  //   (`indexer` `(` ... `)`)? (`state` `(` ... `)`)? (`shared` `(` ... `)`)? attr-dict `:` functional-type
+  // (the groups in this order, each omitted when empty). It is hand-written (DSAOps.cpp) because the declarative
+  // format cannot infer `resultSegmentSizes` from a functional type: the parser gives `new_state` as many results
+  // as `state` has operands and `new_shared` as many as `shared`, and both segment-size properties are elided.
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
 
