@@ -16,13 +16,13 @@
 // An op the interpreter does not know; probes executed before the error are still printed.
 // UNSUP-OUT: probe before: tensor<1xi64> = [4]
 // UNSUP-OUT-NOT: result
-// UNSUP: errors.mlir:[[@LINE+6]]:8: error: dsa interpreter: unsupported op 'arith.maxsi'
+// UNSUP: errors.mlir:[[@LINE+6]]:8: error: dsa interpreter: unsupported op 'arith.shli'
 func.func @unsupported() -> i64 {
   %a = arith.constant 3 : i64
   %b = arith.constant dense<4> : tensor<1xi64>
   dsa.probe "before" %b : tensor<1xi64>
   %c = arith.constant 4 : i64
-  %m = arith.maxsi %a, %c : i64
+  %m = arith.shli %a, %c : i64
   return %m : i64
 }
 

@@ -3,15 +3,34 @@
 // Executes a func.func of the dsa dialect (plus the few upstream ops the decomposition and the tests use) on
 // dsa::interp::Tensor values, in the style of StableHLO's reference interpreter: a scope maps each SSA value to a
 // Tensor, and each op is evaluated by reading its operands and attributes and calling the ONE pure evaluator of
-// that op in dsa/Interpreter/Kernels.h. The math lives only there; this layer only moves values and reports
-// errors.
+// that op in dsa/Interpreter/Kernels.h or CompressKernels.h. The math lives only there; this layer moves values,
+// evaluates the upstream ops (data movement, integer index math, bf16 <-> f32 casts via dsa::numerics) and
+// reports errors.
 //
 // Supported ops:
 //   dsa:    linear, rms_norm, positions, apply_rope, act_quant_fp8, ring_update, window_kv, window_indices,
-//           sparse_attn, grouped_output, probe (dsa.attention must be decomposed first: dsa-decompose-attention).
+//           sparse_attn, grouped_output, probe (dsa.attention must be decomposed first: dsa-decompose-attention);
+//           the compressed-attention primitives compress_pool (3 results), fp4_quant_e8m0, fp4_quant_e4m3,
+//           cache_write, indexer_scores, compress_visibility, select_candidate_blocks, apply_candidates,
+//           indexer_topk, each calling its evaluator in dsa/Interpreter/CompressKernels.h (#dsa.tie_order<torch_cpu>
+//           -> numerics::TopkTieOrder::TorchCpu).
 //   func:   func (single-block body), return, call (callee looked up in the nearest symbol table).
-//   arith:  constant (scalar int/index/float, dense tensors incl. splat), index_cast, addi, subi, muli.
-//   tensor: dim, cast, reshape, expand_shape, collapse_shape (row-major: the data is unchanged).
+//   arith:  constant (scalar int/index/float, dense tensors incl. splat), index_cast, addi, subi, muli (wrapping);
+//           divsi, floordivsi, ceildivsi, remsi, maxsi, minsi, andi, ori, xori, cmpi (every predicate; unsigned
+//           predicates read the bits at the type's width), elementwise on equal shapes, scalars included;
+//           select (i1 scalar condition: picks a whole value, whose runtime shapes may differ; or an i1 tensor
+//           condition of the operands' shape, elementwise); extf / truncf between bf16 and f32 (scalars or
+//           tensors; truncf rounds to nearest, ties to even, as numerics::roundBf16; other rounding modes are
+//           rejected).
+//   tensor: dim, cast, reshape, expand_shape, collapse_shape (row-major: the data is unchanged); empty (the
+//           interpreter fills it with zeros); extract_slice / insert_slice (static or dynamic offsets, sizes and
+//           strides, rank-reducing / -extending, row-major; every index is bounds-checked); concat (any dim,
+//           zero-sized inputs allowed); pad (static or dynamic low/high >= 0; the padding value an arith.constant
+//           in the region or a value of the enclosing function).
+//
+// Integer semantics: values are two's complement at the type's width (index is 64-bit, i1 true is -1 when read
+// as signed). Division by zero and the one overflowing quotient (the minimum value divided by -1) are errors, not
+// undefined behaviour; remsi by -1 is 0.
 //
 // Values: tensors of bf16/f32/i1/i32/i64/index map to Tensor with ElementType BF16/F32/I1/I32/I64/Index; scalar
 // SSA values (i1, i32, i64, index, bf16, f32) are rank-0 Tensors of that element type. After each op the
