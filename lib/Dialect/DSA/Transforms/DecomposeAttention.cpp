@@ -1,22 +1,44 @@
 //===- DecomposeAttention.cpp - dsa.attention -> primitives ------------------===//
 //
-// Rewrites a window-only `dsa.attention` (compress_ratio 0) into the dsa primitives, in the order of the
-// reference's Attention.forward (attention-semantics.md sections 3, 4, 10, 11):
+// Rewrites a `dsa.attention` into the dsa primitives and a few upstream arith/tensor ops, in the order of the
+// reference's Attention.forward (attention-semantics.md sections 3-11; design: docs/design-compressed.md).
 //
-//   s    = tensor.dim x, 0                     pos = dsa.positions start_pos, s
-//   q    = apply_rope(expand(linear(rms_norm(linear(x, wq_a), q_norm), wq_b)), pos)     probe L<l>.sa_q
+// Every layer (sections 3, 4):
+//   c0 = arith.constant 0 : index   s = tensor.dim x, c0   pos = dsa.positions start_pos, s
+//   qr   = rms_norm(linear(x, wq_a), q_norm)
+//   q    = apply_rope(expand(linear(qr, wq_b)) [s, H, hd], pos)                        probe L<l>.sa_q
 //   kv   = act_quant_fp8(apply_rope(rms_norm(linear(x, wkv), kv_norm), pos), block 32)
-//   ring'= ring_update(ring, kv, start_pos)    rows = window_kv(kv, ring', start_pos)  probe L<l>.sa_kv
-//   idx  = window_indices(start_pos, s, W)                                             probe L<l>.sa_topk_idxs
-//   o    = sparse_attn(q, rows, idx, attn_sink, scale = f32(head_dim^-0.5))            probe L<l>.sa_o
-//   out  = linear(grouped_output(apply_rope(o, pos, inverse), wo_a, o_groups), wo_b)   probe L<l>.attn_out
-//
-// Layers with compress_ratio > 0 are rejected with a diagnostic (not supported yet).
+//   ring'= ring_update(ring, kv, start_pos)    wrows = window_kv(kv, ring', start_pos)
+//   widx = window_indices(start_pos, s, W)
+// compress_ratio 0: rows = wrows (probe L<l>.sa_kv), idx = widx (probe L<l>.sa_topk_idxs).
+// compress_ratio r > 0, section 8's order, with the four shared slots threaded as SSA values:
+//   1. kv source: latent = compressor(x) (section 5: ratio 1 rms_norm(linear(x, wkv_c), norm_c); ratio >= 2
+//      extf, two f32 linears, compress_pool, truncf, rms_norm); g = tensor.dim latent, 0;
+//      gpos = positions((start_pos // r) * r, g, stride r);
+//      index_k_cache' = cache_write(fp4_quant_e8m0(apply_rope(rms_norm(linear(latent, wk), k_norm), gpos)));
+//      index_k slot = (g > 0) ? cast(index_k_cache') : index_k slot (published_slot, the reference quirk), or
+//      cast(index_k_cache') every step (own_cache).
+//   2. index source: iq = fp4_quant_e8m0(apply_rope(expand(linear(qr, idx_wq_b)) [s, IH, ihd], pos));
+//      w = linear(x, weights_proj); sc = compress_visibility(indexer_scores(iq, w, index_k slot, start_pos));
+//      candidate source: candidates slot = cast(select_candidate_blocks(sc)); uses_candidates:
+//      sc = apply_candidates(sc, candidates slot); topk = indexer_topk(sc); topk_idxs slot = cast(topk).
+//      Other layers take topk = topk_idxs slot.
+//   3. kv source: kv_cache' = cache_write(fp4_quant_e4m3(apply_rope(latent, gpos), block 16));
+//      compress_kv slot = cast(kv_cache') (every step).
+//   4. crows = extract_slice(compress_kv slot, rows [0, (start_pos + s) // r));
+//      rows = concat(wrows, crows) along 0 (probe sa_kv), idx = concat(widx, topk) along 1 (probe sa_topk_idxs).
+// Every layer (sections 10, 11):
+//   o   = sparse_attn(q, rows, idx, attn_sink, scale = f32(head_dim^-0.5))                probe L<l>.sa_o
+//   out = linear(grouped_output(apply_rope(o, pos, inverse), wo_a, o_groups), wo_b)    probe L<l>.attn_out
+// ratio > 0: probes shared.L<l>.compress_kv (= crows), .index_k (the index_k slot cut to (start_pos+s)//r rows),
+// .topk_idxs, .candidates (the slots after this layer). Results: out, ring', new_state (the state operands in
+// their order, updated), new_shared (the four slots after this layer).
 //
 //===----------------------------------------------------------------------===//
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -32,25 +54,85 @@ namespace {
 
 /// The reference's fp8_block_size (model.py): the window KV row's act_quant block (section 4).
 constexpr int64_t kFp8BlockSize = 32;
+/// fp4_quant_e8m0's block for the indexer queries and keys (section 6 steps 1-2).
+constexpr int64_t kIndexFp4BlockSize = 32;
+/// fp4_quant_e4m3's block for the compressed KV latent (section 8 step 3).
+constexpr int64_t kLatentFp4BlockSize = 16;
 
-/// Why `op` cannot be decomposed by DecomposeWindowAttention, or an empty string when it can.
+/// The shared slots, in the order of dsa.attention's `shared(...)` operands and `new_shared` results.
+enum SharedSlot : unsigned { kCompressKv = 0, kIndexK = 1, kTopkIdxs = 2, kCandidates = 3, kNumSlots = 4 };
+const char *const kSlotNames[kNumSlots] = {"compress_kv", "index_k", "topk_idxs", "candidates"};
+
+/// The operand group sizes a layer with `config` must have (dsa.attention's description).
+struct GroupSizes {
+  unsigned compressor = 0, indexKeys = 0, indexer = 0, state = 0, shared = 0;
+};
+GroupSizes expectedGroupSizes(AttnConfigAttr config) {
+  GroupSizes sizes;
+  CompressConfigAttr compress = config.getCompress();
+  const int64_t ratio = config.getCompressRatio();
+  if (ratio == 0 || !compress)
+    return sizes;
+  sizes.shared = kNumSlots;
+  if (compress.getIsKvSource().getValue()) {
+    sizes.compressor = ratio == 1 ? 2 : 3; // wkv, (wgate,) norm
+    sizes.indexKeys = 2;                   // wk, k_norm
+    sizes.state = ratio == 1 ? 2 : 4;      // (kv_state, score_state,) kv cache, index-key cache
+  }
+  if (compress.getIsIndexSource().getValue())
+    sizes.indexer = 2; // wq_b, weights_proj
+  return sizes;
+}
+
+/// Why `op` cannot be decomposed, or an empty string when it can. The op verifier checks the same and more; these
+/// are the facts the rewrite relies on, re-checked so that an op built without verification gets a diagnostic
+/// instead of malformed IR.
 std::string unsupportedReason(AttentionOp op) {
   AttnConfigAttr config = op.getConfig();
-  if (config.getCompressRatio() != 0)
-    return "compress_ratio " + std::to_string(config.getCompressRatio()) +
-           " is not supported yet by dsa-decompose-attention (only window-only layers, compress_ratio = 0)";
   auto xType = dyn_cast<RankedTensorType>(op.getX().getType());
   if (!xType || xType.getRank() != 2)
     return "operand 'x' must be a rank-2 tensor [s, dim] to be decomposed";
+  const int64_t ratio = config.getCompressRatio();
+  if (ratio < 0)
+    return "compress_ratio must be >= 0, got " + std::to_string(ratio);
+  if (ratio > 0 && !config.getCompress())
+    return "a compress_ratio > 0 layer needs config.compress (its role and indexer geometry)";
+
+  GroupSizes want = expectedGroupSizes(config);
+  const bool wide = ratio >= 2;
+  auto count = [](size_t got, unsigned expected, const char *group, const char *names) -> std::string {
+    if (got == expected)
+      return {};
+    return "operand group '" + std::string(group) + "' has " + std::to_string(got) + " operands, this layer's " +
+           "config needs " + std::to_string(expected) + (expected ? " (" + std::string(names) + ")" : "");
+  };
+  for (const std::string &reason :
+       {count(op.getCompressor().size(), want.compressor, "compressor", wide ? "wkv, wgate, norm" : "wkv, norm"),
+        count(op.getIndexKeys().size(), want.indexKeys, "index_keys", "wk, k_norm"),
+        count(op.getIndexer().size(), want.indexer, "indexer", "wq_b, weights_proj"),
+        count(op.getState().size(), want.state, "state",
+              wide ? "kv_state, score_state, kv_cache, index_k_cache" : "kv_cache, index_k_cache"),
+        count(op.getShared().size(), want.shared, "shared", "compress_kv, index_k, topk_idxs, candidates")})
+    if (!reason.empty())
+      return reason;
+  if (op.getNewState().size() != want.state)
+    return "result group 'new_state' has " + std::to_string(op.getNewState().size()) + " results, 'state' has " +
+           std::to_string(want.state) + " operands";
+  if (op.getNewShared().size() != want.shared)
+    return "result group 'new_shared' has " + std::to_string(op.getNewShared().size()) + " results, 'shared' has " +
+           std::to_string(want.shared) + " operands";
+  for (unsigned i = 0; i < want.shared; ++i)
+    if (cast<RankedTensorType>(op.getShared()[i].getType()).getRank() != 2)
+      return std::string("shared slot '") + kSlotNames[i] + "' must be a rank-2 tensor";
   return {};
 }
 
-/// The capture name of a probe: "L" + layer_id + "." + capture (tiny-model-harness.md).
-std::string probeName(AttnConfigAttr config, StringRef capture) {
-  return "L" + std::to_string(config.getLayerId()) + "." + capture.str();
+/// The capture name of a probe: prefix + "L" + layer_id + "." + capture (tiny-model-harness.md).
+std::string probeName(AttnConfigAttr config, StringRef capture, StringRef prefix = "") {
+  return prefix.str() + "L" + std::to_string(config.getLayerId()) + "." + capture.str();
 }
 
-struct DecomposeWindowAttention : OpRewritePattern<AttentionOp> {
+struct DecomposeAttention : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
@@ -63,12 +145,14 @@ struct DecomposeWindowAttention : OpRewritePattern<AttentionOp> {
     const int64_t nHeads = config.getNHeads();
     const int64_t headDim = config.getHeadDim();
     const int64_t groups = config.getOGroups();
+    const int64_t ratio = config.getCompressRatio();
     RopeAttr rope = config.getRope();
     FloatAttr eps = config.getNormEps();
 
     Type bf16 = rewriter.getBF16Type();
     Type i64 = rewriter.getI64Type();
     Type i32 = rewriter.getI32Type();
+    const int64_t dyn = ShapedType::kDynamic;
     // The step's token count: static when x's is, else dynamic. Every per-token tensor has it as dim 0.
     const int64_t tokens = cast<RankedTensorType>(op.getX().getType()).getDimSize(0);
     auto perToken = [&](ArrayRef<int64_t> rest, Type elem) {
@@ -76,59 +160,227 @@ struct DecomposeWindowAttention : OpRewritePattern<AttentionOp> {
       shape.append(rest.begin(), rest.end());
       return RankedTensorType::get(shape, elem);
     };
-    auto probe = [&](StringRef capture, Value value) {
-      ProbeOp::create(rewriter, loc, rewriter.getStringAttr(probeName(config, capture)), value);
+    auto probe = [&](StringRef name, Value value) {
+      ProbeOp::create(rewriter, loc, rewriter.getStringAttr(name), value);
     };
+    auto layerProbe = [&](StringRef capture, Value value) { probe(probeName(config, capture), value); };
+    auto i64Attr = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
 
     Value x = op.getX();
     Value startPos = op.getStartPos();
 
     // Positions of the step's tokens: start_pos .. start_pos + s - 1.
-    Value s = tensor::DimOp::create(rewriter, loc, x, 0);
-    Value pos = PositionsOp::create(rewriter, loc, perToken({}, i64), startPos, s, rewriter.getI64IntegerAttr(1));
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value s = tensor::DimOp::create(rewriter, loc, x, c0);
+    Value pos = PositionsOp::create(rewriter, loc, perToken({}, i64), startPos, s, i64Attr(1));
+    OpFoldResult tokensOfr =
+        ShapedType::isDynamic(tokens) ? OpFoldResult(s) : OpFoldResult(rewriter.getIndexAttr(tokens));
+    // [s, heads * width] -> [s, heads, width].
+    auto splitHeads = [&](Value flat, int64_t heads, int64_t width) -> Value {
+      return tensor::ExpandShapeOp::create(
+          rewriter, loc, perToken({heads, width}, bf16), flat, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+          ArrayRef<OpFoldResult>{tokensOfr, rewriter.getIndexAttr(heads), rewriter.getIndexAttr(width)});
+    };
 
     // Section 3: queries.
     Value qa = LinearOp::create(rewriter, loc, perToken({config.getQLoraRank()}, bf16), x, op.getWqA());
     Value qr = RmsNormOp::create(rewriter, loc, qa.getType(), qa, op.getQNorm(), eps);
     Value qFlat = LinearOp::create(rewriter, loc, perToken({nHeads * headDim}, bf16), qr, op.getWqB());
-    OpFoldResult tokensOfr =
-        ShapedType::isDynamic(tokens) ? OpFoldResult(s) : OpFoldResult(rewriter.getIndexAttr(tokens));
-    Value qHeads = tensor::ExpandShapeOp::create(
-        rewriter, loc, perToken({nHeads, headDim}, bf16), qFlat, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
-        ArrayRef<OpFoldResult>{tokensOfr, rewriter.getIndexAttr(nHeads), rewriter.getIndexAttr(headDim)});
+    Value qHeads = splitHeads(qFlat, nHeads, headDim);
     Value q = ApplyRopeOp::create(rewriter, loc, qHeads.getType(), qHeads, pos, rope, /*inverse=*/UnitAttr());
-    probe("sa_q", q);
+    layerProbe("sa_q", q);
 
     // Section 4: the window KV row (fp8 round trip over the whole row), the ring, the rows attention reads.
     Value kvLin = LinearOp::create(rewriter, loc, perToken({headDim}, bf16), x, op.getWkv());
     Value kvNorm = RmsNormOp::create(rewriter, loc, kvLin.getType(), kvLin, op.getKvNorm(), eps);
     Value kvRope = ApplyRopeOp::create(rewriter, loc, kvNorm.getType(), kvNorm, pos, rope, UnitAttr());
-    Value kv = ActQuantFp8Op::create(rewriter, loc, kvRope.getType(), kvRope, rewriter.getI64IntegerAttr(kFp8BlockSize));
+    Value kv = ActQuantFp8Op::create(rewriter, loc, kvRope.getType(), kvRope, i64Attr(kFp8BlockSize));
     Value newRing = RingUpdateOp::create(rewriter, loc, op.getNewRing().getType(), op.getRing(), kv, startPos);
     // s rows in prefill, W rows in decode: dynamic either way.
-    Value rows = WindowKvOp::create(rewriter, loc, RankedTensorType::get({ShapedType::kDynamic, headDim}, bf16), kv,
-                                    newRing, startPos);
-    probe("sa_kv", rows);
+    Value rows = WindowKvOp::create(rewriter, loc, RankedTensorType::get({dyn, headDim}, bf16), kv, newRing, startPos);
+    if (ratio == 0)
+      layerProbe("sa_kv", rows);
     // Width min(s, W) in prefill, W in decode.
-    Value idx = WindowIndicesOp::create(rewriter, loc, perToken({ShapedType::kDynamic}, i32), startPos, s,
-                                        rewriter.getI64IntegerAttr(config.getWindowSize()));
-    probe("sa_topk_idxs", idx);
+    Value idx = WindowIndicesOp::create(rewriter, loc, perToken({dyn}, i32), startPos, s,
+                                        i64Attr(config.getWindowSize()));
+    if (ratio == 0)
+      layerProbe("sa_topk_idxs", idx);
+
+    // Sections 5-8: the compressed part. `slots` holds the shared slots as they stand so far in this layer.
+    SmallVector<Value> newState;
+    SmallVector<Value> slots(op.getShared().begin(), op.getShared().end());
+    Value compressedRows, endRows;
+    if (ratio > 0) {
+      CompressConfigAttr compress = config.getCompress();
+      const bool kvSource = compress.getIsKvSource().getValue();
+      const bool indexSource = compress.getIsIndexSource().getValue();
+      const int64_t ihd = compress.getIndexHeadDim();
+      const int64_t indexHeads = compress.getIndexNHeads();
+      TieOrderAttr tieOrder = compress.getTieOrder();
+      // Publishing a value into a slot: a cast to the slot's type (its row count is dynamic).
+      auto publish = [&](SharedSlot slot, Value value) {
+        Type slotType = op.getShared()[slot].getType();
+        slots[slot] = value.getType() == slotType ? value
+                                                  : Value(tensor::CastOp::create(rewriter, loc, slotType, value));
+      };
+
+      // Section 8 step 1 (kv source): the compressor's latent for the groups completed in this step, then its
+      // index keys (section 6 step 1, from the PRE-RoPE latent) and the index_k publication.
+      Value latent, groupPos, newIndexCache;
+      if (kvSource) {
+        ValueRange compressor = op.getCompressor();
+        ValueRange state = op.getState();
+        const unsigned cacheBase = ratio == 1 ? 0 : 2;
+        if (ratio == 1) {
+          Value lin = LinearOp::create(rewriter, loc, perToken({headDim}, bf16), x, compressor[0]);
+          latent = RmsNormOp::create(rewriter, loc, lin.getType(), lin, compressor[1], eps);
+        } else {
+          Type f32 = rewriter.getF32Type();
+          Value xf = arith::ExtFOp::create(rewriter, loc, perToken({config.getDim()}, f32), x);
+          Value kvF = LinearOp::create(rewriter, loc, perToken({headDim}, f32), xf, compressor[0]);
+          Value scoreF = LinearOp::create(rewriter, loc, perToken({headDim}, f32), xf, compressor[1]);
+          auto pool = CompressPoolOp::create(rewriter, loc, RankedTensorType::get({dyn, headDim}, f32),
+                                             state[0].getType(), state[1].getType(), kvF, scoreF, state[0],
+                                             state[1], startPos, i64Attr(ratio));
+          newState.push_back(pool.getNewKvState());
+          newState.push_back(pool.getNewScoreState());
+          Value pooled = arith::TruncFOp::create(rewriter, loc, RankedTensorType::get({dyn, headDim}, bf16),
+                                                 pool.getPooled());
+          latent = RmsNormOp::create(rewriter, loc, pooled.getType(), pooled, compressor[2], eps);
+        }
+        // g groups completed in this step; group j stands for position j * r (section 5), so this step's groups
+        // start at (start_pos // r) * r.
+        const int64_t groupRows = cast<RankedTensorType>(latent.getType()).getDimSize(0);
+        Value g = tensor::DimOp::create(rewriter, loc, latent, c0);
+        Value ratioI64 = arith::ConstantIntOp::create(rewriter, loc, i64, ratio);
+        Value firstGroup = arith::FloorDivSIOp::create(rewriter, loc, startPos, ratioI64);
+        Value groupStart = arith::MulIOp::create(rewriter, loc, firstGroup, ratioI64);
+        groupPos = PositionsOp::create(rewriter, loc, RankedTensorType::get({groupRows}, i64), groupStart, g,
+                                       i64Attr(ratio));
+
+        ValueRange indexKeys = op.getIndexKeys();
+        Value kLin = LinearOp::create(rewriter, loc, RankedTensorType::get({groupRows, ihd}, bf16), latent,
+                                      indexKeys[0]);
+        Value kNorm = RmsNormOp::create(rewriter, loc, kLin.getType(), kLin, indexKeys[1], eps);
+        Value kRope = ApplyRopeOp::create(rewriter, loc, kNorm.getType(), kNorm, groupPos, rope, UnitAttr());
+        Value kQuant = Fp4QuantE8M0Op::create(rewriter, loc, kRope.getType(), kRope, i64Attr(kIndexFp4BlockSize));
+        Value indexCache = state[cacheBase + 1];
+        newIndexCache = CacheWriteOp::create(rewriter, loc, indexCache.getType(), indexCache, kQuant, startPos,
+                                             i64Attr(ratio));
+        if (compress.getIndexKSource().getValue() == IndexKSource::own_cache) {
+          publish(kIndexK, newIndexCache);
+        } else {
+          // The reference quirk: the index-key cache is republished only in a step that produced a latent.
+          Value previous = slots[kIndexK];
+          publish(kIndexK, newIndexCache);
+          Value hasLatent = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt, g, c0);
+          slots[kIndexK] = arith::SelectOp::create(rewriter, loc, hasLatent, slots[kIndexK], previous);
+        }
+      }
+
+      // Section 8 step 2 (index source): the indexer (section 6 steps 2-7) against the index_k slot as it stands.
+      Value compressedIdx;
+      if (indexSource) {
+        ValueRange indexer = op.getIndexer();
+        Value iqFlat = LinearOp::create(rewriter, loc, perToken({indexHeads * ihd}, bf16), qr, indexer[0]);
+        Value iqHeads = splitHeads(iqFlat, indexHeads, ihd);
+        Value iqRope = ApplyRopeOp::create(rewriter, loc, iqHeads.getType(), iqHeads, pos, rope, UnitAttr());
+        Value iq = Fp4QuantE8M0Op::create(rewriter, loc, iqRope.getType(), iqRope, i64Attr(kIndexFp4BlockSize));
+        Value weights = LinearOp::create(rewriter, loc, perToken({indexHeads}, bf16), x, indexer[1]);
+        // weight_scale = ihd^-0.5 * IH^-0.5 (Python floats, f64), then f32.
+        const float weightScale = static_cast<float>(std::pow(static_cast<double>(ihd), -0.5) *
+                                                     std::pow(static_cast<double>(indexHeads), -0.5));
+        Type scoresType = perToken({dyn}, bf16);
+        Value scores = IndexerScoresOp::create(rewriter, loc, scoresType, iq, weights, slots[kIndexK], startPos,
+                                               i64Attr(ratio), rewriter.getF32FloatAttr(weightScale));
+        scores = CompressVisibilityOp::create(rewriter, loc, scoresType, scores, startPos, i64Attr(ratio));
+        if (compress.getIsCandidateSource().getValue()) {
+          Value mask = SelectCandidateBlocksOp::create(
+              rewriter, loc, perToken({dyn}, rewriter.getI1Type()), scores, startPos, i64Attr(ratio),
+              i64Attr(compress.getCandidateTopkBlocks()), i64Attr(compress.getCandidateBlockSize()), tieOrder);
+          publish(kCandidates, mask);
+        }
+        if (compress.getUsesCandidates().getValue())
+          scores = ApplyCandidatesOp::create(rewriter, loc, scoresType, scores, slots[kCandidates]);
+        compressedIdx =
+            IndexerTopkOp::create(rewriter, loc, perToken({dyn}, i32), scores, startPos, i64Attr(ratio),
+                                  i64Attr(compress.getIndexTopk()), i64Attr(config.getWindowSize()), tieOrder);
+        publish(kTopkIdxs, compressedIdx);
+      } else {
+        compressedIdx = slots[kTopkIdxs];
+      }
+
+      // Section 8 step 3 (kv source): the latent rotated at its group positions, fp4 (e4m3 scales), into the
+      // compressed-KV cache (g may be 0: nothing is written); the cache is published every step.
+      if (kvSource) {
+        const unsigned cacheBase = ratio == 1 ? 0 : 2;
+        Value lRope = ApplyRopeOp::create(rewriter, loc, latent.getType(), latent, groupPos, rope, UnitAttr());
+        Value lQuant =
+            Fp4QuantE4M3Op::create(rewriter, loc, lRope.getType(), lRope, i64Attr(kLatentFp4BlockSize));
+        Value kvCache = op.getState()[cacheBase];
+        Value newKvCache =
+            CacheWriteOp::create(rewriter, loc, kvCache.getType(), kvCache, lQuant, startPos, i64Attr(ratio));
+        newState.push_back(newKvCache);
+        newState.push_back(newIndexCache);
+        publish(kCompressKv, newKvCache);
+      }
+
+      // Section 8 step 4: window rows then compress_kv[0 .. end//r), window indices then the compressed ones.
+      Value startIdx = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), startPos);
+      Value end = arith::AddIOp::create(rewriter, loc, startIdx, s);
+      Value ratioIdx = arith::ConstantIndexOp::create(rewriter, loc, ratio);
+      endRows = arith::FloorDivSIOp::create(rewriter, loc, end, ratioIdx);
+      compressedRows = firstRows(rewriter, loc, slots[kCompressKv], endRows);
+      rows = tensor::ConcatOp::create(rewriter, loc, /*dim=*/0, ValueRange{rows, compressedRows});
+      idx = tensor::ConcatOp::create(rewriter, loc, /*dim=*/1, ValueRange{idx, compressedIdx});
+      layerProbe("sa_kv", rows);
+      layerProbe("sa_topk_idxs", idx);
+    }
 
     // Section 10: sparse attention with the sink; scale = head_dim ** -0.5 (Python float) as f32.
     const float scale = static_cast<float>(std::pow(static_cast<double>(headDim), -0.5));
     Value o = SparseAttnOp::create(rewriter, loc, q.getType(), q, rows, idx, op.getAttnSink(),
                                    rewriter.getF32FloatAttr(scale));
-    probe("sa_o", o);
+    layerProbe("sa_o", o);
 
     // Section 11: inverse RoPE, grouped wo_a, wo_b.
     Value oRot = ApplyRopeOp::create(rewriter, loc, o.getType(), o, pos, rope, rewriter.getUnitAttr());
     Value og = GroupedOutputOp::create(rewriter, loc, perToken({groups * config.getOLoraRank()}, bf16), oRot,
-                                       op.getWoA(), rewriter.getI64IntegerAttr(groups));
+                                       op.getWoA(), i64Attr(groups));
     Value out = LinearOp::create(rewriter, loc, op.getOut().getType(), og, op.getWoB());
-    probe("attn_out", out);
+    layerProbe("attn_out", out);
 
-    rewriter.replaceOp(op, ValueRange{out, newRing});
+    SmallVector<Value> results{out, newRing};
+    if (ratio > 0) {
+      // The slots after this layer (tiny-model-harness.md): compress_kv and index_k cut to end//r rows.
+      probe(probeName(config, kSlotNames[kCompressKv], "shared."), compressedRows);
+      probe(probeName(config, kSlotNames[kIndexK], "shared."), firstRows(rewriter, loc, slots[kIndexK], endRows));
+      probe(probeName(config, kSlotNames[kTopkIdxs], "shared."), slots[kTopkIdxs]);
+      probe(probeName(config, kSlotNames[kCandidates], "shared."), slots[kCandidates]);
+      results.append(newState.begin(), newState.end());
+      for (unsigned i = 0; i < kNumSlots; ++i) {
+        Type want = op.getNewShared()[i].getType();
+        results.push_back(slots[i].getType() == want ? slots[i]
+                                                     : Value(tensor::CastOp::create(rewriter, loc, want, slots[i])));
+      }
+    }
+    rewriter.replaceOp(op, results);
     return success();
+  }
+
+private:
+  /// Rows [0, n) of a rank-2 tensor: `tensor.extract_slice %t[0, 0] [n, w] [1, 1]` -> [?, w].
+  static Value firstRows(PatternRewriter &rewriter, Location loc, Value t, Value n) {
+    auto type = cast<RankedTensorType>(t.getType());
+    const int64_t width = type.getDimSize(1);
+    OpFoldResult widthOfr = ShapedType::isDynamic(width)
+                                ? OpFoldResult(tensor::DimOp::create(rewriter, loc, t, 1).getResult())
+                                : OpFoldResult(rewriter.getIndexAttr(width));
+    auto resultType = RankedTensorType::get({ShapedType::kDynamic, width}, type.getElementType());
+    return tensor::ExtractSliceOp::create(rewriter, loc, resultType, t,
+                                          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
+                                          ArrayRef<OpFoldResult>{n, widthOfr},
+                                          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
   }
 };
 
@@ -155,7 +407,7 @@ struct DecomposeAttentionPass : impl::DSADecomposeAttentionBase<DecomposeAttenti
 } // namespace
 
 void populateDecomposeAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeWindowAttention>(patterns.getContext());
+  patterns.add<DecomposeAttention>(patterns.getContext());
 }
 
 } // namespace mlir::dsa

@@ -7,9 +7,15 @@ include "mlir/Pass/PassBase.td"
 def DSADecomposeAttention : Pass<"dsa-decompose-attention"> {
   let summary = "Rewrite dsa.attention into the dsa primitives";
   let description = [{
-    Replaces every `dsa.attention` by the primitives of its layer kind (attention-semantics.md sections 3, 4, 10,
-    11 for window-only layers), with `dsa.probe`s naming the golden's captures (`L<l>.sa_q`, `L<l>.sa_kv`,
-    `L<l>.sa_topk_idxs`, `L<l>.sa_o`, `L<l>.attn_out`). The result is what the interpreter and the lowerings run.
+    Replaces every `dsa.attention` by the primitives of its layer kind, with `dsa.probe`s naming the golden's
+    captures (`L<l>.sa_q`, `L<l>.sa_kv`, `L<l>.sa_topk_idxs`, `L<l>.sa_o`, `L<l>.attn_out`). Window-only layers
+    follow attention-semantics.md sections 3, 4, 10, 11. A compress_ratio > 0 layer adds, in section 8's order, its
+    roles from `config.compress`: the kv source's compressor (section 5), index keys and caches, the index source's
+    indexer (section 6) with the candidate blocks (section 7), the shared slots threaded as SSA values
+    (docs/design-compressed.md; `arith.select` on "a latent was produced" for the `index_k` quirk under
+    `index_k_source = published_slot`), attention over the window rows concatenated with the compressed rows, and
+    the probes `shared.L<l>.{compress_kv, index_k, topk_idxs, candidates}`. The result is what the interpreter and
+    the lowerings run.
   }];
   let dependentDialects = ["::mlir::dsa::DSADialect", "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
