@@ -5,4 +5,4 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DSA_BUILD_DIR:-$root/build}
 bash "$root/scripts/build.sh" >/dev/null
-exec "$build/bin/dsa-run" --golden "$root/test/Golden/ds41_tiny_golden.json" --layers 0 "$@"
+exec "$build/bin/dsa-run" --golden "$root/test/Golden/ds41_tiny_golden.json" "$@"
