@@ -21,3 +21,16 @@ tool_dirs = [config.dsa_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["dsa-opt", "dsa-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.dsa_tools_dir, append_path=True)
+
+# GPU backend tests (test/Conversion/DSAToGPU): the PTX of a gpu.binary (%extract_ptx) and the CUDA toolkit's
+# assembler (%ptxas, feature "ptxas"; tests that need it are UNSUPPORTED without it).
+import shutil
+import sys
+
+config.substitutions.append(
+    ("%extract_ptx", '"%s" "%s"' % (sys.executable, os.path.join(config.dsa_src_root, "scripts", "extract-ptx.py"))))
+_cuda_bin = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin")
+_ptxas = shutil.which("ptxas", path=os.pathsep.join([_cuda_bin, os.environ.get("PATH", "")]))
+if _ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))
