@@ -1,0 +1,69 @@
+//===- KernelLibrary.h - launching the dsa GPU kernels from C++ (MLIR-free) -----------------------------------===//
+//
+// The GPU backend's kernels (lib/Conversion/DSAToGPU/Kernels.mlir, compiled to PTX by --dsa-gpu-pipeline) called
+// directly: one function per kernel family, taking device buffers (flat, row-major; bf16 buffers hold bf16 bit
+// patterns as uint16) and the sizes the kernel needs, and using the launch shape Kernels.mlir documents (the same
+// one `dsa-to-gpu` emits). This is how the MLIR-free side runs the compiled kernels on a GPU machine, which has no
+// MLIR: the host code MLIR generates calls MLIR's GPU runtime, which this project does not ship.
+//
+// The math of each kernel is the reference's (attention-semantics.md; include/dsa/Interpreter/Kernels.h); the
+// section is named per function. All launches go to the default stream; call Context::synchronize() to wait and
+// to collect errors raised by the kernels. Errors: a kernel missing from the module, a size that does not fit the
+// kernel's parameters or grid (e.g. more than 2^31-1 blocks), the driver's launch errors.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#ifndef DSA_RUNTIME_CUDA_KERNELLIBRARY_H
+#define DSA_RUNTIME_CUDA_KERNELLIBRARY_H
+
+#include "dsa/Runtime/Cuda/Driver.h"
+
+#include <vector>
+
+namespace dsa::cuda {
+
+/// The kernels of one loaded dsa kernel module (PTX or cubin produced by --dsa-gpu-pipeline).
+class KernelLibrary {
+public:
+  /// Loads `image` (PTX text or a cubin) into `ctx` and resolves every dsa kernel.
+  /// Errors: the module does not load (JIT log included), a kernel is missing.
+  static Result<KernelLibrary> load(const Context &ctx, const std::string &image);
+  /// The kernel names (the gpu.func symbols of Kernels.mlir), in a fixed order.
+  static const std::vector<std::string> &kernelNames();
+
+  /// positions (sections 3-5): out i64 [count] = start + i * stride.
+  Status positions(DevicePtr out, int64_t start, int64_t count, int64_t stride) const;
+  /// linear, bf16 (section 2): x [M, K], w [N, K] -> y [M, N] = bf16(x w^T), f32 accumulation in dotF32's order.
+  Status linearBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t M, int64_t N, int64_t K) const;
+  /// grouped_output (section 11): o [s, H, hd], woA [G*R, H*hd/G] -> y [s, G*R].
+  Status groupedOutput(DevicePtr o, DevicePtr woA, DevicePtr y, int64_t s, int64_t H, int64_t hd, int64_t G,
+                       int64_t R) const;
+  /// rms_norm, bf16 x (section 2): x [rows, D], w [D] -> y [rows, D].
+  Status rmsNormBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t rows, int64_t D, float eps) const;
+  /// apply_rope (section 2): x [s, rowsPerToken, hd] bf16, pos [s] i64, freqs [rd/2] f32 (ropeFrequencies) -> y.
+  Status applyRope(DevicePtr x, DevicePtr pos, DevicePtr freqs, DevicePtr y, int64_t s, int64_t rowsPerToken,
+                   int64_t hd, int64_t rd, bool inverse) const;
+  /// act_quant_fp8 (section 2): x, y bf16 of nblocks * block elements.
+  Status actQuantFp8(DevicePtr x, DevicePtr y, int64_t nblocks, int64_t block) const;
+  /// ring_update (section 4): ring [W, hd], kv [s, hd] at positions start.. -> out [W, hd] (out aliases neither).
+  Status ringUpdate(DevicePtr ring, DevicePtr kv, DevicePtr out, int64_t W, int64_t hd, int64_t s,
+                    int64_t start) const;
+  /// window_indices (section 4): out i32 [count, width], width = min(count, W) in prefill (start 0), W in decode
+  /// (start > 0, count 1). Errors: start < 0, count < 1, a multi-token step at start > 0, a width that is not
+  /// the step's.
+  Status windowIndices(DevicePtr out, int64_t start, int64_t count, int64_t W, int64_t width) const;
+  /// sparse_attn (section 10): q [s, H, hd], kv [n, hd] bf16, idx [s, k] i32, sink [H] f32 -> o [s, H, hd] bf16;
+  /// scratch: f32 of at least max(1, s*H*k) elements.
+  Status sparseAttn(DevicePtr q, DevicePtr kv, DevicePtr idx, DevicePtr sink, DevicePtr o, DevicePtr scratch,
+                    int64_t s, int64_t H, int64_t hd, int64_t n, int64_t k, float scale) const;
+
+private:
+  KernelLibrary(const Context *ctx, Module module) : ctx_(ctx), module_(std::move(module)) {}
+  Status run(size_t kernel, const LaunchShape &shape, KernelArgs &args) const;
+  const Context *ctx_ = nullptr;
+  Module module_;
+  std::vector<Function> functions_;
+};
+
+} // namespace dsa::cuda
+
+#endif
