@@ -25,6 +25,10 @@ namespace mlir::dsa {
 
 /// Registers --dsa-cpu-pipeline (lib/Conversion/DSAToCPU).
 void registerDSACPUPipeline();
+/// Adds the passes of --dsa-cpu-pipeline to `pm` (on a ModuleOp): dsa (dsa.attention or the window-only
+/// primitives, with or without probes) -> the LLVM dialect, functions taking and returning plain memrefs
+/// (docs/cpu-backend.md). Used by the registration above and by lib/Backend/CPU.
+void buildDSACPUPipeline(OpPassManager &pm);
 /// Registers --dsa-gpu-pipeline (lib/Conversion/DSAToGPU).
 void registerDSAGPUPipeline();
 

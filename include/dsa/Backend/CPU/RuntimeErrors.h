@@ -1,0 +1,81 @@
+//===- RuntimeErrors.h - run-time checks of code compiled by dsa-to-cpu (MLIR-free) ---===//
+//
+// Code produced by `dsa-to-cpu` checks what only the run-time values can tell (start_pos, the dynamic token count,
+// index ranges; the checks of the interpreter's kernels, include/dsa/Interpreter/Kernels.h). A failed check calls the
+// external C function
+//
+//     void dsa_cpu_fail(int32_t code);   // kFailSymbol
+//
+// with one of the codes below, and the compiled function then carries on without ever reading or writing out of
+// bounds (an index is clamped, a step that cannot be computed yields zeros); its results are meaningless. The host
+// that runs the code (lib/Backend/CPU's JIT, or the MLIR-free runtime for an AOT object) defines `dsa_cpu_fail`,
+// records the first code of a call and turns it into an error naming the op and the check
+// (runtimeErrorMessage). Codes are stable: the compiled code and the host must agree on them.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#ifndef DSA_BACKEND_CPU_RUNTIMEERRORS_H
+#define DSA_BACKEND_CPU_RUNTIMEERRORS_H
+
+#include <cstdint>
+
+namespace dsa::cpu {
+
+/// The symbol the compiled code calls on a failed run-time check: `extern "C" void dsa_cpu_fail(int32_t code)`.
+inline constexpr const char *kFailSymbol = "dsa_cpu_fail";
+
+/// The run-time checks, one code each (0 = no error).
+enum class RuntimeError : int32_t {
+  None = 0,
+  PositionsNegativeStart = 1,
+  RopePositionsLength = 2,
+  RopeNegativePosition = 3,
+  RingUpdateNegativeStart = 4,
+  WindowKvNegativeStart = 5,
+  WindowKvMultiTokenDecode = 6,
+  WindowIndicesNegativeStart = 7,
+  WindowIndicesEmptyStep = 8,
+  WindowIndicesMultiTokenDecode = 9,
+  SparseAttnIndicesRows = 10,
+  SparseAttnIndexOutOfRange = 11,
+  SparseAttnNanSink = 12,
+};
+
+/// The message of a code, naming the op and the violated condition (the interpreter's wording where it has one);
+/// "unknown run-time error code" for a code not listed above.
+inline const char *runtimeErrorMessage(int32_t code) {
+  switch (static_cast<RuntimeError>(code)) {
+  case RuntimeError::None:
+    return "no error";
+  case RuntimeError::PositionsNegativeStart:
+    return "dsa.positions: start is negative, expected >= 0";
+  case RuntimeError::RopePositionsLength:
+    return "dsa.apply_rope: positions does not have one element per row of x (dimension 0)";
+  case RuntimeError::RopeNegativePosition:
+    return "dsa.apply_rope: a position is negative, expected >= 0";
+  case RuntimeError::RingUpdateNegativeStart:
+    return "dsa.ring_update: start_pos is negative, expected >= 0";
+  case RuntimeError::WindowKvNegativeStart:
+    return "dsa.window_kv: start_pos is negative, expected >= 0";
+  case RuntimeError::WindowKvMultiTokenDecode:
+    return "dsa.window_kv: a step of more than one token at start_pos > 0: multi-token steps at start_pos > 0 are "
+           "split into decode steps by the runtime";
+  case RuntimeError::WindowIndicesNegativeStart:
+    return "dsa.window_indices: start_pos is negative, expected >= 0";
+  case RuntimeError::WindowIndicesEmptyStep:
+    return "dsa.window_indices: the token count is 0, expected >= 1";
+  case RuntimeError::WindowIndicesMultiTokenDecode:
+    return "dsa.window_indices: a step of more than one token at start_pos > 0: multi-token steps at start_pos > 0 "
+           "are split into decode steps by the runtime";
+  case RuntimeError::SparseAttnIndicesRows:
+    return "dsa.sparse_attn: indices does not have one row per token of q (dimension 0)";
+  case RuntimeError::SparseAttnIndexOutOfRange:
+    return "dsa.sparse_attn: an index is outside [-1, n) (n = the rows of kv)";
+  case RuntimeError::SparseAttnNanSink:
+    return "dsa.sparse_attn: the sink holds a NaN";
+  }
+  return "unknown run-time error code";
+}
+
+} // namespace dsa::cpu
+
+#endif

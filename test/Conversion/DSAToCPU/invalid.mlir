@@ -1,0 +1,42 @@
+// What dsa-to-cpu rejects, with a diagnostic naming the missing step or the dimension it needs static.
+// RUN: dsa-opt %s --dsa-to-cpu --split-input-file --verify-diagnostics
+
+func.func @probe(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'dsa.probe' op must be removed before dsa-to-cpu (run dsa-strip-probes first)}}
+  dsa.probe "L0.x" %x : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @attention(%x: tensor<?x64xbf16>, %start_pos: i64, %ring: tensor<8x32xbf16>, %w0: tensor<4xf32>,
+                     %w1: tensor<16x64xbf16>, %w2: tensor<16xbf16>, %w3: tensor<128x16xbf16>, %w4: tensor<32x64xbf16>,
+                     %w5: tensor<32xbf16>, %w6: tensor<32x64xbf16>, %w7: tensor<64x32xbf16>)
+    -> (tensor<?x64xbf16>, tensor<8x32xbf16>) {
+  // expected-error @+1 {{'dsa.attention' op must be decomposed before dsa-to-cpu (run dsa-decompose-attention first)}}
+  %out, %new_ring = dsa.attention %x, %start_pos, %ring weights(%w0, %w1, %w2, %w3, %w4, %w5, %w6, %w7)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8,
+       q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0,
+       norm_eps = 9.99999968E-21 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.000000e+04 : f64>>}
+      : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>,
+         tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>)
+      -> (tensor<?x64xbf16>, tensor<8x32xbf16>)
+  return %out, %new_ring : tensor<?x64xbf16>, tensor<8x32xbf16>
+}
+
+// -----
+
+func.func @compressed(%x: tensor<?x32xbf16>) -> tensor<?x32xbf16> {
+  // expected-error @+1 {{'dsa.fp4_quant_e8m0' op is not lowered by dsa-to-cpu yet (only the window-only primitives are)}}
+  %y = dsa.fp4_quant_e8m0 %x {block_size = 32 : i64} : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
+}
+
+// -----
+
+func.func @dynamic_k(%x: tensor<?x?xbf16>, %w: tensor<2x?xbf16>) -> tensor<?x2xbf16> {
+  // expected-error @+2 {{'dsa.linear' op dsa-to-cpu needs dimension 1 of 'weight' to be static}}
+  // expected-error @+1 {{failed to legalize operation 'dsa.linear'}}
+  %y = dsa.linear %x, %w : (tensor<?x?xbf16>, tensor<2x?xbf16>) -> tensor<?x2xbf16>
+  return %y : tensor<?x2xbf16>
+}
