@@ -1,0 +1,87 @@
+//===- CPUModule.h - JIT-compile a dsa module for the CPU and call it on Tensors ---===//
+//
+// compileForCPU() lowers a module holding dsa functions (dsa.attention or the window-only primitives, probes
+// allowed: they are stripped) with --dsa-cpu-pipeline (include/dsa/Conversion/Passes.h) and JIT-compiles it with
+// MLIR's ExecutionEngine (LLVM ORC, host CPU). CPUModule::call() runs one of its functions on interp::Tensor values,
+// the interpreter's value type, so a caller can swap the interpreter (dsa/Interpreter/Interpreter.h) for the CPU
+// backend without changing its data handling. Results are bit-exact to the interpreter (docs/cpu-backend.md).
+//
+// Calling convention (what call() converts, per argument and result of the func.func, in order):
+//   - ranked tensor of bf16 / f32 / i1 / i32 / i64 / index <-> Tensor of ElementType BF16 / F32 / I1 / I32 / I64 /
+//     Index with the same rank; static dimensions must match, dynamic ones take the Tensor's size (results:
+//     whatever size the function produced, e.g. the [n, hd] rows of dsa.window_kv).
+//     bf16 values travel as bf16 bit patterns (a BF16 Tensor's f32 values are bf16-exact; a value that is not is
+//     rounded to nearest even); i1 as one byte per element.
+//   - scalar i64 / index / i32 / i1 / f32 <-> rank-0 Tensor of that element type (Tensor::scalarI64, ...).
+//   The function gets its own copies of the argument data (it may update them in place; the caller's Tensors are
+//   never modified); result buffers are freed by call() after the copy into the returned Tensors.
+//
+// Errors (dsa::Result, never an abort): compileForCPU reports the pipeline's or the JIT's diagnostics (an
+// unsupported op, a dynamic dimension a lowering needs static, an argument type call() cannot pass, missing
+// symbols). call() reports an unknown function name, a wrong argument count, and an argument of the wrong element
+// type, rank or static size (naming it, e.g. "argument #2"), and a failed run-time check of the compiled code
+// (include/dsa/Backend/CPU/RuntimeErrors.h: e.g. a multi-token step at start_pos > 0), with the check's message.
+//
+// Thread safety: call() may run concurrently from several threads on one CPUModule (the run-time check record is
+// per thread).
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#ifndef DSA_BACKEND_CPU_CPUMODULE_H
+#define DSA_BACKEND_CPU_CPUMODULE_H
+
+#include "dsa/Interpreter/Interpreter.h"
+#include "dsa/Interpreter/Tensor.h"
+#include "dsa/Support/Result.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace dsa::cpu {
+
+struct CPUCompileOptions {
+  /// LLVM optimisation level of the generated code, 0..3 (none of them reassociates or contracts f32 arithmetic:
+  /// the results do not depend on it).
+  unsigned optLevel = 2;
+  /// Keep the probes: dsa.attention is decomposed first, and every `dsa.probe` in the body of a public function
+  /// becomes an extra result of the compiled function, which call() hands back in its ProbeLog (name and value, in
+  /// program order, like interp::interpretFunction's). A probe nested in a region, or in a function with more than
+  /// one block, is an error. When false (the default) probes are stripped (dsa-strip-probes).
+  bool probesAsResults = false;
+};
+
+class CPUModule {
+public:
+  struct Impl;
+  explicit CPUModule(std::unique_ptr<Impl> impl);
+  ~CPUModule();
+  CPUModule(const CPUModule &) = delete;
+  CPUModule &operator=(const CPUModule &) = delete;
+
+  /// The functions call() accepts: every public func.func with a body in the source module, in module order.
+  std::vector<std::string> functionNames() const;
+
+  /// Runs function `name` on `args` (see the calling convention above) and returns its results in order.
+  /// With CPUCompileOptions::probesAsResults, `probes` (may be null) receives the function's probes, appended in
+  /// program order; without it, `probes` is left as is.
+  Result<std::vector<interp::Tensor>> call(const std::string &name, const std::vector<interp::Tensor> &args,
+                                           interp::ProbeLog *probes = nullptr) const;
+
+  /// The module in the LLVM dialect as the JIT compiled it (for --emit style debugging and tests).
+  const std::string &loweredModule() const;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Lowers a copy of `module` (the caller's module is not modified; its MLIRContext gets the dialects and the LLVM IR
+/// translation interfaces registered) with --dsa-cpu-pipeline and JIT-compiles it.
+Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CPUCompileOptions &options = {});
+
+} // namespace dsa::cpu
+
+#endif
