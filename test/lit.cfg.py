@@ -34,3 +34,13 @@ _ptxas = shutil.which("ptxas", path=os.pathsep.join([_cuda_bin, os.environ.get("
 if _ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", _ptxas))
+
+# The barrier-free GPU kernels also run on the CPU through mlir-runner (test/Conversion/DSAToGPU/kernels-cpu.mlir).
+_llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir.rstrip("/")), "lib")
+_shlib_ext = config.llvm_shlib_ext or (".dylib" if sys.platform == "darwin" else ".so")
+_runner_libs = [os.path.join(_llvm_lib_dir, "lib%s%s" % (n, _shlib_ext))
+                for n in ("mlir_runner_utils", "mlir_c_runner_utils")]
+if shutil.which("mlir-runner", path=config.llvm_tools_dir) and all(os.path.exists(l) for l in _runner_libs):
+    config.available_features.add("mlir-runner")
+    config.substitutions.append(("%mlir_runner_utils", _runner_libs[0]))
+    config.substitutions.append(("%mlir_c_runner_utils", _runner_libs[1]))

@@ -1,0 +1,246 @@
+// REQUIRES: mlir-runner
+// RUN: %python %S/Inputs/kernels-on-cpu.py %S/../../../lib/Conversion/DSAToGPU/Kernels.mlir %s > %t.mlir
+// RUN: mlir-opt %t.mlir --arith-expand="include-bf16=true" --convert-scf-to-cf --convert-math-to-llvm \
+// RUN:   --expand-strided-metadata --lower-affine --finalize-memref-to-llvm --convert-func-to-llvm \
+// RUN:   --convert-arith-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts \
+// RUN: | mlir-runner -e main --entry-point-result=void --shared-libs=%mlir_runner_utils,%mlir_c_runner_utils \
+// RUN: | FileCheck %s
+
+// The barrier-free kernels of the GPU kernel library (positions, apply_rope, act_quant_fp8, ring_update,
+// window_indices) and the e4m3 / pow2_ceil helpers, run on the CPU (one call per global thread id; see
+// Inputs/kernels-on-cpu.py) on hand-worked cases from attention-semantics.md. The kernels that synchronise
+// (GEMM, rms_norm, sparse_attn) run only on a GPU (test/unit/CudaKernelsTest.cpp); there every family is also
+// compared with the reference kernels on large inputs. (On the CPU, bf16 rounding is arith-expand's RNE; on the
+// GPU it is cvt.rn.bf16.f32.)
+
+func.func private @printMemrefF32(memref<*xf32>)
+func.func private @printMemrefI32(memref<*xi32>)
+func.func private @printMemrefI64(memref<*xi64>)
+
+func.func @print_bf16(%m: memref<?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %m, %c0 : memref<?xbf16>
+  %f = memref.alloc(%n) : memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %m[%i] : memref<?xbf16>
+    %w = arith.extf %v : bf16 to f32
+    memref.store %w, %f[%i] : memref<?xf32>
+  }
+  %u = memref.cast %f : memref<?xf32> to memref<*xf32>
+  func.call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  memref.dealloc %f : memref<?xf32>
+  return
+}
+
+func.func @bf16_buffer(%vals: memref<?xf32>) -> memref<?xbf16> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %vals, %c0 : memref<?xf32>
+  %b = memref.alloc(%n) : memref<?xbf16>
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %vals[%i] : memref<?xf32>
+    %w = arith.truncf %v : f32 to bf16
+    memref.store %w, %b[%i] : memref<?xbf16>
+  }
+  return %b : memref<?xbf16>
+}
+
+memref.global "private" constant @aq_in : memref<16xf32> =
+    dense<[3.0, 1.52587890625E-5, 2.288818359375E-5, 3.814697265625E-6, 10.0, 1.0625, -0.0078125, 0.0,
+           0.0, 0.0, 0.0, 0.0, 1.0, -2.0, 3.0, 0.5]>
+memref.global "private" constant @e4m3_in : memref<16xf32> =
+    dense<[448.0, 1000.0, 0.001953125, 0.0029296875, 4.8828125E-4, 9.765625E-4, 1.0625, 1.1875,
+           17.0, 19.0, 0.0146484375, -0.0, -3.5, 0x7FC00000, 0xFF800000, 1.0E-30]>
+memref.global "private" constant @pow2_in : memref<8xf32> =
+    dense<[1.0, 1.5, 3.0, 9.5367431640625E-7, 1.00000012, 2.5521178E+38, 0.0, 0x7FC00000]>
+memref.global "private" constant @ring_in : memref<4xf32> = dense<[0.0, 0.0, 0.0, 0.0]>
+memref.global "private" constant @tokens : memref<6xf32> = dense<[10.0, 11.0, 12.0, 13.0, 14.0, 15.0]>
+memref.global "private" constant @rope_in : memref<8xf32> = dense<[7.0, -3.0, 1.0, 0.0, 7.0, -3.0, 1.0, 0.0]>
+memref.global "private" constant @rope_pos : memref<2xi64> = dense<[0, 1]>
+memref.global "private" constant @rope_freqs : memref<1xf32> = dense<[1.0]>
+
+func.func @global_bf16(%g: memref<?xf32>) -> memref<?xbf16> {
+  %b = func.call @bf16_buffer(%g) : (memref<?xf32>) -> memref<?xbf16>
+  return %b : memref<?xbf16>
+}
+
+func.func @main() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %c12 = arith.constant 12 : index
+  %c16 = arith.constant 16 : index
+
+  // --- positions: start 5, stride 3, four tokens -> 5, 8, 11, 14.
+  // CHECK-LABEL: sizes = [4]
+  // CHECK-NEXT: [5,  8,  11,  14]
+  %pos = memref.alloc(%c4) : memref<?xi64>
+  %s5 = arith.constant 5 : i64
+  %s3 = arith.constant 3 : i64
+  scf.for %g = %c0 to %c4 step %c1 {
+    func.call @dsa_positions(%g, %pos, %s5, %c4, %s3) : (index, memref<?xi64>, i64, index, i64) -> ()
+  }
+  %posu = memref.cast %pos : memref<?xi64> to memref<*xi64>
+  func.call @printMemrefI64(%posu) : (memref<*xi64>) -> ()
+
+  // --- act_quant_fp8, block 4 (the interpreter's hand-worked case, test/Interpreter/act_quant_fp8.mlir):
+  // block [3, 2^-16, 1.5*2^-16, 2^-18]: s = 2^-7; x/s = 384, 2^-9, 1.5*2^-9 (tie -> even code 2 = 2^-8), 2^-11 (-> 0)
+  //   -> [3, 2^-16, 2^-15, 0]; block [10, 1.0625, -2^-7, 0]: s = 2^-5, x/s = 320, 34 (tie 32/36 -> 32), -0.25, 0
+  //   -> [10, 1, -0.0078125, 0]; a zero block stays 0; [1, -2, 3, 0.5] is exact.
+  // CHECK-LABEL: sizes = [16]
+  // CHECK-NEXT: [3,  1.52588e-05,  3.05176e-05,  0,  10,  1,  -0.0078125,  0,  0,  0,  0,  0,  1,  -2,  3,  0.5]
+  %aqg = memref.get_global @aq_in : memref<16xf32>
+  %aqd = memref.cast %aqg : memref<16xf32> to memref<?xf32>
+  %aqx = func.call @bf16_buffer(%aqd) : (memref<?xf32>) -> memref<?xbf16>
+  %aqy = memref.alloc(%c16) : memref<?xbf16>
+  scf.for %g = %c0 to %c4 step %c1 {
+    func.call @dsa_act_quant_fp8(%g, %aqx, %aqy, %c4, %c4) : (index, memref<?xbf16>, memref<?xbf16>, index, index) -> ()
+  }
+  func.call @print_bf16(%aqy) : (memref<?xbf16>) -> ()
+
+  // --- the e4m3 round trip (E4M3.h): 448 -> 448; 1000 saturates to 448; 2^-9 (smallest subnormal) stays;
+  // 1.5*2^-9 is a tie -> even code 2 = 2^-8; 2^-11 -> 0; 2^-10 (half the smallest subnormal, a tie) -> 0;
+  // 1.0625 (tie 1 / 1.125) -> 1; 1.1875 (tie 1.125 / 1.25) -> 1.25; 17 (tie 16 / 18) -> 16; 19 (tie 18 / 20) -> 20;
+  // 15*2^-10 (tie between subnormal 7*2^-9 and 2^-6) -> 2^-6; -0 keeps its sign; -3.5 exact; NaN stays NaN;
+  // -inf saturates to -448; 1e-30 -> 0.
+  // CHECK-LABEL: sizes = [16]
+  // CHECK-NEXT: [448,  448,  0.00195312,  0.00390625,  0,  0,  1,  1.25,  16,  20,  0.015625,  -0,  -3.5,  nan,  -448,  0]
+  %eg = memref.get_global @e4m3_in : memref<16xf32>
+  %ef = memref.alloc() : memref<16xf32>
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %eg[%i] : memref<16xf32>
+    %r = func.call @dsa_round_e4m3(%v) : (f32) -> f32
+    memref.store %r, %ef[%i] : memref<16xf32>
+  }
+  %efu = memref.cast %ef : memref<16xf32> to memref<*xf32>
+  func.call @printMemrefF32(%efu) : (memref<*xf32>) -> ()
+
+  // --- pow2_ceil (E8M0.h): 1 -> 1, 1.5 -> 2, 3 -> 4, 2^-20 -> 2^-20, 1 + 2^-23 -> 2, 1.5 * 2^127 -> inf; 0 and NaN
+  // come back unchanged.
+  // CHECK-LABEL: sizes = [8]
+  // CHECK-NEXT: [1,  2,  4,  9.53674e-07,  2,  inf,  0,  nan]
+  %pg = memref.get_global @pow2_in : memref<8xf32>
+  %pf = memref.alloc() : memref<8xf32>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %v = memref.load %pg[%i] : memref<8xf32>
+    %r = func.call @dsa_pow2_ceil(%v) : (f32) -> f32
+    memref.store %r, %pf[%i] : memref<8xf32>
+  }
+  %pfu = memref.cast %pf : memref<8xf32> to memref<*xf32>
+  func.call @printMemrefF32(%pfu) : (memref<*xf32>) -> ()
+
+  // --- ring_update, W = 4, rows of one element. A prefill of 6 tokens with values 10..15: token t goes to slot
+  // t % 4 and the last 4 tokens win -> [14, 15, 12, 13]; a decode step at 6 with value 10 writes slot 2
+  // -> [14, 15, 10, 13]; a 3-token step at 7 with values 10, 11, 12 (positions 7, 8, 9) writes slots 3, 0, 1
+  // -> [11, 12, 10, 10].
+  // CHECK-LABEL: sizes = [4]
+  // CHECK-NEXT: [14,  15,  12,  13]
+  // CHECK-LABEL: sizes = [4]
+  // CHECK-NEXT: [14,  15,  10,  13]
+  // CHECK-LABEL: sizes = [4]
+  // CHECK-NEXT: [11,  12,  10,  10]
+  %rg = memref.get_global @ring_in : memref<4xf32>
+  %rgd = memref.cast %rg : memref<4xf32> to memref<?xf32>
+  %ring0 = func.call @bf16_buffer(%rgd) : (memref<?xf32>) -> memref<?xbf16>
+  %tg = memref.get_global @tokens : memref<6xf32>
+  %tgd = memref.cast %tg : memref<6xf32> to memref<?xf32>
+  %toks = func.call @bf16_buffer(%tgd) : (memref<?xf32>) -> memref<?xbf16>
+  %ring1 = memref.alloc(%c4) : memref<?xbf16>
+  %p0 = arith.constant 0 : i64
+  scf.for %g = %c0 to %c4 step %c1 {
+    func.call @dsa_ring_update(%g, %ring0, %toks, %ring1, %c4, %c1, %c6, %p0)
+        : (index, memref<?xbf16>, memref<?xbf16>, memref<?xbf16>, index, index, index, i64) -> ()
+  }
+  func.call @print_bf16(%ring1) : (memref<?xbf16>) -> ()
+  %ring2 = memref.alloc(%c4) : memref<?xbf16>
+  %p6 = arith.constant 6 : i64
+  scf.for %g = %c0 to %c4 step %c1 {
+    func.call @dsa_ring_update(%g, %ring1, %toks, %ring2, %c4, %c1, %c1, %p6)
+        : (index, memref<?xbf16>, memref<?xbf16>, memref<?xbf16>, index, index, index, i64) -> ()
+  }
+  func.call @print_bf16(%ring2) : (memref<?xbf16>) -> ()
+  %ring3 = memref.alloc(%c4) : memref<?xbf16>
+  %p7 = arith.constant 7 : i64
+  scf.for %g = %c0 to %c4 step %c1 {
+    func.call @dsa_ring_update(%g, %ring2, %toks, %ring3, %c4, %c1, %c3, %p7)
+        : (index, memref<?xbf16>, memref<?xbf16>, memref<?xbf16>, index, index, index, i64) -> ()
+  }
+  func.call @print_bf16(%ring3) : (memref<?xbf16>) -> ()
+
+  // --- window_indices, W = 8 (section 4): prefill of 12 (rows 0, 7, 8, 11 shown by the checks: row t reads
+  // max(0, t-7) .. +7, -1 past t); decode at 12 reads slots 5, 6, 7, 0, 1, 2, 3, 4; decode at 3 after a prefill of 3
+  // reads [-1, -1, -1, -1, 0, 1, 2, 3] (the spec's example).
+  // CHECK-LABEL: sizes = [12, 8]
+  // CHECK-NEXT: {{\[}}[0,   -1,   -1,   -1,   -1,   -1,   -1,   -1],
+  // CHECK-NEXT: [0,   1,   -1,   -1,   -1,   -1,   -1,   -1],
+  // CHECK-NEXT: [0,   1,   2,   -1,   -1,   -1,   -1,   -1],
+  // CHECK-NEXT: [0,   1,   2,   3,   -1,   -1,   -1,   -1],
+  // CHECK-NEXT: [0,   1,   2,   3,   4,   -1,   -1,   -1],
+  // CHECK-NEXT: [0,   1,   2,   3,   4,   5,   -1,   -1],
+  // CHECK-NEXT: [0,   1,   2,   3,   4,   5,   6,   -1],
+  // CHECK-NEXT: [0,   1,   2,   3,   4,   5,   6,   7],
+  // CHECK-NEXT: [1,   2,   3,   4,   5,   6,   7,   8],
+  // CHECK-NEXT: [2,   3,   4,   5,   6,   7,   8,   9],
+  // CHECK-NEXT: [3,   4,   5,   6,   7,   8,   9,   10],
+  // CHECK-NEXT: [4,   5,   6,   7,   8,   9,   10,   11]]
+  %wi = memref.alloc() : memref<12x8xi32>
+  %wic = memref.collapse_shape %wi [[0, 1]] : memref<12x8xi32> into memref<96xi32>
+  %wid = memref.cast %wic : memref<96xi32> to memref<?xi32>
+  %c96 = arith.constant 96 : index
+  scf.for %g = %c0 to %c96 step %c1 {
+    func.call @dsa_window_indices(%g, %wid, %p0, %c12, %c8, %c8) : (index, memref<?xi32>, i64, index, index, index) -> ()
+  }
+  %wiu = memref.cast %wi : memref<12x8xi32> to memref<*xi32>
+  func.call @printMemrefI32(%wiu) : (memref<*xi32>) -> ()
+  // CHECK-LABEL: sizes = [8]
+  // CHECK-NEXT: [5,  6,  7,  0,  1,  2,  3,  4]
+  // CHECK-LABEL: sizes = [8]
+  // CHECK-NEXT: [-1,  -1,  -1,  -1,  0,  1,  2,  3]
+  %p12 = arith.constant 12 : i64
+  %p3 = arith.constant 3 : i64
+  %dec = memref.alloc(%c8) : memref<?xi32>
+  scf.for %g = %c0 to %c8 step %c1 {
+    func.call @dsa_window_indices(%g, %dec, %p12, %c1, %c8, %c8) : (index, memref<?xi32>, i64, index, index, index) -> ()
+  }
+  %decu = memref.cast %dec : memref<?xi32> to memref<*xi32>
+  func.call @printMemrefI32(%decu) : (memref<*xi32>) -> ()
+  scf.for %g = %c0 to %c8 step %c1 {
+    func.call @dsa_window_indices(%g, %dec, %p3, %c1, %c8, %c8) : (index, memref<?xi32>, i64, index, index, index) -> ()
+  }
+  func.call @printMemrefI32(%decu) : (memref<*xi32>) -> ()
+
+  // --- apply_rope, hd = 4, rope_dim 2 (the last pair), f[0] = 1, tokens at positions 0 and 1, row [7, -3, 1, 0]:
+  // the head [7, -3] is copied; at position 0 the pair (1, 0) is unchanged; at position 1 it becomes
+  // (cos 1, sin 1) = (0.540302306, 0.841470985) -> bf16 (0.5390625, 0.83984375), and (cos 1, -sin 1) for the
+  // inverse rotation.
+  // CHECK-LABEL: sizes = [8]
+  // CHECK-NEXT: [7,  -3,  1,  0,  7,  -3,  0.539062,  0.839844]
+  // CHECK-LABEL: sizes = [8]
+  // CHECK-NEXT: [7,  -3,  1,  0,  7,  -3,  0.539062,  -0.839844]
+  %rig = memref.get_global @rope_in : memref<8xf32>
+  %rigd = memref.cast %rig : memref<8xf32> to memref<?xf32>
+  %rx = func.call @bf16_buffer(%rigd) : (memref<?xf32>) -> memref<?xbf16>
+  %rpg = memref.get_global @rope_pos : memref<2xi64>
+  %rp = memref.cast %rpg : memref<2xi64> to memref<?xi64>
+  %rfg = memref.get_global @rope_freqs : memref<1xf32>
+  %rf = memref.cast %rfg : memref<1xf32> to memref<?xf32>
+  %ry = memref.alloc(%c8) : memref<?xbf16>
+  %i0 = arith.constant 0 : i32
+  %i1 = arith.constant 1 : i32
+  scf.for %g = %c0 to %c8 step %c1 {
+    func.call @dsa_apply_rope(%g, %rx, %rp, %rf, %ry, %c2, %c1, %c4, %c2, %i0)
+        : (index, memref<?xbf16>, memref<?xi64>, memref<?xf32>, memref<?xbf16>, index, index, index, index, i32) -> ()
+  }
+  func.call @print_bf16(%ry) : (memref<?xbf16>) -> ()
+  scf.for %g = %c0 to %c8 step %c1 {
+    func.call @dsa_apply_rope(%g, %rx, %rp, %rf, %ry, %c2, %c1, %c4, %c2, %i1)
+        : (index, memref<?xbf16>, memref<?xi64>, memref<?xf32>, memref<?xbf16>, index, index, index, index, i32) -> ()
+  }
+  func.call @print_bf16(%ry) : (memref<?xbf16>) -> ()
+  return
+}
