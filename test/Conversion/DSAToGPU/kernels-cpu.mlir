@@ -6,12 +6,12 @@
 // RUN: | mlir-runner -e main --entry-point-result=void --shared-libs=%mlir_runner_utils,%mlir_c_runner_utils \
 // RUN: | FileCheck %s
 
-// The barrier-free kernels of the GPU kernel library (positions, apply_rope, act_quant_fp8, ring_update,
-// window_indices) and the e4m3 / pow2_ceil helpers, run on the CPU (one call per global thread id; see
-// Inputs/kernels-on-cpu.py) on hand-worked cases from attention-semantics.md. The kernels that synchronise
-// (GEMM, rms_norm, sparse_attn) run only on a GPU (test/unit/CudaKernelsTest.cpp); there every family is also
-// compared with the reference kernels on large inputs. (On the CPU, bf16 rounding is arith-expand's RNE; on the
-// GPU it is cvt.rn.bf16.f32.)
+// The GPU kernel library run on the CPU (Inputs/kernels-on-cpu.py) on hand-worked cases from
+// attention-semantics.md: the barrier-free kernels (positions, apply_rope, act_quant_fp8, ring_update,
+// window_indices) once per global thread id, rms_norm and sparse_attn as one-thread blocks, and the e4m3 /
+// pow2_ceil helpers. The 16x16 GEMM (linear, grouped_output) needs a GPU; test/unit/CudaKernelsTest.cpp runs every
+// family there against the reference kernels on large inputs. (On the CPU, bf16 rounding is arith-expand's RNE,
+// exp/cos/sin are libm's f64 functions; on the GPU cvt.rn.bf16.f32 and libdevice.)
 
 func.func private @printMemrefF32(memref<*xf32>)
 func.func private @printMemrefI32(memref<*xi32>)
@@ -59,6 +59,13 @@ memref.global "private" constant @tokens : memref<6xf32> = dense<[10.0, 11.0, 12
 memref.global "private" constant @rope_in : memref<8xf32> = dense<[7.0, -3.0, 1.0, 0.0, 7.0, -3.0, 1.0, 0.0]>
 memref.global "private" constant @rope_pos : memref<2xi64> = dense<[0, 1]>
 memref.global "private" constant @rope_freqs : memref<1xf32> = dense<[1.0]>
+memref.global "private" constant @rms_x : memref<11xf32> = dense<[3.0, 4.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]>
+memref.global "private" constant @rms_w2 : memref<2xf32> = dense<[1.0, 2.0]>
+memref.global "private" constant @rms_w9 : memref<9xf32> = dense<[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0]>
+memref.global "private" constant @sa_q : memref<12xf32> = dense<[1.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0, 2.0]>
+memref.global "private" constant @sa_kv : memref<4xf32> = dense<[1.0, 0.0, 0.0, 1.0]>
+memref.global "private" constant @sa_idx : memref<6xi32> = dense<[0, 1, -1, -1, 5, 0]>
+memref.global "private" constant @sa_sink : memref<2xf32> = dense<[0.0, 0xFF800000]>
 
 func.func @global_bf16(%g: memref<?xf32>) -> memref<?xbf16> {
   %b = func.call @bf16_buffer(%g) : (memref<?xf32>) -> memref<?xbf16>
@@ -242,5 +249,67 @@ func.func @main() {
         : (index, memref<?xbf16>, memref<?xi64>, memref<?xf32>, memref<?xbf16>, index, index, index, index, i32) -> ()
   }
   func.call @print_bf16(%ry) : (memref<?xbf16>) -> ()
+
+  // --- rms_norm (one-thread blocks), eps 0. Row [3, 4] (dotF32's tail only), w = [1, 2]: mean = 12.5,
+  // r = 1/sqrt(12.5) = 0.282842712; y = [bf16(3r), bf16(2 * 4r)] = [bf16(0.848528), bf16(2.262742)]
+  // = [0.84765625, 2.265625]. Row of nine 2s (eight lanes and a one-element tail), w = [1 x 8, -1]: mean 4,
+  // r = 0.5 -> [1 x 8, -1].
+  // CHECK-LABEL: sizes = [2]
+  // CHECK-NEXT: [0.847656,  2.26562]
+  // CHECK-LABEL: sizes = [9]
+  // CHECK-NEXT: [1,  1,  1,  1,  1,  1,  1,  1,  -1]
+  %rxg = memref.get_global @rms_x : memref<11xf32>
+  %rxd = memref.cast %rxg : memref<11xf32> to memref<?xf32>
+  %rxb = func.call @bf16_buffer(%rxd) : (memref<?xf32>) -> memref<?xbf16>
+  %rx2 = memref.subview %rxb[0] [2] [1] : memref<?xbf16> to memref<2xbf16, strided<[1]>>
+  %rx9 = memref.subview %rxb[2] [9] [1] : memref<?xbf16> to memref<9xbf16, strided<[1], offset: 2>>
+  %rx2c = memref.alloc(%c2) : memref<?xbf16>
+  %c9 = arith.constant 9 : index
+  %rx9c = memref.alloc(%c9) : memref<?xbf16>
+  memref.copy %rx2, %rx2c : memref<2xbf16, strided<[1]>> to memref<?xbf16>
+  memref.copy %rx9, %rx9c : memref<9xbf16, strided<[1], offset: 2>> to memref<?xbf16>
+  %w2g = memref.get_global @rms_w2 : memref<2xf32>
+  %w2d = memref.cast %w2g : memref<2xf32> to memref<?xf32>
+  %w2 = func.call @bf16_buffer(%w2d) : (memref<?xf32>) -> memref<?xbf16>
+  %w9g = memref.get_global @rms_w9 : memref<9xf32>
+  %w9d = memref.cast %w9g : memref<9xf32> to memref<?xf32>
+  %w9 = func.call @bf16_buffer(%w9d) : (memref<?xf32>) -> memref<?xbf16>
+  %zero = arith.constant 0.0 : f32
+  %ry2 = memref.alloc(%c2) : memref<?xbf16>
+  func.call @dsa_rms_norm_bf16(%c0, %rx2c, %w2, %ry2, %c1, %c2, %zero)
+      : (index, memref<?xbf16>, memref<?xbf16>, memref<?xbf16>, index, index, f32) -> ()
+  func.call @print_bf16(%ry2) : (memref<?xbf16>) -> ()
+  %ry9 = memref.alloc(%c9) : memref<?xbf16>
+  func.call @dsa_rms_norm_bf16(%c0, %rx9c, %w9, %ry9, %c1, %c9, %zero)
+      : (index, memref<?xbf16>, memref<?xbf16>, memref<?xbf16>, index, index, f32) -> ()
+  func.call @print_bf16(%ry9) : (memref<?xbf16>) -> ()
+
+  // --- sparse_attn (one-thread blocks): 3 tokens, 2 heads, hd 2, kv rows [1, 0] and [0, 1], scale 1.
+  // Token 0, indices [0, 1]. Head 0: q = [1, 0], sink 0: z = [1, 0], m = 1, den = e^-1 + 1 + e^-1 = 1.73575888;
+  //   o = [1/den, e^-1/den] = [0.576116885, 0.211941558] -> bf16 [0.57421875, 0.211914062].
+  //   Head 1: q = [0, 2], sink -inf (no sink): z = [0, 2], m = 2, den = e^-2 + 1 = 1.13533528;
+  //   o = [e^-2/den, 1/den] = [0.119202922, 0.880797078] -> bf16 [0.119140625, 0.87890625].
+  // Token 1, indices [-1, -1]: zeros. Token 2, indices [5, 0]: 5 is not a row of kv -> NaN (poisoned).
+  // CHECK-LABEL: sizes = [12]
+  // CHECK-NEXT: [0.574219,  0.211914,  0.119141,  0.878906,  0,  0,  0,  0,  nan,  nan,  nan,  nan]
+  %qg = memref.get_global @sa_q : memref<12xf32>
+  %qd = memref.cast %qg : memref<12xf32> to memref<?xf32>
+  %q = func.call @bf16_buffer(%qd) : (memref<?xf32>) -> memref<?xbf16>
+  %kvg = memref.get_global @sa_kv : memref<4xf32>
+  %kvd = memref.cast %kvg : memref<4xf32> to memref<?xf32>
+  %kv = func.call @bf16_buffer(%kvd) : (memref<?xf32>) -> memref<?xbf16>
+  %ig = memref.get_global @sa_idx : memref<6xi32>
+  %idx = memref.cast %ig : memref<6xi32> to memref<?xi32>
+  %sg = memref.get_global @sa_sink : memref<2xf32>
+  %sink = memref.cast %sg : memref<2xf32> to memref<?xf32>
+  %o = memref.alloc(%c12) : memref<?xbf16>
+  %scratch = memref.alloc(%c12) : memref<?xf32>
+  %one = arith.constant 1.0 : f32
+  scf.for %b = %c0 to %c6 step %c1 {
+    func.call @dsa_sparse_attn(%b, %q, %kv, %idx, %sink, %o, %scratch, %c3, %c2, %c2, %c2, %c2, %one)
+        : (index, memref<?xbf16>, memref<?xbf16>, memref<?xi32>, memref<?xf32>, memref<?xbf16>, memref<?xf32>,
+           index, index, index, index, index, f32) -> ()
+  }
+  func.call @print_bf16(%o) : (memref<?xbf16>) -> ()
   return
 }

@@ -4,12 +4,21 @@
   kernels-on-cpu.py KERNELS.mlir DRIVER.mlir > out.mlir
 
 Every `gpu.func @k(ARGS) kernel` without workgroup memory or barriers becomes `func.func @k(%dsa_gid: index, ARGS)`
-(`gpu.global_id x` is %dsa_gid, `gpu.return` is `return`), so a driver can call it once per global thread id; the
-device helpers (func.func) are kept as they are. Kernels that synchronise (gpu.barrier) are left out: they need a
-GPU (test/unit/CudaKernelsTest.cpp). The driver's text (its functions) is appended inside the same module.
+(`gpu.global_id x` is %dsa_gid, `gpu.return` is `return`), so a driver can call it once per global thread id.
+A kernel that synchronises but is written for any block size (it strides by `gpu.block_dim x`) becomes
+`func.func @k(%dsa_bid: index, ARGS)` run as a ONE-thread block: thread id 0, block size 1, barriers dropped (with one
+thread they order nothing), workgroup/private memory as allocas; a driver calls it once per block. Kernels tied to a
+block shape (the 16x16 GEMM) are left out: they need a GPU (test/unit/CudaKernelsTest.cpp). libdevice's
+__nv_fsqrt_rn becomes math.sqrt (both IEEE round-to-nearest). The device helpers (func.func) are kept; the driver's
+text (its functions) is appended inside the same module.
 """
 import re
 import sys
+
+
+def strip_space(text):
+    """Drops the GPU memory spaces (the CPU has one)."""
+    return re.sub(r", #gpu\.address_space<(workgroup|private)>", "", text)
 
 
 def main():
@@ -29,8 +38,24 @@ def main():
         # The kernel's body ends at its `gpu.return` followed by the closing brace at the kernel's indentation.
         end = body.index("\n  }\n", m.end()) + len("\n  }\n")
         text = body[m.start():end]
-        if m.group(3) or "gpu.barrier" in text:
-            out.append("  // (%s synchronises: left out)\n" % m.group(1))
+        synchronises = bool(m.group(3)) or "gpu.barrier" in text
+        if synchronises and "gpu.block_dim x" in text and "gpu.thread_id y" not in text:
+            inner = body[m.end():end - len("  }\n")]
+            allocas = ""
+            for kind, attrs in re.findall(r"(workgroup|private)\((.*?)\)\s*(?=workgroup|private|kernel)", m.group(0),
+                                          re.S):
+                for name, ty in re.findall(r"(%\w+): (memref<[^>]*<[^>]*>>)", attrs):
+                    allocas += "    %s = memref.alloca() : %s\n" % (name, strip_space(ty))
+            inner = re.sub(r"(%\w+) = gpu\.block_id x", r"\1 = arith.addi %dsa_bid, %dsa_c0 : index", inner)
+            inner = re.sub(r"(%\w+) = gpu\.thread_id x", r"\1 = arith.constant 0 : index", inner)
+            inner = re.sub(r"(%\w+) = gpu\.block_dim x", r"\1 = arith.constant 1 : index", inner)
+            inner = re.sub(r"\n\s*gpu\.barrier\n", "\n", inner)
+            inner = re.sub(r"llvm\.call @__nv_fsqrt_rn\((%\w+)\) : \(f32\) -> f32", r"math.sqrt \1 : f32", inner)
+            inner = strip_space(inner.replace("gpu.return", "return"))
+            out.append("  func.func @%s(%%dsa_bid: index, %s) {\n    %%dsa_c0 = arith.constant 0 : index\n%s%s  }\n"
+                       % (m.group(1), m.group(2), allocas, inner))
+        elif synchronises:
+            out.append("  // (%s is tied to its block shape: left out)\n" % m.group(1))
         else:
             inner = body[m.end():end - len("  }\n")]
             inner = re.sub(r"(%\w+) = gpu\.global_id x", r"\1 = arith.addi %dsa_gid, %dsa_c0 : index", inner)
