@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The GPU backend's device check (docs/gpu-backend.md).
+#
+#   scripts/gpu-check.sh --ptx [BUILD]   HERE (LLVM/MLIR machine): regenerate the kernel PTX that the GPU machine runs,
+#                                        runtime/cuda/kernels/dsa_kernels.sm_90.ptx, with BUILD/bin/dsa-opt
+#                                        (BUILD defaults to $DSA_BUILD_DIR or build). Commit the result;
+#                                        test/Conversion/DSAToGPU/ptx-artifact.test fails while it is stale.
+#   scripts/gpu-check.sh --deps          HERE: copy GoogleTest's sources and nlohmann_json into .gpu-deps/ (ignored
+#                                        through .git/info/exclude) for a GPU machine that lacks them; then name
+#                                        .gpu-deps in the device tool's `carry`.
+#   scripts/gpu-check.sh                 ON THE GPU MACHINE (CUDA, CMake, a C++ compiler; no MLIR, no network):
+#                                        builds the MLIR-free part (-DDSA_ENABLE_MLIR=OFF) and runs the CUDA runtime's
+#                                        tests: the driver loader (CudaLoaderTest) and every kernel family of the
+#                                        committed PTX against the reference kernels (CudaKernelsTest), then the
+#                                        kernel tests again under compute-sanitizer memcheck when it is installed.
+#
+# Device mode environment: DSA_REQUIRE_CUDA_DEVICE (default 1: a missing device fails the tests instead of
+# skipping them; set 0 to dry-run the script on a machine without a GPU), DSA_GPU_BUILD_DIR (default
+# build-gpucheck), DSA_GPU_SANITIZE (default 1), OUT (if set, logs are copied there). It prints one closing
+# "N passed, M failed" line and exits non-zero on any failure. Budget: about 1-3 minutes on a 16-core machine.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+ptx_rel=runtime/cuda/kernels/dsa_kernels.sm_90.ptx
+ptx_input=test/Conversion/DSAToGPU/Inputs/window-layer.mlir
+
+case "${1:-}" in
+--ptx)
+  build=${2:-${DSA_BUILD_DIR:-$root/build}}
+  opt=$build/bin/dsa-opt
+  [ -x "$opt" ] || { echo "gpu-check --ptx: $opt not found (build dsa-opt first)" >&2; exit 2; }
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  # The window-only layer uses every kernel of the library, so its gpu.binary holds all of them.
+  "$opt" "$root/$ptx_input" --dsa-gpu-pipeline="chip=sm_90" -o "$tmp/out.mlir" || exit 1
+  python3 "$root/scripts/extract-ptx.py" "$tmp/out.mlir" --chip sm_90 -o "$tmp/kernels.ptx" || exit 1
+  mkdir -p "$(dirname "$root/$ptx_rel")"
+  cp "$tmp/kernels.ptx" "$root/$ptx_rel"
+  echo "wrote $ptx_rel ($(wc -l <"$root/$ptx_rel") lines)"
+  exit 0
+  ;;
+--deps)
+  deps=$root/.gpu-deps
+  mkdir -p "$deps/nlohmann/include" "$deps/nlohmann/share/cmake"
+  cp -r /usr/src/googletest "$deps/googletest"
+  cp -r /usr/include/nlohmann "$deps/nlohmann/include/"
+  cp -r /usr/share/cmake/nlohmann_json "$deps/nlohmann/share/cmake/"
+  grep -qx '/.gpu-deps/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu-deps/' >>"$root/.git/info/exclude"
+  du -sh "$deps"
+  exit 0
+  ;;
+"") ;;
+*)
+  echo "usage: $0 [--ptx [BUILD] | --deps]" >&2
+  exit 2
+  ;;
+esac
+
+# ---- device mode ---------------------------------------------------------------------------------------------
+export DSA_REQUIRE_CUDA_DEVICE=${DSA_REQUIRE_CUDA_DEVICE:-1}
+build=${DSA_GPU_BUILD_DIR:-$root/build-gpucheck}
+logs=$(mktemp -d)
+passed=0
+failed=0
+step() { echo; echo "== $*"; }
+verdict() {
+  # $1: name, $2: exit status
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "-- $1: ok"; else failed=$((failed + 1)); echo "-- $1: FAILED"; fi
+}
+finish() {
+  [ -n "${OUT:-}" ] && cp "$logs"/*.log "$OUT"/ 2>/dev/null
+  echo
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit $?
+}
+
+step machine
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1 || echo "(no nvidia-smi)"
+command -v nvcc >/dev/null && nvcc --version | tail -2
+cmake --version | head -1
+"${CXX:-c++}" --version | head -1
+
+step "kernel PTX ($ptx_rel)"
+if [ ! -f "$root/$ptx_rel" ]; then
+  echo "missing: run scripts/gpu-check.sh --ptx on the MLIR machine and commit it"
+  failed=$((failed + 1))
+  finish
+fi
+head -12 "$root/$ptx_rel" | grep -E '^\.(version|target)'
+ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$ptxas" ]; then
+  "$ptxas" -arch=sm_90 "$root/$ptx_rel" -o "$logs/kernels.cubin" >"$logs/ptxas.log" 2>&1
+  verdict "ptxas -arch=sm_90" $?
+fi
+
+step "dependencies"
+prefix=()
+if [ -d "$root/.gpu-deps" ]; then
+  inst=$root/.gpu-deps/install
+  if [ ! -f "$inst/lib/cmake/GTest/GTestConfig.cmake" ] && [ ! -f "$inst/lib64/cmake/GTest/GTestConfig.cmake" ]; then
+    echo "building GoogleTest from .gpu-deps/googletest"
+    (cmake -S "$root/.gpu-deps/googletest" -B "$logs/gtest-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DBUILD_GMOCK=OFF -DCMAKE_INSTALL_PREFIX="$inst" &&
+      cmake --build "$logs/gtest-build" -j "$(nproc)" && cmake --install "$logs/gtest-build") >"$logs/gtest.log" 2>&1 ||
+      { tail -20 "$logs/gtest.log"; verdict "GoogleTest build" 1; finish; }
+  fi
+  prefix=(-DCMAKE_PREFIX_PATH="$inst;$root/.gpu-deps/nlohmann")
+else
+  echo "(no .gpu-deps: using the system's GoogleTest and nlohmann_json)"
+fi
+
+step "build (-DDSA_ENABLE_MLIR=OFF) in $build"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDSA_ENABLE_MLIR=OFF "${prefix[@]}" \
+  >"$logs/configure.log" 2>&1; then
+  tail -30 "$logs/configure.log"
+  verdict configure 1
+  finish
+fi
+if ! cmake --build "$build" --target CudaLoaderTest CudaKernelsTest -j "$(nproc)" >"$logs/build.log" 2>&1; then
+  grep -E "error|Error" "$logs/build.log" | head -30
+  verdict build 1
+  finish
+fi
+verdict build 0
+
+run_test() {
+  # $1: executable name; remaining: extra arguments. A skipped test counts as a failure when a device is required.
+  local exe=$build/test/unit/$1
+  shift
+  "$exe" --gtest_color=no "$@" 2>&1 | tee "$logs/$(basename "$exe").log" | grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED|info) *\]|device [0-9]'
+  local status=${PIPESTATUS[0]}
+  if [ "$DSA_REQUIRE_CUDA_DEVICE" = 1 ] && grep -q '^\[  SKIPPED \]' "$logs/$(basename "$exe").log"; then
+    # The only test meant to skip with a device present is the no-driver check.
+    if grep '^\[  SKIPPED \]' "$logs/$(basename "$exe").log" | grep -vq 'NoDriverGivesAClearError'; then
+      echo "unexpected skips with DSA_REQUIRE_CUDA_DEVICE=1"
+      status=1
+    fi
+  fi
+  return "$status"
+}
+
+step CudaLoaderTest
+run_test CudaLoaderTest
+verdict CudaLoaderTest $?
+
+step CudaKernelsTest
+run_test CudaKernelsTest
+verdict CudaKernelsTest $?
+
+if [ "${DSA_GPU_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  step "CudaKernelsTest under compute-sanitizer memcheck"
+  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 1 "$build/test/unit/CudaKernelsTest" --gtest_color=no \
+    >"$logs/memcheck.log" 2>&1
+  status=$?
+  grep -E '^========= (ERROR SUMMARY|Invalid|Program hit)' "$logs/memcheck.log" | head -20
+  verdict "compute-sanitizer memcheck" $status
+fi
+
+finish
