@@ -54,6 +54,35 @@ const std::vector<std::string> &KernelLibrary::kernelNames() {
   return names;
 }
 
+std::vector<unsigned> KernelLibrary::parameterBytes(const std::string &kernel) {
+  // m: a memref<?xT> (five 8-byte values), q: an 8-byte scalar (index, i64), w: a 4-byte scalar (i32, f32); from
+  // the gpu.func signatures of Kernels.mlir.
+  static const std::pair<const char *, const char *> kSignatures[] = {
+      {"dsa_positions", "m q q q"},
+      {"dsa_gemm_bf16", "m m m q q q q q q q q"},
+      {"dsa_rms_norm_bf16", "m m m q q w"},
+      {"dsa_apply_rope", "m m m m q q q q w"},
+      {"dsa_act_quant_fp8", "m m q q"},
+      {"dsa_ring_update", "m m m q q q q"},
+      {"dsa_window_indices", "m q q q q"},
+      {"dsa_sparse_attn", "m m m m m m q q q q q w"},
+  };
+  std::vector<unsigned> bytes;
+  for (auto &[name, sig] : kSignatures) {
+    if (kernel != name)
+      continue;
+    for (const char *c = sig; *c; ++c) {
+      if (*c == 'm')
+        bytes.insert(bytes.end(), 5, 8u);
+      else if (*c == 'q')
+        bytes.push_back(8);
+      else if (*c == 'w')
+        bytes.push_back(4);
+    }
+  }
+  return bytes;
+}
+
 Result<KernelLibrary> KernelLibrary::load(const Context &ctx, const std::string &image) {
   Result<Module> m = ctx.loadModule(image);
   if (!m.ok())
@@ -69,6 +98,14 @@ Result<KernelLibrary> KernelLibrary::load(const Context &ctx, const std::string 
 }
 
 Status KernelLibrary::run(size_t kernel, const LaunchShape &shape, KernelArgs &args) const {
+  const std::vector<unsigned> want = parameterBytes(kernelNames()[kernel]);
+  bool same = want.size() == args.size();
+  for (size_t i = 0; same && i < want.size(); ++i)
+    same = want[i] == args.slotBytes(i);
+  if (!same)
+    return makeError("internal error: the arguments packed for " + kernelNames()[kernel] +
+                     " do not match its signature (" + std::to_string(args.size()) + " parameters, expected " +
+                     std::to_string(want.size()) + ")");
   // An empty problem launches nothing (CUDA rejects an empty grid), as the MLIR host code does.
   for (unsigned g : shape.grid)
     if (g == 0)

@@ -1,18 +1,20 @@
 //===- CudaLoaderTest.cpp - the CUDA driver loader (runtime/cuda/Driver.h) ----------------------------------===//
 //
 // Without a GPU (this project's CI): the error paths — no driver, a library that is not a driver, the toolkit's
-// link stub — and the kernel parameter packing. With a driver and a device (scripts/gpu-check.sh on the GPU
+// link stub — the kernel parameter packing, and KernelLibrary's parameter lists against the committed PTX. With a driver and a device (scripts/gpu-check.sh on the GPU
 // machine): the no-driver test is skipped with a message, and the device tests load hand-written PTX and launch
 // it. Set DSA_REQUIRE_CUDA_DEVICE=1 to turn the device tests' skip into a failure (gpu-check.sh does).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Runtime/Cuda/Driver.h"
+#include "dsa/Runtime/Cuda/KernelLibrary.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 using namespace dsa::cuda;
@@ -239,4 +241,40 @@ TEST(CudaDevice, BadOrdinalIsAnError) {
   auto c = Context::create(d.take(), 1 << 20);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().find("out of range"), std::string::npos) << c.error();
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// The kernel ABI: KernelLibrary's parameter lists against the committed PTX (no GPU needed)
+//===----------------------------------------------------------------------------------------------------------===//
+
+TEST(CudaKernelAbi, ParameterListsMatchTheCommittedPtx) {
+  const std::string path = std::string(DSA_CUDA_KERNELS_DIR) + "/dsa_kernels.sm_90.ptx";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "cannot read " << path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string ptx = ss.str();
+  for (const std::string &name : KernelLibrary::kernelNames()) {
+    // ".visible .entry NAME(\n\t.param .u64 .ptr .align 1 NAME_param_0,\n ... )": one line per parameter.
+    const std::string head = ".visible .entry " + name + "(";
+    size_t at = ptx.find(head);
+    ASSERT_NE(at, std::string::npos) << name << " is not an entry of " << path;
+    size_t end = ptx.find(')', at);
+    std::vector<unsigned> got;
+    std::istringstream lines(ptx.substr(at + head.size(), end - at - head.size()));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(".param") == std::string::npos)
+        continue;
+      if (line.find(".u64") != std::string::npos || line.find(".b64") != std::string::npos ||
+          line.find(".f64") != std::string::npos)
+        got.push_back(8);
+      else if (line.find(".b32") != std::string::npos || line.find(".u32") != std::string::npos ||
+               line.find(".f32") != std::string::npos)
+        got.push_back(4);
+      else
+        ADD_FAILURE() << name << ": unexpected parameter line '" << line << "'";
+    }
+    EXPECT_EQ(got, KernelLibrary::parameterBytes(name)) << name;
+  }
+  EXPECT_TRUE(KernelLibrary::parameterBytes("no_such_kernel").empty());
 }

@@ -29,6 +29,10 @@ public:
   static Result<KernelLibrary> load(const Context &ctx, const std::string &image);
   /// The kernel names (the gpu.func symbols of Kernels.mlir), in a fixed order.
   static const std::vector<std::string> &kernelNames();
+  /// The byte size of each kernel parameter as the launch functions below pack them (a memref<?xT> is five
+  /// 8-byte parameters, see KernelArgs); empty for an unknown name. Every launch checks its packed arguments
+  /// against this, and CudaLoaderTest checks it against the .entry signatures of the committed PTX.
+  static std::vector<unsigned> parameterBytes(const std::string &kernel);
 
   /// positions (sections 3-5): out i64 [count] = start + i * stride.
   Status positions(DevicePtr out, int64_t start, int64_t count, int64_t stride) const;
