@@ -254,8 +254,26 @@ std::vector<std::string> CPUModule::functionNames() const {
 
 const std::string &CPUModule::loweredModule() const { return impl_->lowered; }
 
+std::shared_ptr<const CPUBuffer> CPUBuffer::fromTensor(const Tensor &t) {
+  auto buffer = std::shared_ptr<CPUBuffer>(new CPUBuffer());
+  buffer->type_ = t.elementType();
+  buffer->shape_ = t.shape();
+  const int64_t n = t.numElements(), eb = elementBytes(t.elementType());
+  buffer->storage_.assign(static_cast<size_t>((n * eb + 7) / 8 + 1), 0);
+  uint8_t *data = reinterpret_cast<uint8_t *>(buffer->storage_.data());
+  for (int64_t e = 0; e < n; ++e)
+    storeElement(t, e, data + e * eb);
+  return buffer;
+}
+
 Result<std::vector<Tensor>> CPUModule::call(const std::string &name, const std::vector<Tensor> &args,
                                             interp::ProbeLog *probes) const {
+  std::vector<CPUValue> values(args.begin(), args.end());
+  return run(name, values, probes);
+}
+
+Result<std::vector<Tensor>> CPUModule::run(const std::string &name, const std::vector<CPUValue> &args,
+                                           interp::ProbeLog *probes) const {
   const FunctionSig *fn = nullptr;
   for (const FunctionSig &f : impl_->functions)
     if (f.name == name)
@@ -274,31 +292,36 @@ Result<std::vector<Tensor>> CPUModule::call(const std::string &name, const std::
 
   // Argument checks, then the buffers and the expanded LLVM arguments (each slot is one 8-byte word).
   size_t numSlots = 0;
+  std::vector<std::shared_ptr<const CPUBuffer>> converted(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const ValueKind &k = fn->args[i];
-    const Tensor &t = args[i];
     const std::string what = "argument #" + std::to_string(i);
-    if (t.elementType() != k.elem)
-      return makeError(where + what + " has element type " + interp::elementTypeName(t.elementType()) +
-                       ", expected " + interp::elementTypeName(k.elem) + " (" + k.typeString + ")");
+    const Tensor *t = args[i].tensor();
+    const CPUBuffer *b = args[i].buffer();
+    if (!t && !b)
+      return makeError(where + what + " is a null CPUBuffer");
+    const ElementType type = t ? t->elementType() : b->elementType();
+    const std::vector<int64_t> &shape = t ? t->shape() : b->shape();
+    if (type != k.elem)
+      return makeError(where + what + " has element type " + interp::elementTypeName(type) + ", expected " +
+                       interp::elementTypeName(k.elem) + " (" + k.typeString + ")");
     if (!k.isTensor) {
-      if (t.rank() != 0)
-        return makeError(where + what + " has shape " + shapeString(t.shape()) + ", expected a scalar (" +
+      if (!shape.empty() || !t)
+        return makeError(where + what + " has shape " + shapeString(shape) + ", expected a scalar (" +
                          k.typeString + ")");
       numSlots += 1;
       continue;
     }
-    if (t.rank() != static_cast<int64_t>(k.shape.size()))
-      return makeError(where + what + " has rank " + std::to_string(t.rank()) + " (shape " +
-                       shapeString(t.shape()) + "), expected " + k.typeString);
+    if (shape.size() != k.shape.size())
+      return makeError(where + what + " has rank " + std::to_string(shape.size()) + " (shape " + shapeString(shape) +
+                       "), expected " + k.typeString);
     for (size_t d = 0; d < k.shape.size(); ++d)
-      if (k.shape[d] >= 0 && t.dim(static_cast<int64_t>(d)) != k.shape[d])
-        return makeError(where + what + " has shape " + shapeString(t.shape()) + ", expected " + k.typeString +
+      if (k.shape[d] >= 0 && shape[d] != k.shape[d])
+        return makeError(where + what + " has shape " + shapeString(shape) + ", expected " + k.typeString +
                          " (dimension " + std::to_string(d) + ")");
     numSlots += 3 + 2 * k.shape.size();
   }
 
-  std::vector<std::vector<int64_t>> buffers; // 8-byte aligned element storage of the tensor arguments
   std::vector<int64_t> slots(numSlots);
   std::vector<void *> packed;
   std::set<void *> argAllocations;
@@ -310,32 +333,35 @@ Result<std::vector<Tensor>> CPUModule::call(const std::string &name, const std::
   };
   for (size_t i = 0; i < args.size(); ++i) {
     const ValueKind &k = fn->args[i];
-    const Tensor &t = args[i];
     if (!k.isTensor) {
       int64_t word = 0;
-      storeElement(t, 0, reinterpret_cast<uint8_t *>(&word));
+      storeElement(*args[i].tensor(), 0, reinterpret_cast<uint8_t *>(&word));
       push(word);
       continue;
     }
-    const int64_t n = t.numElements(), eb = elementBytes(k.elem);
-    buffers.emplace_back(static_cast<size_t>((n * eb + 7) / 8 + 1));
-    uint8_t *data = reinterpret_cast<uint8_t *>(buffers.back().data());
-    for (int64_t e = 0; e < n; ++e)
-      storeElement(t, e, data + e * eb);
+    const CPUBuffer *b = args[i].buffer();
+    if (!b) {
+      converted[i] = CPUBuffer::fromTensor(*args[i].tensor());
+      b = converted[i].get();
+    }
+    // The compiled code never writes its arguments (bufferization.writable = false): the const_cast only passes
+    // the pointer through the memref descriptor.
+    void *data = const_cast<void *>(b->data());
     argAllocations.insert(data);
     push(static_cast<int64_t>(reinterpret_cast<intptr_t>(data))); // allocated
     push(static_cast<int64_t>(reinterpret_cast<intptr_t>(data))); // aligned
     push(0);                                                       // offset
-    for (int64_t d = 0; d < t.rank(); ++d)
-      push(t.dim(d));
+    const std::vector<int64_t> &shape = b->shape();
+    for (int64_t d : shape)
+      push(d);
+    std::vector<int64_t> strides(shape.size());
     int64_t stride = 1;
-    std::vector<int64_t> strides(static_cast<size_t>(t.rank()));
-    for (int64_t d = t.rank() - 1; d >= 0; --d) {
-      strides[static_cast<size_t>(d)] = stride;
-      stride *= t.dim(d);
+    for (size_t d = shape.size(); d-- > 0;) {
+      strides[d] = stride;
+      stride *= shape[d];
     }
-    for (int64_t s : strides)
-      push(s);
+    for (int64_t st : strides)
+      push(st);
   }
 
   // The result struct.
@@ -463,6 +489,14 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
     return makeError("cpu backend: the module has no public function with a body to compile");
 
   mlir::OwningOpRef<mlir::ModuleOp> lowered(module.clone());
+  // Arguments are read-only (CPUBuffers are shared between calls): bufferization copies instead of writing them.
+  for (mlir::func::FuncOp f : lowered->getOps<mlir::func::FuncOp>()) {
+    if (f.isDeclaration())
+      continue;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (llvm::isa<mlir::TensorType>(f.getArgument(i).getType()))
+        f.setArgAttr(i, "bufferization.writable", mlir::BoolAttr::get(ctx, false));
+  }
   if (options.probesAsResults) {
     mlir::PassManager decompose(ctx);
     decompose.addPass(mlir::dsa::createDSADecomposeAttention());

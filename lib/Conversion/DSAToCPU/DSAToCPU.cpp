@@ -7,8 +7,9 @@
 //  - Dot products (linear, rms_norm's sum of squares, grouped_output, sparse_attn's q.k) follow the kernels'
 //    dotF32: eight f32 lanes acc[l] += a[8i+l]*b[8i+l] over i ascending, combined as
 //    ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), plus a tail sum over the last K % 8 elements (started at 0.0f), added
-//    last. Emitted as a reduction generic over [P..., K/8, 8] (the lanes are the innermost, parallel dimension)
-//    and a tail generic, combined by the consumer's generic.
+//    last. Emitted in the body of a parallel linalg.generic over the outputs: an scf.for carrying one
+//    vector<8xf32> accumulator (vector.transfer_read of 8 contiguous elements, element-wise extf/mulf/addf), so
+//    the lanes live in a register and nothing but the order of the kernel is ever used.
 //  - bf16 rounding is arith.truncf f32 -> bf16 (RNE; the pipeline expands it inline with --arith-expand
 //    include-bf16). e4m3 rounding (RNE, saturating) and pow2_ceil are integer bit manipulation on the f32
 //    pattern, the algorithm of include/dsa/Numerics/E4M3.h and E8M0.h.
@@ -36,11 +37,11 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
-#include <functional>
 #include <limits>
 
 namespace mlir::dsa {
@@ -264,153 +265,63 @@ Value clampSym(Emit e, Value v, float lim) {
 // Lane dot products (the kernels' dotF32)
 //===----------------------------------------------------------------------------------------------------------===//
 
-/// An operand of a dot product whose LAST dimension is the reduced one (K, static): its leading indices are
-/// `lead`, affine exprs over the P dims d0..d(nP-1).
-struct KOperand {
-  Value tensor;
-  SmallVector<AffineExpr> lead;
-};
-/// An operand indexed by the P dims only.
-struct POperand {
-  Value tensor;
-  SmallVector<AffineExpr> lead;
-};
-/// The f32 product of one k: the scalar elements of the KOperands and POperands, and k as an index.
-using ProductFn = std::function<Value(Emit, ValueRange kVals, ValueRange pVals, Value k)>;
-
-/// The partial results of a lane dot over P dims: `acc` [P..., 8] (lane l = sum over i of the products at
-/// k = 8i + l, i ascending) and `tail` [P...] (sum of the products at k >= 8*(K/8), ascending), or null when
-/// K % 8 == 0. combineLanes() gives the dot.
-struct LaneDot {
-  Value acc;
-  Value tail;
-};
-
-/// The slice [..., from : from+len) of `t`'s last dimension.
-Value sliceLast(Emit e, Value t, int64_t from, int64_t len) {
-  auto type = cast<RankedTensorType>(t.getType());
-  const int64_t r = type.getRank();
-  SmallVector<OpFoldResult> offsets(r, e.b.getIndexAttr(0)), sizes = sizesOf(e, t), strides(r, e.b.getIndexAttr(1));
-  offsets.back() = e.b.getIndexAttr(from);
-  sizes.back() = e.b.getIndexAttr(len);
-  return tensor::ExtractSliceOp::create(e.b, e.loc, t, offsets, sizes, strides);
-}
-
-/// `t` [..., 8n] viewed as [..., n, 8].
-Value splitLanes(Emit e, Value t) {
-  auto type = cast<RankedTensorType>(t.getType());
-  const int64_t r = type.getRank();
-  const int64_t n = type.getShape().back() / kLanes;
-  SmallVector<OpFoldResult> outShape = sizesOf(e, t);
-  outShape.back() = e.b.getIndexAttr(n);
-  outShape.push_back(e.b.getIndexAttr(kLanes));
-  SmallVector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-  shape.back() = n;
-  shape.push_back(kLanes);
-  SmallVector<ReassociationIndices> reassoc;
-  for (int64_t i = 0; i + 1 < r; ++i)
-    reassoc.push_back({i});
-  reassoc.push_back({r - 1, r});
-  return tensor::ExpandShapeOp::create(e.b, e.loc, RankedTensorType::get(shape, type.getElementType()), t, reassoc,
-                                       outShape);
-}
-
-LaneDot laneDot(Emit e, ArrayRef<OpFoldResult> pSizes, int64_t K, ArrayRef<KOperand> kOps, ArrayRef<POperand> pOps,
-                const ProductFn &product) {
-  MLIRContext *ctx = e.b.getContext();
-  const unsigned nP = pSizes.size();
-  const int64_t K8 = K / kLanes, Kt = K % kLanes;
-  LaneDot out;
-
-  // Main part: dims (P..., i, l), i reduction, l parallel innermost; acc[P, l] += product(k = 8i + l).
-  SmallVector<OpFoldResult> accSizes(pSizes.begin(), pSizes.end());
-  accSizes.push_back(e.b.getIndexAttr(kLanes));
-  Value acc = e.filled(accSizes, e.cf(0.0f));
+/// dotF32 of the kernels (Kernels.cpp) of two rows, emitted in a generic's body: `a[aLead..., 0:K]` and
+/// `b[bLead..., 0:K]` (bf16 or f32 tensors whose LAST dimension has K elements, K static, read in place). Eight f32
+/// lanes accumulate acc[l] += a[8i+l] * b[8i+l] over i ascending, from 0: one vector<8xf32> accumulator in an
+/// scf.for, element-wise vector ops only (no reduction across lanes, no contraction). The lanes are combined as
+/// ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), then the tail sum over k >= 8*(K/8) (ascending, from 0.0f) is added last.
+Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, int64_t K) {
+  const int64_t K8 = K / kLanes;
+  auto laneType = VectorType::get({kLanes}, e.f32());
+  Value acc = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(laneType, 0.0f));
+  auto readLanes = [](Emit t, Value src, ValueRange lead, Value k) -> Value {
+    Type elem = cast<RankedTensorType>(src.getType()).getElementType();
+    SmallVector<Value> at(lead.begin(), lead.end());
+    at.push_back(k);
+    Value pad = arith::ConstantOp::create(t.b, t.loc, t.b.getZeroAttr(elem));
+    Value read = vector::TransferReadOp::create(t.b, t.loc, VectorType::get({kLanes}, elem), src, at, pad,
+                                               ArrayRef<bool>{true});
+    if (elem.isF32())
+      return read;
+    return arith::ExtFOp::create(t.b, t.loc, VectorType::get({kLanes}, t.f32()), read);
+  };
   if (K8 > 0) {
-    const unsigned nDims = nP + 2;
-    SmallVector<Value> ins;
-    SmallVector<AffineMap> maps;
-    for (const KOperand &op : kOps) {
-      Value t = op.tensor;
-      if (Kt != 0)
-        t = sliceLast(e, t, 0, K8 * kLanes);
-      ins.push_back(splitLanes(e, t));
-      SmallVector<AffineExpr> r = op.lead;
-      r.push_back(dimExpr(ctx, nP));
-      r.push_back(dimExpr(ctx, nP + 1));
-      maps.push_back(mapOf(ctx, nDims, r));
-    }
-    for (const POperand &op : pOps) {
-      ins.push_back(op.tensor);
-      maps.push_back(mapOf(ctx, nDims, op.lead));
-    }
-    SmallVector<AffineExpr> accExprs = dimExprs(ctx, nP);
-    accExprs.push_back(dimExpr(ctx, nP + 1));
-    maps.push_back(mapOf(ctx, nDims, accExprs));
-    SmallVector<IteratorType> iters = parallel(nDims);
-    iters[nP] = IteratorType::reduction;
-    const size_t nk = kOps.size();
-    acc = generic(e, acc.getType(), ins, acc, maps, iters, [&](OpBuilder &b, Location loc, ValueRange args) {
-      Emit t{b, loc};
-      Value k = t.add(t.mul(t.linalgIndex(nP), t.idx(kLanes)), t.linalgIndex(nP + 1));
-      Value p = product(t, args.take_front(nk), args.slice(nk, args.size() - nk - 1), k);
-      linalg::YieldOp::create(b, loc, t.fadd(args.back(), p));
-    });
+    auto loop = scf::ForOp::create(
+        e.b, e.loc, e.idx(0), e.idx(K8 * kLanes), e.idx(kLanes), ValueRange{acc},
+        [&](OpBuilder &bb, Location loc, Value k, ValueRange iter) {
+          Emit t{bb, loc};
+          Value p = t.fmul(readLanes(t, a, aLead, k), readLanes(t, b, bLead, k));
+          scf::YieldOp::create(bb, loc, t.fadd(iter[0], p));
+        });
+    acc = loop.getResult(0);
   }
-  out.acc = acc;
-
-  // Tail: dims (P..., j), j reduction; tail[P] += product(k = 8*K8 + j).
-  if (Kt != 0) {
-    const unsigned nDims = nP + 1;
-    SmallVector<Value> ins;
-    SmallVector<AffineMap> maps;
-    for (const KOperand &op : kOps) {
-      ins.push_back(sliceLast(e, op.tensor, K8 * kLanes, Kt));
-      SmallVector<AffineExpr> r = op.lead;
-      r.push_back(dimExpr(ctx, nP));
-      maps.push_back(mapOf(ctx, nDims, r));
-    }
-    for (const POperand &op : pOps) {
-      ins.push_back(op.tensor);
-      maps.push_back(mapOf(ctx, nDims, op.lead));
-    }
-    maps.push_back(mapOf(ctx, nDims, dimExprs(ctx, nP)));
-    SmallVector<IteratorType> iters = parallel(nDims);
-    iters[nP] = IteratorType::reduction;
-    Value tail = e.filled(pSizes, e.cf(0.0f));
-    const size_t nk = kOps.size();
-    out.tail = generic(e, tail.getType(), ins, tail, maps, iters, [&](OpBuilder &b, Location loc, ValueRange args) {
-      Emit t{b, loc};
-      Value k = t.add(t.linalgIndex(nP), t.idx(K8 * kLanes));
-      Value p = product(t, args.take_front(nk), args.slice(nk, args.size() - nk - 1), k);
-      linalg::YieldOp::create(b, loc, t.fadd(args.back(), p));
-    });
+  Value tail = e.cf(0.0f);
+  if (K % kLanes != 0) {
+    auto loop = scf::ForOp::create(
+        e.b, e.loc, e.idx(K8 * kLanes), e.idx(K), e.idx(1), ValueRange{tail},
+        [&](OpBuilder &bb, Location loc, Value k, ValueRange iter) {
+          Emit t{bb, loc};
+          SmallVector<Value> ai(aLead.begin(), aLead.end()), bi(bLead.begin(), bLead.end());
+          ai.push_back(k);
+          bi.push_back(k);
+          Value p = t.fmul(t.toF32(t.extract(a, ai)), t.toF32(t.extract(b, bi)));
+          scf::YieldOp::create(bb, loc, t.fadd(iter[0], p));
+        });
+    tail = loop.getResult(0);
   }
-  return out;
+  SmallVector<Value> l;
+  for (int64_t i = 0; i < kLanes; ++i)
+    l.push_back(vector::ExtractOp::create(e.b, e.loc, acc, ArrayRef<int64_t>{i}));
+  Value s = e.fadd(e.fadd(e.fadd(l[0], l[4]), e.fadd(l[1], l[5])), e.fadd(e.fadd(l[2], l[6]), e.fadd(l[3], l[7])));
+  return e.fadd(s, tail);
 }
 
-/// Adds the inputs a consumer generic needs to combine `dot` (8 lane reads and the tail), indexed by `pExprs`
-/// (the consumer's exprs for the P dims); returns how many inputs were added.
-unsigned addLaneDotInputs(MLIRContext *ctx, const LaneDot &dot, ArrayRef<AffineExpr> pExprs, unsigned numDims,
-                          SmallVectorImpl<Value> &ins, SmallVectorImpl<AffineMap> &maps) {
-  for (int64_t l = 0; l < kLanes; ++l) {
-    SmallVector<AffineExpr> r(pExprs.begin(), pExprs.end());
-    r.push_back(getAffineConstantExpr(l, ctx));
-    ins.push_back(dot.acc);
-    maps.push_back(mapOf(ctx, numDims, r));
-  }
-  if (!dot.tail)
-    return kLanes;
-  ins.push_back(dot.tail);
-  maps.push_back(mapOf(ctx, numDims, pExprs));
-  return kLanes + 1;
-}
-
-/// dotF32's result from the block arguments added by addLaneDotInputs:
-/// ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail (tail = +0.0 when K % 8 == 0, as the kernel adds it).
-Value combineLanes(Emit e, ValueRange a, bool hasTail) {
-  Value s = e.fadd(e.fadd(e.fadd(a[0], a[4]), e.fadd(a[1], a[5])), e.fadd(e.fadd(a[2], a[6]), e.fadd(a[3], a[7])));
-  return e.fadd(s, hasTail ? a[8] : e.cf(0.0f));
+/// The generic's loop indices d0 .. d(n-1).
+SmallVector<Value> loopIndices(Emit e, unsigned n) {
+  SmallVector<Value> ivs;
+  for (unsigned i = 0; i < n; ++i)
+    ivs.push_back(e.linalgIndex(i));
+  return ivs;
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
@@ -461,10 +372,8 @@ Value expandRows(Emit e, Value y, Value like, RankedTensorType resultType) {
                   resultType);
 }
 
-/// Element-wise f32 product of two bf16/f32 scalars.
-Value productF32(Emit e, Value a, Value b) { return e.fmul(e.toF32(a), e.toF32(b)); }
-
-/// linear (section 2): y[m, n] = round(dotF32(x[m, :], w[n, :])), round = bf16 RNE for bf16, none for f32.
+/// linear (section 2): y[m, n] = round(dotF32(x[m, :], w[n, :])), round = bf16 RNE for bf16, none for f32. One
+/// parallel generic over (n, m) (n outer: a weight row is reused from cache by every token) whose body is the dot.
 struct LinearLowering : OpConversionPattern<LinearOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
@@ -478,17 +387,13 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     const int64_t N = cast<RankedTensorType>(w.getType()).getDimSize(0);
     auto resultType = cast<RankedTensorType>(op.getType());
     Type outElem = resultType.getElementType();
-    SmallVector<OpFoldResult> pSizes{sizesOf(e, x)[0], rewriter.getIndexAttr(N)};
-    LaneDot dot = laneDot(e, pSizes, K, {KOperand{x, {dimExpr(ctx, 0)}}, KOperand{w, {dimExpr(ctx, 1)}}}, {},
-                          [](Emit t, ValueRange k, ValueRange, Value) { return productF32(t, k[0], k[1]); });
-    SmallVector<Value> ins;
-    SmallVector<AffineMap> maps;
-    unsigned n = addLaneDotInputs(ctx, dot, dimExprs(ctx, 2), 2, ins, maps);
-    maps.push_back(mapOf(ctx, 2, dimExprs(ctx, 2)));
-    Value y = generic(e, tensorType(pSizes, outElem), ins, e.empty(pSizes, outElem), maps, parallel(2),
-                      [&](OpBuilder &b, Location loc, ValueRange args) {
+    SmallVector<OpFoldResult> ySizes{sizesOf(e, x)[0], rewriter.getIndexAttr(N)};
+    Value y = generic(e, tensorType(ySizes, outElem), {}, e.empty(ySizes, outElem),
+                      {mapOf(ctx, 2, {dimExpr(ctx, 1), dimExpr(ctx, 0)})}, parallel(2),
+                      [&](OpBuilder &b, Location loc, ValueRange) {
                         Emit t{b, loc};
-                        Value s = combineLanes(t, args.take_front(n), n == kLanes + 1);
+                        Value n = t.linalgIndex(0), m = t.linalgIndex(1);
+                        Value s = emitDotF32(t, x, {m}, w, {n}, K);
                         linalg::YieldOp::create(b, loc, outElem.isBF16() ? t.toBf16(s) : s);
                       });
     rewriter.replaceOp(op, expandRows(e, y, adaptor.getX(), resultType));
@@ -509,18 +414,12 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
     const int64_t D = xType.getShape().back();
     const float eps = op.getEps().convertToFloat();
     OpFoldResult rows = sizesOf(e, x)[0];
-    LaneDot dot = laneDot(e, {rows}, D, {KOperand{x, {dimExpr(ctx, 0)}}, KOperand{x, {dimExpr(ctx, 0)}}}, {},
-                          [](Emit t, ValueRange k, ValueRange, Value) { return productF32(t, k[0], k[1]); });
     // r per row.
-    SmallVector<Value> ins;
-    SmallVector<AffineMap> maps;
-    unsigned n = addLaneDotInputs(ctx, dot, {dimExpr(ctx, 0)}, 1, ins, maps);
-    maps.push_back(mapOf(ctx, 1, {dimExpr(ctx, 0)}));
-    Value r = generic(e, tensorType({rows}, e.f32()), ins, e.empty({rows}, e.f32()), maps, parallel(1),
-                      [&](OpBuilder &b, Location loc, ValueRange args) {
+    Value r = generic(e, tensorType({rows}, e.f32()), {}, e.empty({rows}, e.f32()), {mapOf(ctx, 1, {dimExpr(ctx, 0)})},
+                      parallel(1), [&](OpBuilder &b, Location loc, ValueRange) {
                         Emit t{b, loc};
-                        Value mean = t.fdiv(combineLanes(t, args.take_front(n), n == kLanes + 1),
-                                            t.cf(static_cast<float>(D)));
+                        Value m = t.linalgIndex(0);
+                        Value mean = t.fdiv(emitDotF32(t, x, {m}, x, {m}, D), t.cf(static_cast<float>(D)));
                         Value root = math::SqrtOp::create(b, loc, t.fadd(mean, t.cf(eps)));
                         linalg::YieldOp::create(b, loc, t.fdiv(t.cf(1.0f), root));
                       });
@@ -900,25 +799,16 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
             return arith::IndexCastOp::create(t.b, t.loc, t.b.getIndexType(), t.maxsi(t.minsi(i, nMinus1), t.c32(0)))
                 .getResult();
           };
-          // z[t, h, j].
+          // z[t, h, j] = dotF32(q[t, h], kv[row(idx[t, j])]) * scale, -inf for -1.
           SmallVector<OpFoldResult> zSizes{qSizes[0], g.b.getIndexAttr(H), k};
-          LaneDot dot = laneDot(g, zSizes, hd, {KOperand{q, {dimExpr(ctx, 0), dimExpr(ctx, 1)}}},
-                                {POperand{idx, {dimExpr(ctx, 0), dimExpr(ctx, 2)}}},
-                                [&](Emit t, ValueRange kv_, ValueRange p, Value kk) {
-                                  Value v = t.extract(kv, {rowOf(t, p[0]), kk});
-                                  return productF32(t, kv_[0], v);
-                                });
-          SmallVector<Value> ins;
-          SmallVector<AffineMap> maps;
-          unsigned nl = addLaneDotInputs(ctx, dot, dimExprs(ctx, 3), 3, ins, maps);
-          ins.push_back(idx);
-          maps.push_back(mapOf(ctx, 3, {dimExpr(ctx, 0), dimExpr(ctx, 2)}));
-          maps.push_back(mapOf(ctx, 3, dimExprs(ctx, 3)));
-          Value z = generic(g, tensorType(zSizes, f32), ins, g.empty(zSizes, f32), maps, parallel(3),
-                            [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value z = generic(g, tensorType(zSizes, f32), ValueRange{idx}, g.empty(zSizes, f32),
+                            {mapOf(ctx, 3, {dimExpr(ctx, 0), dimExpr(ctx, 2)}), mapOf(ctx, 3, dimExprs(ctx, 3))},
+                            parallel(3), [&](OpBuilder &b, Location loc, ValueRange args) {
                               Emit t{b, loc};
-                              Value zz = t.fmul(combineLanes(t, args.take_front(nl), nl == kLanes + 1), t.cf(scale));
-                              Value valid = t.cmpi(P::sge, args[nl], t.c32(0));
+                              SmallVector<Value> iv = loopIndices(t, 3);
+                              Value row = rowOf(t, args[0]);
+                              Value zz = t.fmul(emitDotF32(t, q, {iv[0], iv[1]}, kv, {row}, hd), t.cf(scale));
+                              Value valid = t.cmpi(P::sge, args[0], t.c32(0));
                               linalg::YieldOp::create(
                                   b, loc, t.sel(valid, zz, t.cf(-std::numeric_limits<float>::infinity())));
                             });
@@ -1022,20 +912,13 @@ struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
     Value w3 = tensor::ExpandShapeOp::create(e.b, e.loc, tensorType(w3Sizes, wType.getElementType()),
                                              adaptor.getWoA(), ArrayRef<ReassociationIndices>{{0, 1}, {2}}, w3Sizes);
     SmallVector<OpFoldResult> pSizes{s, rewriter.getIndexAttr(G), rewriter.getIndexAttr(R)};
-    LaneDot dot = laneDot(e, pSizes, gw,
-                          {KOperand{o3, {dimExpr(ctx, 0), dimExpr(ctx, 1)}},
-                           KOperand{w3, {dimExpr(ctx, 1), dimExpr(ctx, 2)}}},
-                          {}, [](Emit t, ValueRange k, ValueRange, Value) { return productF32(t, k[0], k[1]); });
-    SmallVector<Value> ins;
-    SmallVector<AffineMap> maps;
-    unsigned n = addLaneDotInputs(ctx, dot, dimExprs(ctx, 3), 3, ins, maps);
-    maps.push_back(mapOf(ctx, 3, dimExprs(ctx, 3)));
     Type bf16 = rewriter.getBF16Type();
-    Value y3 = generic(e, tensorType(pSizes, bf16), ins, e.empty(pSizes, bf16), maps, parallel(3),
-                       [&](OpBuilder &b, Location loc, ValueRange args) {
+    Value y3 = generic(e, tensorType(pSizes, bf16), {}, e.empty(pSizes, bf16), {mapOf(ctx, 3, dimExprs(ctx, 3))},
+                       parallel(3), [&](OpBuilder &b, Location loc, ValueRange) {
                          Emit t{b, loc};
-                         linalg::YieldOp::create(b, loc, t.toBf16(combineLanes(t, args.take_front(n),
-                                                                                n == kLanes + 1)));
+                         SmallVector<Value> iv = loopIndices(t, 3);
+                         Value dot = emitDotF32(t, o3, {iv[0], iv[1]}, w3, {iv[1], iv[2]}, gw);
+                         linalg::YieldOp::create(b, loc, t.toBf16(dot));
                        });
     Value y = tensor::CollapseShapeOp::create(e.b, e.loc, y3, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
     rewriter.replaceOp(op, e.castTo(y, op.getType()));
@@ -1050,7 +933,7 @@ struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
 struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
   void getDependentDialects(DialectRegistry &registry) const override {
     ConvertDSAToCPUBase::getDependentDialects(registry);
-    registry.insert<func::FuncDialect>();
+    registry.insert<func::FuncDialect, vector::VectorDialect>();
   }
 
   void runOnOperation() override {
@@ -1093,7 +976,7 @@ struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
     ConversionTarget target(*ctx);
     target.addIllegalDialect<DSADialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, tensor::TensorDialect, math::MathDialect,
-                           scf::SCFDialect, func::FuncDialect>();
+                           scf::SCFDialect, func::FuncDialect, vector::VectorDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     patterns.add<LinearLowering, RmsNormLowering, PositionsLowering, ApplyRopeLowering, ActQuantFp8Lowering,

@@ -29,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -205,6 +206,9 @@ TEST_F(CPUBackendTest, GoldenLayer0MatchesInterpreterBitExactAndGolden) {
   ASSERT_TRUE(compiled);
   EXPECT_EQ(compiled->functionNames(), std::vector<std::string>{"attention_L0"});
 
+  std::vector<cpu::CPUValue> preparedWeights;
+  for (const Tensor &w : weights)
+    preparedWeights.push_back(cpu::CPUBuffer::fromTensor(w));
   Tensor ringInterp(ElementType::BF16, {f.windowSize, f.headDim});
   Tensor ringCpu = ringInterp;
   const std::vector<std::string> captures = {"sa_q", "sa_kv", "sa_topk_idxs", "sa_o", "attn_out"};
@@ -223,9 +227,11 @@ TEST_F(CPUBackendTest, GoldenLayer0MatchesInterpreterBitExactAndGolden) {
     FailureOr<std::vector<Tensor>> want = interp::interpretFunction(interpFn, args, &wantProbes);
     ASSERT_TRUE(succeeded(want)) << diagnostics;
 
-    args[2] = ringCpu;
+    // The CPU gets the weights as prepared CPUBuffers (converted once, shared by the three steps).
+    std::vector<cpu::CPUValue> cpuArgs = {x, Tensor::scalarI64(regime.startPos), ringCpu};
+    cpuArgs.insert(cpuArgs.end(), preparedWeights.begin(), preparedWeights.end());
     interp::ProbeLog gotProbes;
-    ::dsa::Result<std::vector<Tensor>> got = compiled->call("attention_L0", args, &gotProbes);
+    ::dsa::Result<std::vector<Tensor>> got = compiled->run("attention_L0", cpuArgs, &gotProbes);
     ASSERT_TRUE(got.ok()) << got.error();
     ASSERT_EQ(got->size(), 2u);
     EXPECT_TRUE(sameBits((*got)[0], (*want)[0])) << regime.name << " out";
@@ -390,6 +396,32 @@ func.func @ring_only(%ring: tensor<8x32xbf16>, %kv: tensor<?x32xbf16>, %start: i
     expectMatchesInterpreter(text, "step", {ring, randomFloats(ElementType::BF16, {s, 32}), Tensor::scalarI64(0)});
   for (int64_t start : {1, 3, 7, 8, 12, 13, 100})
     expectMatchesInterpreter(text, "step", {ring, randomFloats(ElementType::BF16, {1, 32}), Tensor::scalarI64(start)});
+  // A prepared ring buffer is never written: the updated ring is a new buffer (arguments are read-only).
+  {
+    OwningOpRef<ModuleOp> m = parse(text);
+    ASSERT_TRUE(m);
+    std::unique_ptr<cpu::CPUModule> compiled = compile(*m);
+    ASSERT_TRUE(compiled);
+    std::shared_ptr<const cpu::CPUBuffer> prepared = cpu::CPUBuffer::fromTensor(ring);
+    std::vector<uint16_t> before(8 * 32);
+    std::memcpy(before.data(), prepared->data(), before.size() * 2);
+    Tensor kv = randomFloats(ElementType::BF16, {3, 32});
+    auto got = compiled->run("ring_only", {prepared, kv, Tensor::scalarI64(0)});
+    ASSERT_TRUE(got.ok()) << got.error();
+    EXPECT_EQ(std::memcmp(before.data(), prepared->data(), before.size() * 2), 0);
+    auto want = compiled->call("ring_only", {ring, kv, Tensor::scalarI64(0)});
+    ASSERT_TRUE(want.ok()) << want.error();
+    EXPECT_TRUE(sameBits((*got)[0], (*want)[0]));
+    EXPECT_FALSE(sameBits((*got)[0], ring)); // rows 0..2 were replaced
+    auto null = compiled->run("ring_only", {std::shared_ptr<const cpu::CPUBuffer>(), kv, Tensor::scalarI64(0)});
+    ASSERT_FALSE(null.ok());
+    EXPECT_NE(null.error().find("argument #0 is a null CPUBuffer"), std::string::npos) << null.error();
+    auto wrongShape = compiled->run("ring_only", {cpu::CPUBuffer::fromTensor(kv), kv, Tensor::scalarI64(0)});
+    ASSERT_FALSE(wrongShape.ok());
+    EXPECT_NE(wrongShape.error().find("argument #0 has shape [3, 32], expected tensor<8x32xbf16> (dimension 0)"),
+              std::string::npos)
+        << wrongShape.error();
+  }
   // Multi-token update at start_pos > 0 (ring_update alone defines it) and an empty step.
   expectMatchesInterpreter(text, "ring_only", {ring, randomFloats(ElementType::BF16, {11, 32}), Tensor::scalarI64(5)});
   expectMatchesInterpreter(text, "ring_only", {ring, Tensor(ElementType::BF16, {0, 32}), Tensor::scalarI64(5)});

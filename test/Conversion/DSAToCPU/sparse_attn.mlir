@@ -15,15 +15,19 @@
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]} ins(%[[IDX]]
 // CHECK: func.call @dsa_cpu_fail(%c11_i32)
 // CHECK: %[[OUT:[a-z0-9_]+]] = scf.if %{{.*}} -> (tensor<?x4x32xbf16>) {
-// z lanes over (t, h, j, i, l) with the kv row gathered by index.
-// CHECK: %[[QL:[a-z0-9_]+]] = tensor.expand_shape %[[Q]] {{.*}} into tensor<?x4x4x8xbf16>
-// CHECK: %[[ZACC:[a-z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[QL]], %[[IDX]] :
-// CHECK: arith.minsi
-// CHECK: arith.maxsi
-// CHECK: tensor.extract %[[KV]]
-// CHECK: %[[Z:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[ZACC]], %[[ZACC]], %[[ZACC]], %[[ZACC]], %[[ZACC]], %[[ZACC]], %[[ZACC]], %[[ZACC]], %[[IDX]] :
+// z[t, h, j]: the dot of q[t, h] with the kv row gathered by index (clamped), times scale; -inf for -1.
+// CHECK: %[[Z:[a-z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[IDX]] : tensor<?x?xi32>) outs(%{{.*}} : tensor<?x4x?xf32>)
+// CHECK-NEXT: ^bb0(%[[I:[a-z0-9_]+]]: i32, %{{.*}}: f32):
+// CHECK-DAG: %[[T:[a-z0-9_]+]] = linalg.index 0 : index
+// CHECK-DAG: %[[H:[a-z0-9_]+]] = linalg.index 1 : index
+// CHECK-DAG: %[[LO:[a-z0-9_]+]] = arith.minsi %[[I]], %{{.*}} : i32
+// CHECK-DAG: %[[CL:[a-z0-9_]+]] = arith.maxsi %[[LO]], %c0_i32 : i32
+// CHECK-DAG: %[[ROW:[a-z0-9_]+]] = arith.index_cast %[[CL]] : i32 to index
+// CHECK: scf.for %[[K:[a-z0-9_]+]] = %c0 to %c32 step %c8
+// CHECK-DAG: vector.transfer_read %[[KV]][%[[ROW]], %[[K]]]
+// CHECK-DAG: vector.transfer_read %[[Q]][%[[T]], %[[H]], %[[K]]]
 // CHECK: %[[ZS:[a-z0-9_]+]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
-// CHECK: %[[VALID:[a-z0-9_]+]] = arith.cmpi sge, %{{.*}}, %c0_i32 : i32
+// CHECK: %[[VALID:[a-z0-9_]+]] = arith.cmpi sge, %[[I]], %c0_i32 : i32
 // CHECK: arith.select %[[VALID]], %[[ZS]], %[[NEGINF]] : f32
 // m: the sink broadcast, then (m < z) ? z : m over j.
 // CHECK: %[[SINKB:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[SINK]] : tensor<4xf32>)

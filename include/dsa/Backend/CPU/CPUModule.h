@@ -13,8 +13,11 @@
 //     bf16 values travel as bf16 bit patterns (a BF16 Tensor's f32 values are bf16-exact; a value that is not is
 //     rounded to nearest even); i1 as one byte per element.
 //   - scalar i64 / index / i32 / i1 / f32 <-> rank-0 Tensor of that element type (Tensor::scalarI64, ...).
-//   The function gets its own copies of the argument data (it may update them in place; the caller's Tensors are
-//   never modified); result buffers are freed by call() after the copy into the returned Tensors.
+//   Argument buffers are read-only for the compiled code (every argument is marked bufferization.writable = false,
+//   so a function that updates state, e.g. the ring, writes a new buffer). Result buffers are owned by the caller
+//   and freed by call()/run() after the copy into the returned Tensors.
+//   A large argument that does not change between calls (a weight) can be converted once with
+//   CPUBuffer::fromTensor and passed to run() as a CPUValue: no per-call conversion or copy.
 //
 // Errors (dsa::Result, never an abort): compileForCPU reports the pipeline's or the JIT's diagnostics (an
 // unsupported op, a dynamic dimension a lowering needs static, an argument type call() cannot pass, missing
@@ -54,6 +57,42 @@ struct CPUCompileOptions {
   bool probesAsResults = false;
 };
 
+/// A tensor in the compiled code's memory format (row-major, bf16 as 16-bit patterns, i1 as bytes), converted once
+/// from a Tensor and shared by any number of run() calls (also concurrent ones, of any CPUModule): it is never
+/// modified after construction.
+class CPUBuffer {
+public:
+  /// Converts `t` (any element type of the calling convention, any rank).
+  static std::shared_ptr<const CPUBuffer> fromTensor(const interp::Tensor &t);
+
+  interp::ElementType elementType() const { return type_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  /// The element data (8-byte aligned).
+  const void *data() const { return storage_.data(); }
+
+private:
+  CPUBuffer() = default;
+  interp::ElementType type_ = interp::ElementType::F32;
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> storage_;
+};
+
+/// One argument of run(): a Tensor (converted for this call) or a prepared CPUBuffer. Scalars are rank-0 Tensors.
+class CPUValue {
+public:
+  CPUValue(interp::Tensor tensor) : tensor_(std::move(tensor)) {}
+  CPUValue(std::shared_ptr<const CPUBuffer> buffer) : isBuffer_(true), buffer_(std::move(buffer)) {}
+  /// The Tensor, or null for a buffer argument.
+  const interp::Tensor *tensor() const { return isBuffer_ ? nullptr : &tensor_; }
+  /// The buffer (null for a Tensor argument, or a null buffer, which run() reports).
+  const CPUBuffer *buffer() const { return buffer_.get(); }
+
+private:
+  bool isBuffer_ = false;
+  interp::Tensor tensor_;
+  std::shared_ptr<const CPUBuffer> buffer_;
+};
+
 class CPUModule {
 public:
   struct Impl;
@@ -70,6 +109,10 @@ public:
   /// program order; without it, `probes` is left as is.
   Result<std::vector<interp::Tensor>> call(const std::string &name, const std::vector<interp::Tensor> &args,
                                            interp::ProbeLog *probes = nullptr) const;
+  /// call() with arguments that may be prepared CPUBuffers (checked against the signature like Tensors; a null
+  /// buffer is an error naming the argument).
+  Result<std::vector<interp::Tensor>> run(const std::string &name, const std::vector<CPUValue> &args,
+                                          interp::ProbeLog *probes = nullptr) const;
 
   /// The module in the LLVM dialect as the JIT compiled it (for --emit style debugging and tests).
   const std::string &loweredModule() const;
