@@ -27,8 +27,9 @@ namespace mlir::dsa {
 void registerDSACPUPipeline();
 /// Adds the passes of --dsa-cpu-pipeline to `pm` (on a ModuleOp): dsa (dsa.attention or the window-only
 /// primitives, with or without probes) -> the LLVM dialect, functions taking and returning plain memrefs
-/// (docs/cpu-backend.md). Used by the registration above and by lib/Backend/CPU.
-void buildDSACPUPipeline(OpPassManager &pm);
+/// (docs/cpu-backend.md). Used by the registration above and by lib/Backend/CPU. `parallel`: OpenMP loops over the
+/// outputs of every op (the generated code then needs an OpenMP runtime, libomp; results are the same bits).
+void buildDSACPUPipeline(OpPassManager &pm, bool parallel = false);
 /// Registers --dsa-gpu-pipeline (lib/Conversion/DSAToGPU).
 void registerDSAGPUPipeline();
 

@@ -24,8 +24,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -452,6 +454,7 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
     mlir::registerAllExtensions(registry);
     mlir::registerBuiltinDialectTranslation(registry);
     mlir::registerLLVMDialectTranslation(registry);
+    mlir::registerOpenMPDialectTranslation(registry);
     ctx->appendDialectRegistry(registry);
   }
   std::string diagnostics;
@@ -509,7 +512,7 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
     }
   }
   mlir::PassManager pm(ctx);
-  mlir::dsa::buildDSACPUPipeline(pm);
+  mlir::dsa::buildDSACPUPipeline(pm, options.parallel);
   if (mlir::failed(pm.run(*lowered)))
     return makeError("cpu backend: --dsa-cpu-pipeline failed:\n" + diagnostics);
   {
@@ -526,6 +529,30 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
   engineOptions.jitCodeGenOptLevel = static_cast<llvm::CodeGenOptLevel>(opt);
   engineOptions.enableGDBNotificationListener = false;
   engineOptions.enablePerfNotificationListener = false;
+  std::string openmpLib;
+  llvm::SmallVector<llvm::StringRef, 1> sharedLibs;
+  if (options.parallel) {
+    std::vector<std::string> candidates;
+    if (const char *env = std::getenv("DSA_OPENMP_LIB"))
+      candidates.push_back(env);
+    else
+      candidates = {"/usr/lib/llvm-22/lib/libomp.so", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
+                    "/usr/lib/x86_64-linux-gnu/libiomp5.so"};
+    for (const std::string &c : candidates)
+      if (llvm::sys::fs::exists(c)) {
+        openmpLib = c;
+        break;
+      }
+    if (openmpLib.empty()) {
+      std::string list;
+      for (const std::string &c : candidates)
+        list += (list.empty() ? "" : ", ") + c;
+      return makeError("cpu backend: parallel needs an OpenMP runtime; none of " + list +
+                       " exists (set DSA_OPENMP_LIB to libomp's path)");
+    }
+    sharedLibs.push_back(openmpLib);
+    engineOptions.sharedLibPaths = sharedLibs;
+  }
   auto engine = mlir::ExecutionEngine::create(*lowered, engineOptions);
   if (!engine)
     return makeError("cpu backend: JIT compilation failed: " + llvm::toString(engine.takeError()) + "\n" +

@@ -6,6 +6,11 @@
 // bf16 truncation expanded inline (--arith-expand include-bf16: no __truncsfbf2 call, ../shared/toolchain.md).
 // No pass here reassociates or contracts f32 arithmetic, so the bit-exactness of dsa-to-cpu survives.
 //
+// parallel=true: the parallel dimensions of every linalg.generic become scf.parallel loops and then OpenMP
+// work-sharing loops (omp.parallel + omp.wsloop, __kmpc_* calls: an OpenMP runtime, libomp, must be loadable when
+// the code runs). Reductions stay sequential inside each iteration, so results are the same bits with any number
+// of threads.
+//
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Conversion/Passes.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
@@ -18,8 +23,10 @@
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -34,7 +41,15 @@
 
 namespace mlir::dsa {
 
-void buildDSACPUPipeline(OpPassManager &pm) {
+namespace {
+struct DSACPUPipelineOptions : PassPipelineOptions<DSACPUPipelineOptions> {
+  Option<bool> parallel{*this, "parallel",
+                        llvm::cl::desc("Run the outputs of every op on OpenMP threads (needs libomp at run time)"),
+                        llvm::cl::init(false)};
+};
+} // namespace
+
+void buildDSACPUPipeline(OpPassManager &pm, bool parallel) {
   pm.addPass(createDSADecomposeAttention());
   pm.addPass(createDSAStripProbes());
   pm.addPass(createConvertDSAToCPU());
@@ -52,14 +67,29 @@ void buildDSACPUPipeline(OpPassManager &pm) {
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
 
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  if (parallel)
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  else
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  if (parallel) {
+    // The OpenMP loop bodies are wrapped in memref.alloca_scope, a single-block region: lower the memref ops (and
+    // with them the scopes) while the nested scf.for are still structured, then the control flow.
+    pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertVectorToLLVMPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(createConvertOpenMPToLLVMPass());
+  } else {
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertVectorToLLVMPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  }
   pm.addPass(createConvertMathToLLVMPass());
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
@@ -72,10 +102,11 @@ void buildDSACPUPipeline(OpPassManager &pm) {
 }
 
 void registerDSACPUPipeline() {
-  PassPipelineRegistration<>("dsa-cpu-pipeline",
-                             "Lower dsa (dsa.attention or the primitives) to the LLVM dialect for the CPU: "
-                             "decompose, strip probes, dsa-to-cpu, bufferize, loops, LLVM",
-                             buildDSACPUPipeline);
+  PassPipelineRegistration<DSACPUPipelineOptions>(
+      "dsa-cpu-pipeline",
+      "Lower dsa (dsa.attention or the primitives) to the LLVM dialect for the CPU: decompose, strip probes, "
+      "dsa-to-cpu, bufferize, loops (OpenMP with parallel=true), LLVM",
+      [](OpPassManager &pm, const DSACPUPipelineOptions &options) { buildDSACPUPipeline(pm, options.parallel); });
 }
 
 } // namespace mlir::dsa

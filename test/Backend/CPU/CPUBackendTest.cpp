@@ -29,7 +29,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -75,14 +77,15 @@ protected:
   }
 
   /// Runs `fn` of `text` on the interpreter and on the CPU backend and expects bit-identical results.
-  void expectMatchesInterpreter(const std::string &text, const std::string &fn, const std::vector<Tensor> &args) {
+  void expectMatchesInterpreter(const std::string &text, const std::string &fn, const std::vector<Tensor> &args,
+                                cpu::CPUCompileOptions options = {}) {
     OwningOpRef<ModuleOp> m = parse(text);
     ASSERT_TRUE(m);
     auto f = m->lookupSymbol<func::FuncOp>(fn);
     ASSERT_TRUE(f) << fn;
     FailureOr<std::vector<Tensor>> want = interp::interpretFunction(f, args, nullptr);
     ASSERT_TRUE(succeeded(want)) << diagnostics;
-    std::unique_ptr<cpu::CPUModule> compiled = compile(*m);
+    std::unique_ptr<cpu::CPUModule> compiled = compile(*m, options);
     ASSERT_TRUE(compiled);
     ::dsa::Result<std::vector<Tensor>> got = compiled->call(fn, args);
     ASSERT_TRUE(got.ok()) << got.error();
@@ -175,7 +178,23 @@ std::string attentionModule(const golden::Fixture &f, int64_t layer, const std::
   return os.str();
 }
 
-TEST_F(CPUBackendTest, GoldenLayer0MatchesInterpreterBitExactAndGolden) {
+/// True when compileForCPU can find an OpenMP runtime for CPUCompileOptions::parallel.
+bool haveOpenMP() {
+  if (const char *env = std::getenv("DSA_OPENMP_LIB"))
+    return std::ifstream(env).good();
+  for (const char *p : {"/usr/lib/llvm-22/lib/libomp.so", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
+                        "/usr/lib/x86_64-linux-gnu/libiomp5.so"})
+    if (std::ifstream(p).good())
+      return true;
+  return false;
+}
+
+class CPUBackendGoldenTest : public CPUBackendTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(CPUBackendGoldenTest, Layer0MatchesInterpreterBitExactAndGolden) {
+  const bool parallel = GetParam();
+  if (parallel && !haveOpenMP())
+    GTEST_SKIP() << "no OpenMP runtime (libomp) for parallel=true";
   auto loaded = golden::GoldenFile::load(std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   const golden::GoldenFile &file = *loaded;
@@ -202,6 +221,7 @@ TEST_F(CPUBackendTest, GoldenLayer0MatchesInterpreterBitExactAndGolden) {
   auto interpFn = decomposed->lookupSymbol<func::FuncOp>("attention_L0");
   cpu::CPUCompileOptions options;
   options.probesAsResults = true;
+  options.parallel = parallel;
   std::unique_ptr<cpu::CPUModule> compiled = compile(*m, options);
   ASSERT_TRUE(compiled);
   EXPECT_EQ(compiled->functionNames(), std::vector<std::string>{"attention_L0"});
@@ -257,6 +277,41 @@ TEST_F(CPUBackendTest, GoldenLayer0MatchesInterpreterBitExactAndGolden) {
     }
   }
   EXPECT_EQ(regimesSeen, (std::vector<std::string>{"prefill12", "decode12", "decode13"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(SerialAndOpenMP, CPUBackendGoldenTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return std::string(info.param ? "Parallel" : "Serial");
+                         });
+
+TEST_F(CPUBackendTest, ParallelLinearAndAttentionAreBitExact) {
+  if (!haveOpenMP())
+    GTEST_SKIP() << "no OpenMP runtime (libomp) for parallel=true";
+  cpu::CPUCompileOptions parallel;
+  parallel.parallel = true;
+  const char *text = R"mlir(
+func.func @lin(%x: tensor<?x200xbf16>, %w: tensor<96x200xbf16>) -> tensor<?x96xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x200xbf16>, tensor<96x200xbf16>) -> tensor<?x96xbf16>
+  return %y : tensor<?x96xbf16>
+}
+func.func @attn(%q: tensor<?x4x32xbf16>, %kv: tensor<?x32xbf16>, %idx: tensor<?x?xi32>, %sink: tensor<4xf32>)
+    -> tensor<?x4x32xbf16> {
+  %o = dsa.sparse_attn %q, %kv, %idx, %sink {scale = 0.176776692 : f32}
+      : (tensor<?x4x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<4xf32>) -> tensor<?x4x32xbf16>
+  return %o : tensor<?x4x32xbf16>
+}
+)mlir";
+  expectMatchesInterpreter(text, "lin", {randomFloats(ElementType::BF16, {37, 200}),
+                                         randomFloats(ElementType::BF16, {96, 200}, 0.1f)}, parallel);
+  std::vector<int64_t> idx;
+  for (int t = 0; t < 9; ++t)
+    for (int j = 0; j < 16; ++j)
+      idx.push_back((t * 7 + j * 3) % 21 - 1);
+  expectMatchesInterpreter(text, "attn", {randomFloats(ElementType::BF16, {9, 4, 32}),
+                                          randomFloats(ElementType::BF16, {20, 32}),
+                                          Tensor::fromInts(ElementType::I32, {9, 16}, idx),
+                                          Tensor::fromFloats(ElementType::F32, {4}, {0.f, 1.f, -2.f, 0.5f})},
+                           parallel);
 }
 
 //===----------------------------------------------------------------------------------------------------------===//

@@ -8,6 +8,10 @@
 // RUN:   --implicit-check-not="unrealized_conversion_cast" --implicit-check-not="memrefCopy" \
 // RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext"
 // RUN: dsa-opt %s --dsa-cpu-pipeline | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
+// parallel=true: OpenMP work-sharing loops over the outputs, lowered to __kmpc_* calls (libomp at run time).
+// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | FileCheck %s --check-prefix=PAR --implicit-check-not="scf." \
+// RUN:   --implicit-check-not="linalg." --implicit-check-not="memref." --implicit-check-not="alloca_scope"
+// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=PARIR
 
 // CHECK-DAG: llvm.func @free(!llvm.ptr)
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
@@ -30,6 +34,14 @@
 // LLVMIR-DAG: call float @llvm.cos.f32(
 // LLVMIR-DAG: call float @llvm.exp.f32(
 // LLVMIR-NOT: fptrunc
+// PAR: llvm.func @attention_L0(
+// PAR: omp.parallel {
+// PAR-NEXT: omp.wsloop {
+// PAR-NEXT: omp.loop_nest
+// PAR: llvm.return
+
+// PARIR-DAG: call void (ptr, i32, ptr, ...) @__kmpc_fork_call(
+// PARIR-DAG: call void @__kmpc_for_static_init_8u(
 func.func @attention_L0(%x: tensor<?x64xbf16>, %start_pos: i64, %ring: tensor<8x32xbf16>, %w0: tensor<4xf32>,
                         %w1: tensor<16x64xbf16>, %w2: tensor<16xbf16>, %w3: tensor<128x16xbf16>,
                         %w4: tensor<32x64xbf16>, %w5: tensor<32xbf16>, %w6: tensor<32x64xbf16>,

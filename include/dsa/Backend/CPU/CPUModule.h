@@ -55,6 +55,10 @@ struct CPUCompileOptions {
   /// program order, like interp::interpretFunction's). A probe nested in a region, or in a function with more than
   /// one block, is an error. When false (the default) probes are stripped (dsa-strip-probes).
   bool probesAsResults = false;
+  /// Run the outputs of every op on OpenMP threads (--dsa-cpu-pipeline parallel=true; OMP_NUM_THREADS applies). The
+  /// JIT loads an OpenMP runtime: $DSA_OPENMP_LIB if set, else the first of libomp.so (LLVM 22), libomp.so.5,
+  /// libiomp5.so that exists; compileForCPU fails naming them when none does. Results are the same bits as serial.
+  bool parallel = false;
 };
 
 /// A tensor in the compiled code's memory format (row-major, bf16 as 16-bit patterns, i1 as bytes), converted once
