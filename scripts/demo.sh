@@ -4,5 +4,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DSA_BUILD_DIR:-$root/build}
-bash "$root/scripts/build.sh" >/dev/null
+# Build progress goes to stderr so that stdout holds only the verdicts.
+bash "$root/scripts/build.sh" >&2
 exec "$build/bin/dsa-run" --golden "$root/test/Golden/ds41_tiny_golden.json" "$@"

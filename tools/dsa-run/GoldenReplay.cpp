@@ -242,7 +242,8 @@ SharedSlots emptySlots(const golden::Fixture &f) {
 Result<Tensor> tensorFromCapture(const golden::Capture &capture, ElementType type) {
   if (capture.stride != 1)
     return makeError("capture '" + capture.name + "' is stored at stride " + std::to_string(capture.stride) +
-                     ", but it is used as an input and must be stored in full (stride 1)");
+                     ", but it is used as an input and must be stored in full (stride 1): replay the whole model "
+                     "(omit --layers), or use a golden that stores it in full (e.g. ds41_tiny_golden_full.json)");
   std::vector<int64_t> shape = capture.shape;
   if (!shape.empty() && shape.front() == 1)
     shape.erase(shape.begin());

@@ -34,6 +34,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <string>
 
 using namespace mlir;
@@ -174,7 +175,25 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   mlir::dsa::registerDSAPasses();
   mlir::registerTransformsPasses();
+  // Only dsa-run's own options in --help; the hundreds of LLVM backend options libLLVM registers, and the MLIR
+  // printing/context options registered above, still work and are listed by --help-hidden.
+  cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(argc, argv, "dsa-run: run dsa IR on the reference interpreter\n");
+
+  if (!goldenPath.empty() && inputFilename.getNumOccurrences() > 0) {
+    llvm::errs() << "dsa-run: error: --golden builds its own module and takes no input file (got '" << inputFilename
+                 << "')\n";
+    return 2;
+  }
+  if (goldenPath.empty()) {
+    const cl::Option *goldenOnly[] = {std::addressof(goldenLayers), &emitStage, &goldenVerbose, &goldenResync,
+                                      &indexKSource};
+    for (const cl::Option *option : goldenOnly)
+      if (option->getNumOccurrences() > 0) {
+        llvm::errs() << "dsa-run: error: --" << option->ArgStr << " only applies with --golden\n";
+        return 2;
+      }
+  }
 
   if (!goldenPath.empty()) {
     if (!emitStage.empty() && emitStage != "attention" && emitStage != "primitives") {
