@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/Backend/CPU/RuntimeErrors.h"
+#include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
@@ -39,6 +40,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace mlir;
 namespace interp = ::dsa::interp;
@@ -225,6 +228,14 @@ TEST_P(CPUBackendGoldenTest, Layer0MatchesInterpreterBitExactAndGolden) {
   std::unique_ptr<cpu::CPUModule> compiled = compile(*m, options);
   ASSERT_TRUE(compiled);
   EXPECT_EQ(compiled->functionNames(), std::vector<std::string>{"attention_L0"});
+  // The ring is state: result #1 (new_ring) feeds argument #2 (ring) of the next step.
+  const cpu::FunctionSignature *sig = compiled->signature("attention_L0");
+  ASSERT_TRUE(sig);
+  ASSERT_EQ(sig->state.size(), 1u);
+  EXPECT_EQ(sig->state[0].arg, 2);
+  EXPECT_EQ(sig->state[0].result, 1);
+  EXPECT_EQ(sig->probeNames, (std::vector<std::string>{"L0.sa_q", "L0.sa_kv", "L0.sa_topk_idxs", "L0.sa_o",
+                                                       "L0.attn_out"}));
 
   std::vector<cpu::CPUValue> preparedWeights;
   for (const Tensor &w : weights)
@@ -283,6 +294,94 @@ INSTANTIATE_TEST_SUITE_P(SerialAndOpenMP, CPUBackendGoldenTest, ::testing::Value
                          [](const ::testing::TestParamInfo<bool> &info) {
                            return std::string(info.param ? "Parallel" : "Serial");
                          });
+
+/// The AOT path: a step library for the MLIR-free runtime, run as one sequence (the ring threaded by the runtime's
+/// CPUSequence from the state binding), bit-identical to the interpreter.
+TEST_F(CPUBackendTest, AotStepLibrarySequenceMatchesInterpreter) {
+  auto loaded = golden::GoldenFile::load(std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const golden::GoldenFile &file = *loaded;
+  const golden::Fixture &f = file.fixture();
+  std::vector<Tensor> weights;
+  for (const char *suffix : {"attn.attn_sink", "attn.wq_a.weight", "attn.q_norm.weight", "attn.wq_b.weight",
+                             "attn.wkv.weight", "attn.kv_norm.weight", "attn.wo_a.weight", "attn.wo_b.weight"}) {
+    auto w = golden::regenerateWeight(*file.weight(std::string("layers.0.") + suffix));
+    ASSERT_TRUE(w.ok()) << w.error();
+    weights.push_back(w.take());
+  }
+  OwningOpRef<ModuleOp> m = parse(attentionModule(f, 0, weights));
+  ASSERT_TRUE(m);
+  const std::string dir = ::testing::TempDir() + "dsa-cpu-aot-" + std::to_string(::getpid());
+  cpu::CPUCompileOptions options;
+  options.probesAsResults = true;
+  ::dsa::Result<std::string> json = cpu::emitCPUStepLibrary(*m, dir, "layer0", options);
+  ASSERT_TRUE(json.ok()) << json.error();
+  EXPECT_EQ(*json, dir + "/layer0.json");
+
+  // From here on only the MLIR-free runtime.
+  auto lib = cpu::CPUStepLibrary::open(*json);
+  ASSERT_TRUE(lib.ok()) << lib.error();
+  const cpu::FunctionSignature *sig = (*lib)->signature("attention_L0");
+  ASSERT_TRUE(sig);
+  ASSERT_EQ(sig->state.size(), 1u);
+  std::vector<cpu::CPUValue> initial = {Tensor(ElementType::BF16, {0, f.dim}), Tensor::scalarI64(0),
+                                        Tensor(ElementType::BF16, {f.windowSize, f.headDim})};
+  for (const Tensor &w : weights)
+    initial.push_back(cpu::CPUBuffer::fromTensor(w));
+  const cpu::CPUStepLibrary *library = lib->get();
+  auto seq = cpu::CPUSequence::create(
+      *sig,
+      [library](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *probes) {
+        return library->run("attention_L0", args, probes);
+      },
+      initial);
+  ASSERT_TRUE(seq.ok()) << seq.error();
+
+  OwningOpRef<ModuleOp> decomposed(m->clone());
+  PassManager pm(&context);
+  pm.addPass(mlir::dsa::createDSADecomposeAttention());
+  ASSERT_TRUE(succeeded(pm.run(*decomposed))) << diagnostics;
+  auto interpFn = decomposed->lookupSymbol<func::FuncOp>("attention_L0");
+  Tensor ring(ElementType::BF16, {f.windowSize, f.headDim});
+  for (const golden::Regime &regime : file.regimes()) {
+    auto in = file.capture(regime.name, "L0.attn_in");
+    ASSERT_TRUE(in.ok()) << in.error();
+    std::vector<int64_t> shape = (*in)->shape;
+    shape.erase(shape.begin());
+    Tensor x = Tensor::fromFloats(ElementType::BF16, shape, std::vector<float>((*in)->data.begin(), (*in)->data.end()));
+    std::vector<Tensor> args = {x, Tensor::scalarI64(regime.startPos), ring};
+    args.insert(args.end(), weights.begin(), weights.end());
+    interp::ProbeLog wantProbes;
+    FailureOr<std::vector<Tensor>> want = interp::interpretFunction(interpFn, args, &wantProbes);
+    ASSERT_TRUE(succeeded(want)) << diagnostics;
+    ring = (*want)[1];
+
+    std::vector<cpu::NamedTensor> gotProbes;
+    auto got = seq->step({{0, x}, {1, Tensor::scalarI64(regime.startPos)}}, &gotProbes);
+    ASSERT_TRUE(got.ok()) << got.error();
+    ASSERT_EQ(got->size(), 2u);
+    EXPECT_TRUE(sameBits((*got)[0], (*want)[0])) << regime.name << " out";
+    EXPECT_TRUE(sameBits((*got)[1], (*want)[1])) << regime.name << " new_ring";
+    ASSERT_EQ(gotProbes.size(), wantProbes.size());
+    for (size_t p = 0; p < wantProbes.size(); ++p) {
+      EXPECT_EQ(gotProbes[p].name, wantProbes[p].name);
+      EXPECT_TRUE(sameBits(gotProbes[p].value, wantProbes[p].value)) << regime.name << " " << wantProbes[p].name;
+    }
+    const cpu::CPUValue *state = seq->state(2);
+    ASSERT_TRUE(state && state->tensor());
+    EXPECT_TRUE(sameBits(*state->tensor(), ring));
+  }
+  // A run-time check failing inside the AOT code reaches the runtime through dsa_cpu_fail_hook.
+  auto bad = seq->step({{0, Tensor(ElementType::BF16, {2, f.dim})}, {1, Tensor::scalarI64(20)}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("multi-token steps at start_pos > 0 are split into decode steps"), std::string::npos)
+      << bad.error();
+  // The state is unchanged by the failed step; replacing a state argument is refused.
+  EXPECT_TRUE(sameBits(*seq->state(2)->tensor(), ring));
+  auto refused = seq->step({{2, ring}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("argument #2 is state"), std::string::npos) << refused.error();
+}
 
 TEST_F(CPUBackendTest, ParallelLinearAndAttentionAreBitExact) {
   if (!haveOpenMP())

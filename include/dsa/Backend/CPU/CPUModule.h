@@ -17,7 +17,9 @@
 //   so a function that updates state, e.g. the ring, writes a new buffer). Result buffers are owned by the caller
 //   and freed by call()/run() after the copy into the returned Tensors.
 //   A large argument that does not change between calls (a weight) can be converted once with
-//   CPUBuffer::fromTensor and passed to run() as a CPUValue: no per-call conversion or copy.
+//   CPUBuffer::fromTensor and passed to run() as a CPUValue: no per-call conversion or copy. CPUBuffer, CPUValue
+//   and the marshalling are the MLIR-free runtime's (runtime/cpu/include/dsa/Runtime/CPU/Values.h), shared with
+//   AOT step libraries (emitCPUStepLibrary below, StepLibrary.h).
 //
 // Errors (dsa::Result, never an abort): compileForCPU reports the pipeline's or the JIT's diagnostics (an
 // unsupported op, a dynamic dimension a lowering needs static, an argument type call() cannot pass, missing
@@ -34,6 +36,7 @@
 
 #include "dsa/Interpreter/Interpreter.h"
 #include "dsa/Interpreter/Tensor.h"
+#include "dsa/Runtime/CPU/Values.h"
 #include "dsa/Support/Result.h"
 
 #include <memory>
@@ -61,42 +64,6 @@ struct CPUCompileOptions {
   bool parallel = false;
 };
 
-/// A tensor in the compiled code's memory format (row-major, bf16 as 16-bit patterns, i1 as bytes), converted once
-/// from a Tensor and shared by any number of run() calls (also concurrent ones, of any CPUModule): it is never
-/// modified after construction.
-class CPUBuffer {
-public:
-  /// Converts `t` (any element type of the calling convention, any rank).
-  static std::shared_ptr<const CPUBuffer> fromTensor(const interp::Tensor &t);
-
-  interp::ElementType elementType() const { return type_; }
-  const std::vector<int64_t> &shape() const { return shape_; }
-  /// The element data (8-byte aligned).
-  const void *data() const { return storage_.data(); }
-
-private:
-  CPUBuffer() = default;
-  interp::ElementType type_ = interp::ElementType::F32;
-  std::vector<int64_t> shape_;
-  std::vector<int64_t> storage_;
-};
-
-/// One argument of run(): a Tensor (converted for this call) or a prepared CPUBuffer. Scalars are rank-0 Tensors.
-class CPUValue {
-public:
-  CPUValue(interp::Tensor tensor) : tensor_(std::move(tensor)) {}
-  CPUValue(std::shared_ptr<const CPUBuffer> buffer) : isBuffer_(true), buffer_(std::move(buffer)) {}
-  /// The Tensor, or null for a buffer argument.
-  const interp::Tensor *tensor() const { return isBuffer_ ? nullptr : &tensor_; }
-  /// The buffer (null for a Tensor argument, or a null buffer, which run() reports).
-  const CPUBuffer *buffer() const { return buffer_.get(); }
-
-private:
-  bool isBuffer_ = false;
-  interp::Tensor tensor_;
-  std::shared_ptr<const CPUBuffer> buffer_;
-};
-
 class CPUModule {
 public:
   struct Impl;
@@ -107,6 +74,10 @@ public:
 
   /// The functions call() accepts: every public func.func with a body in the source module, in module order.
   std::vector<std::string> functionNames() const;
+  /// The signature of `name` as compiled (results include the kept probes; state bindings: a dsa.attention's
+  /// new_ring/new_state results that are function results, paired with its ring/state operands that are function
+  /// arguments), or null.
+  const FunctionSignature *signature(const std::string &name) const;
 
   /// Runs function `name` on `args` (see the calling convention above) and returns its results in order.
   /// With CPUCompileOptions::probesAsResults, `probes` (may be null) receives the function's probes, appended in
@@ -128,6 +99,14 @@ private:
 /// Lowers a copy of `module` (the caller's module is not modified; its MLIRContext gets the dialects and the LLVM IR
 /// translation interfaces registered) with --dsa-cpu-pipeline and JIT-compiles it.
 Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CPUCompileOptions &options = {});
+
+/// Ahead-of-time: lowers a copy of `module` like compileForCPU and writes a step library for the MLIR-free runtime
+/// (runtime/cpu/include/dsa/Runtime/CPU/StepLibrary.h) into `directory`: `<baseName>.o` (host CPU, options.optLevel),
+/// `<baseName>.so` (linked with the system C compiler `cc`, plus libomp with options.parallel) and the step
+/// description `<baseName>.json`. Returns the description's path. Errors: those of compileForCPU, an unwritable
+/// directory, a failed link (with the linker's exit status).
+Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string &directory,
+                                       const std::string &baseName, const CPUCompileOptions &options = {});
 
 } // namespace dsa::cpu
 

@@ -1,0 +1,189 @@
+//===- AOT.cpp - dsa CPU step libraries for the MLIR-free runtime -------------===//
+//
+// emitCPUStepLibrary: lowerForCPU (Lowering.cpp), translation to LLVM IR, then what the JIT would add itself:
+//   - the packed entry `void _mlir_<name>(void **args)` of every callable function (args[i] -> i-th LLVM argument,
+//     the last pointer receives the result), the convention of runtime/cpu/Values.h;
+//   - `dsa_cpu_fail(i32)`, defined here as a call through the global function pointer `dsa_cpu_fail_hook` (null =
+//     ignore), which the runtime's loader sets: the shared object needs no symbol from the executable.
+// Optimised like the JIT (makeOptimizingTransformer: no fast-math, so the f32 order is kept), compiled for the host
+// CPU to <base>.o, linked to <base>.so with `cc -shared` (-lm; libomp with parallel), described in <base>.json.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Backend/CPU/CPUModule.h"
+
+#include "Lowering.h"
+
+#include "dsa/Backend/CPU/RuntimeErrors.h"
+#include "dsa/Runtime/CPU/StepLibrary.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <fstream>
+
+namespace dsa::cpu {
+
+namespace {
+
+/// Adds `_mlir_<name>(ptr)` for every function in `names` (the JIT's packed convention).
+void addPackedEntries(llvm::Module &m, const std::vector<FunctionSignature> &functions) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::Type *ptr = b.getPtrTy();
+  for (const FunctionSignature &sig : functions) {
+    llvm::Function *fn = m.getFunction(sig.name);
+    if (!fn || fn->isDeclaration())
+      continue;
+    auto *entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
+                                         llvm::GlobalValue::ExternalLinkage, "_mlir_" + sig.name, m);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+    llvm::Value *list = entry->getArg(0);
+    llvm::SmallVector<llvm::Value *> args;
+    for (auto [i, arg] : llvm::enumerate(fn->args())) {
+      llvm::Value *slot = b.CreateLoad(ptr, b.CreateGEP(ptr, list, b.getInt64(i)));
+      args.push_back(b.CreateLoad(arg.getType(), slot));
+    }
+    llvm::Value *result = b.CreateCall(fn, args);
+    if (!result->getType()->isVoidTy()) {
+      llvm::Value *slot = b.CreateLoad(ptr, b.CreateGEP(ptr, list, b.getInt64(fn->arg_size())));
+      b.CreateStore(result, slot);
+    }
+    b.CreateRetVoid();
+  }
+}
+
+/// Defines dsa_cpu_fail(i32) as a call through `dsa_cpu_fail_hook` (a null hook ignores the failure).
+void defineFailHook(llvm::Module &m) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::PointerType *ptr = b.getPtrTy();
+  auto *hook = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+                                        llvm::ConstantPointerNull::get(ptr), "dsa_cpu_fail_hook");
+  llvm::FunctionType *type = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty()}, false);
+  llvm::Function *fail = m.getFunction(kFailSymbol);
+  if (!fail)
+    fail = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, kFailSymbol, m);
+  if (!fail->isDeclaration())
+    return;
+  fail->setLinkage(llvm::GlobalValue::InternalLinkage);
+  auto *entry = llvm::BasicBlock::Create(ctx, "entry", fail);
+  auto *call = llvm::BasicBlock::Create(ctx, "call", fail);
+  auto *done = llvm::BasicBlock::Create(ctx, "done", fail);
+  b.SetInsertPoint(entry);
+  llvm::Value *target = b.CreateLoad(ptr, hook);
+  b.CreateCondBr(b.CreateIsNotNull(target), call, done);
+  b.SetInsertPoint(call);
+  b.CreateCall(type, target, {fail->getArg(0)});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+}
+
+} // namespace
+
+Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string &directory,
+                                       const std::string &baseName, const CPUCompileOptions &options) {
+  if (baseName.empty() || baseName.find('/') != std::string::npos)
+    return makeError("cpu step library: base name '" + baseName + "' must be a non-empty file name");
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return makeError("cpu step library: cannot create directory '" + directory + "': " + ec.message());
+  std::string openmpLib;
+  if (options.parallel) {
+    Result<std::string> lib = findOpenMPRuntime();
+    if (!lib)
+      return makeError(lib.error());
+    openmpLib = lib.take();
+  }
+  Result<LoweredModule> lowered = lowerForCPU(module, options);
+  if (!lowered)
+    return makeError(lowered.error());
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(*lowered->module, llvmContext, baseName);
+  if (!llvmModule)
+    return makeError("cpu step library: translation to LLVM IR failed");
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return makeError("cpu step library: no LLVM target for " + triple.str() + ": " + error);
+  const std::string cpu = llvm::sys::getHostCPUName().str();
+  std::string features;
+  for (const auto &f : llvm::sys::getHostCPUFeatures())
+    features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+  const unsigned opt = std::min(options.optLevel, 3u);
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      static_cast<llvm::CodeGenOptLevel>(opt)));
+  if (!tm)
+    return makeError("cpu step library: cannot create a target machine for " + triple.str() + " / " + cpu);
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+
+  addPackedEntries(*llvmModule, lowered->functions);
+  defineFailHook(*llvmModule);
+  if (llvm::Error err = mlir::makeOptimizingTransformer(opt, /*sizeLevel=*/0, tm.get())(llvmModule.get()))
+    return makeError("cpu step library: LLVM optimisation failed: " + llvm::toString(std::move(err)));
+
+  const std::string objPath = directory + "/" + baseName + ".o";
+  const std::string soPath = directory + "/" + baseName + ".so";
+  const std::string jsonPath = directory + "/" + baseName + ".json";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return makeError("cpu step library: cannot write '" + objPath + "': " + ec.message());
+    llvm::legacy::PassManager codegen;
+    if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      return makeError("cpu step library: the target cannot emit object files");
+    codegen.run(*llvmModule);
+  }
+
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return makeError("cpu step library: no C compiler 'cc' on PATH to link " + soPath + " from " + objPath);
+  std::vector<std::string> argStrings = {*cc, "-shared", "-o", soPath, objPath, "-lm"};
+  if (!openmpLib.empty()) {
+    argStrings.push_back(openmpLib);
+    argStrings.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(openmpLib).str());
+  }
+  llvm::SmallVector<llvm::StringRef> args(argStrings.begin(), argStrings.end());
+  std::string execError;
+  int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &execError);
+  if (status != 0) {
+    std::string cmd;
+    for (const std::string &a : argStrings)
+      cmd += (cmd.empty() ? "" : " ") + a;
+    return makeError("cpu step library: linking failed (exit status " + std::to_string(status) + "): " + cmd +
+                     (execError.empty() ? "" : ": " + execError));
+  }
+
+  StepLibraryDescription description;
+  description.library = baseName + ".so";
+  description.targetCpu = cpu;
+  description.parallel = options.parallel;
+  description.functions = lowered->functions;
+  std::ofstream json(jsonPath);
+  json << describeStepLibrary(description);
+  if (!json)
+    return makeError("cpu step library: cannot write '" + jsonPath + "'");
+  return jsonPath;
+}
+
+} // namespace dsa::cpu

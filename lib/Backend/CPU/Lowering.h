@@ -1,0 +1,33 @@
+//===- Lowering.h - shared front of the CPU JIT and AOT paths (private) --------===//
+#ifndef DSA_LIB_BACKEND_CPU_LOWERING_H
+#define DSA_LIB_BACKEND_CPU_LOWERING_H
+
+#include "dsa/Backend/CPU/CPUModule.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace dsa::cpu {
+
+/// A module lowered by --dsa-cpu-pipeline (LLVM dialect) with the signatures of its callable functions.
+struct LoweredModule {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<FunctionSignature> functions;
+  std::string text; ///< the lowered module, printed
+};
+
+/// Registers in `ctx` the dialects, interface models and LLVM IR translations the CPU paths need.
+void registerCPUBackendDialects(mlir::MLIRContext *ctx);
+
+/// Captures the signatures (and state bindings) of `module`'s public functions, then lowers a clone: decomposition
+/// and probes kept as results (options.probesAsResults), arguments marked non-writable, --dsa-cpu-pipeline
+/// (options.parallel). Errors carry the pipeline's diagnostics.
+Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions &options);
+
+/// The OpenMP runtime for parallel code: $DSA_OPENMP_LIB, else the first existing of the known paths; an error
+/// listing them when none exists.
+Result<std::string> findOpenMPRuntime();
+
+} // namespace dsa::cpu
+
+#endif
