@@ -1,6 +1,7 @@
 //===- GoldenReplay.cpp - replay a DeepSeek golden through the dsa dialect ---===//
 #include "GoldenReplay.h"
 
+#include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Golden/Golden.h"
@@ -251,21 +252,30 @@ Result<Tensor> tensorFromCapture(const golden::Capture &capture, ElementType typ
   return Tensor::fromFloats(type, shape, std::move(values));
 }
 
-/// Runs one layer's attention function for a step, updating the layer's ring and state and the shared slots, and
-/// records every probe into `probed`.
+/// Runs one layer's attention function for a step on the interpreter or, when `cpu` is set, on the compiled CPU
+/// module, updating the layer's ring and state and the shared slots, and records every probe into `probed`.
 Result<Tensor> runLayer(Layer &layer, SharedSlots &shared, const Tensor &x, int64_t startPos,
-                        std::map<std::string, Tensor> &probed) {
+                        std::map<std::string, Tensor> &probed, const ::dsa::cpu::CPUModule *cpu) {
   std::vector<Tensor> args = {x, Tensor::scalarI64(startPos), layer.ring};
   for (const auto *group : {&layer.weights, &layer.compressor, &layer.indexKeys, &layer.indexer, &layer.state})
     args.insert(args.end(), group->begin(), group->end());
   if (layer.role.ratio > 0)
     args.insert(args.end(), shared.slots.begin(), shared.slots.end());
   interp::ProbeLog probes;
-  FailureOr<std::vector<Tensor>> results = interp::interpretFunction(layer.fn, args, &probes);
-  if (failed(results))
-    return makeError("interpreting layer " + std::to_string(layer.id) + " at start_pos " + std::to_string(startPos) +
-                     " failed (see the diagnostic above)");
-  std::vector<Tensor> &r = *results;
+  std::vector<Tensor> r;
+  if (cpu) {
+    Result<std::vector<Tensor>> results = cpu->call("attention_L" + std::to_string(layer.id), args, &probes);
+    if (!results)
+      return makeError("layer " + std::to_string(layer.id) + " at start_pos " + std::to_string(startPos) +
+                       " on the CPU backend: " + results.error());
+    r = results.take();
+  } else {
+    FailureOr<std::vector<Tensor>> results = interp::interpretFunction(layer.fn, args, &probes);
+    if (failed(results))
+      return makeError("interpreting layer " + std::to_string(layer.id) + " at start_pos " +
+                       std::to_string(startPos) + " failed (see the diagnostic above)");
+    r = std::move(*results);
+  }
   layer.ring = r[1];
   size_t next = 2;
   for (Tensor &s : layer.state)
@@ -299,6 +309,8 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
     llvm::errs() << "dsa-run: error: " << message << "\n";
     return 2;
   };
+  if (options.backend != "interpret" && options.backend != "cpu")
+    return fail("--backend must be 'interpret' or 'cpu', got '" + options.backend + "'");
   if (options.indexKSource != "published_slot" && options.indexKSource != "own_cache")
     return fail("--index-k-source must be 'published_slot' or 'own_cache', got '" + options.indexKSource + "'");
 
@@ -352,6 +364,15 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
     return fail("dsa-decompose-attention failed (see the diagnostic above)");
   if (options.emit == "primitives")
     module->print(llvm::outs());
+  std::unique_ptr<::dsa::cpu::CPUModule> cpuModule;
+  if (options.backend == "cpu") {
+    ::dsa::cpu::CPUCompileOptions cpuOptions;
+    cpuOptions.probesAsResults = true;
+    Result<std::unique_ptr<::dsa::cpu::CPUModule>> compiled = ::dsa::cpu::compileForCPU(*module, cpuOptions);
+    if (!compiled)
+      return fail("--backend=cpu: compiling the layers failed: " + compiled.error());
+    cpuModule = compiled.take();
+  }
   std::map<int64_t, Layer *> byId;
   for (Layer &layer : layers) {
     layer.fn = module->lookupSymbol<func::FuncOp>("attention_L" + std::to_string(layer.id));
@@ -385,7 +406,7 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
             if (Result<Tensor> t = tensorFromCapture(**in, ElementType::BF16))
               x = t.take();
         }
-        Result<Tensor> out = runLayer(*byId[l], shared, x, startPos, produced);
+        Result<Tensor> out = runLayer(*byId[l], shared, x, startPos, produced, cpuModule.get());
         if (!out || !options.resync)
           return out;
         Result<const golden::Capture *> want = file.capture(regime.name, prefix + "attn_out");
@@ -407,7 +428,7 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
         if (!x)
           return fail(x.error());
         inputs.insert(in);
-        Result<Tensor> out = runLayer(layer, shared, *x, regime.startPos, produced);
+        Result<Tensor> out = runLayer(layer, shared, *x, regime.startPos, produced, cpuModule.get());
         if (!out)
           return fail(out.error());
       }

@@ -33,6 +33,9 @@ struct GoldenReplayOptions {
   /// Whole-model mode: feed each layer the golden's attn_in and hand the golden's attn_out back to the model wherever
   /// the golden stores them in full (resynchronisation points). Off by default.
   bool resync = false;
+  /// "interpret" (the reference interpreter, default) or "cpu" (the module compiled by --dsa-cpu-pipeline and JIT-run
+  /// through lib/Backend/CPU, probes returned as results).
+  std::string backend = "interpret";
   /// "published_slot" (the reference, default) or "own_cache" (section 8's named correction).
   std::string indexKSource = "published_slot";
 };

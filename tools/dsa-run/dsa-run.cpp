@@ -161,6 +161,10 @@ cl::opt<bool> goldenResync("resync",
                            cl::desc("With --golden (whole model): feed each layer the golden's attn_in and return the "
                                     "golden's attn_out wherever they are stored in full (off by default)"),
                            cl::cat(runCategory));
+cl::opt<std::string> backendName("backend",
+                                 cl::desc("With --golden: 'interpret' (the reference interpreter, default) or 'cpu' "
+                                          "(compiled by --dsa-cpu-pipeline, JIT-run)"),
+                                 cl::init("interpret"), cl::cat(runCategory));
 cl::opt<std::string> indexKSource("index-k-source",
                                   cl::desc("With --golden: 'published_slot' (the reference, default) or 'own_cache' "
                                            "(attention-semantics.md section 8's named correction)"),
@@ -187,7 +191,7 @@ int main(int argc, char **argv) {
   }
   if (goldenPath.empty()) {
     const cl::Option *goldenOnly[] = {std::addressof(goldenLayers), &emitStage, &goldenVerbose, &goldenResync,
-                                      &indexKSource};
+                                      &indexKSource, &backendName};
     for (const cl::Option *option : goldenOnly)
       if (option->getNumOccurrences() > 0) {
         llvm::errs() << "dsa-run: error: --" << option->ArgStr << " only applies with --golden\n";
@@ -207,6 +211,7 @@ int main(int argc, char **argv) {
     options.verbose = goldenVerbose;
     options.resync = goldenResync;
     options.indexKSource = indexKSource;
+    options.backend = backendName;
     return ::dsa::tools::runGoldenReplay(options);
   }
 
