@@ -52,44 +52,34 @@ inline float clampSym(float v, float lim) {
   return v;
 }
 
+/// The shared shape of the three round trips: per block, `s = scaleOf(max(max|x|, amaxFloor) / limit)` and
+/// `x = bf16(roundValue(clamp(x / s, -limit, limit)) * s)`.
+template <typename ScaleFn, typename RoundFn>
+Status roundTripBlocks(const char *op, float *row, int64_t n, int64_t block, float amaxFloor, float limit,
+                       ScaleFn scaleOf, RoundFn roundValue) {
+  if (Status st = checkArgs(op, row, n, block); !st.ok())
+    return st;
+  for (int64_t b = 0; b < n; b += block) {
+    float *x = row + b;
+    const float s = scaleOf(blockAmax(x, block, amaxFloor) / limit);
+    for (int64_t i = 0; i < block; ++i)
+      x[i] = roundBf16(roundValue(clampSym(x[i] / s, limit)) * s);
+  }
+  return Status::success();
+}
+
 } // namespace
 
 Status actQuantFp8(float *row, int64_t n, int64_t block) {
-  if (Status st = checkArgs("act_quant_fp8", row, n, block); !st.ok())
-    return st;
-  for (int64_t b = 0; b < n; b += block) {
-    float *x = row + b;
-    const float s = pow2Ceil(blockAmax(x, block, 1e-4f) / kE4M3Max);
-    for (int64_t i = 0; i < block; ++i)
-      x[i] = roundBf16(roundE4M3(clampSym(x[i] / s, kE4M3Max)) * s);
-  }
-  return Status::success();
+  return roundTripBlocks("act_quant_fp8", row, n, block, 1e-4f, kE4M3Max, pow2Ceil, roundE4M3);
 }
 
 Status fp4QuantE8M0(float *row, int64_t n, int64_t block) {
-  if (Status st = checkArgs("fp4_quant_e8m0", row, n, block); !st.ok())
-    return st;
-  const float floor = kE2M1Max * 0x1p-126f;
-  for (int64_t b = 0; b < n; b += block) {
-    float *x = row + b;
-    const float s = pow2Ceil(blockAmax(x, block, floor) / kE2M1Max);
-    for (int64_t i = 0; i < block; ++i)
-      x[i] = roundBf16(roundE2M1(clampSym(x[i] / s, kE2M1Max)) * s);
-  }
-  return Status::success();
+  return roundTripBlocks("fp4_quant_e8m0", row, n, block, kE2M1Max * 0x1p-126f, kE2M1Max, pow2Ceil, roundE2M1);
 }
 
 Status fp4QuantE4M3(float *row, int64_t n, int64_t block) {
-  if (Status st = checkArgs("fp4_quant_e4m3", row, n, block); !st.ok())
-    return st;
-  const float floor = kE2M1Max * 0x1p-9f;
-  for (int64_t b = 0; b < n; b += block) {
-    float *x = row + b;
-    const float s = roundE4M3(blockAmax(x, block, floor) / kE2M1Max);
-    for (int64_t i = 0; i < block; ++i)
-      x[i] = roundBf16(roundE2M1(clampSym(x[i] / s, kE2M1Max)) * s);
-  }
-  return Status::success();
+  return roundTripBlocks("fp4_quant_e4m3", row, n, block, kE2M1Max * 0x1p-9f, kE2M1Max, roundE4M3, roundE2M1);
 }
 
 } // namespace dsa::numerics
