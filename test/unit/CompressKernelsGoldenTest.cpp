@@ -15,11 +15,12 @@
 #include "dsa/Interpreter/CompressKernels.h"
 #include "dsa/Interpreter/Kernels.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,10 +30,9 @@ using namespace dsa;
 using namespace dsa::interp;
 using dsa::golden::Capture;
 using dsa::golden::GoldenFile;
+using namespace dsa::test;
 
 namespace {
-
-const char *kFullGolden = DSA_TEST_DATA_DIR "/../../../shared/golden/ds41_tiny_golden_full.json";
 
 /// Loaded once for all tests of this file; null when the file is absent (tests skip) or unreadable (tests fail).
 struct GoldenHolder {
@@ -44,10 +44,10 @@ struct GoldenHolder {
 const GoldenHolder &holder() {
   static GoldenHolder h = [] {
     GoldenHolder out;
-    out.present = std::ifstream(kFullGolden).good();
+    out.present = fileExists(kFullGoldenPath);
     if (!out.present)
       return out;
-    Result<GoldenFile> g = GoldenFile::load(kFullGolden);
+    Result<GoldenFile> g = GoldenFile::load(kFullGoldenPath);
     if (!g.ok())
       out.loadError = g.error();
     else
@@ -60,7 +60,7 @@ const GoldenHolder &holder() {
 #define REQUIRE_GOLDEN()                                                                                             \
   do {                                                                                                               \
     if (!holder().present)                                                                                           \
-      GTEST_SKIP() << "debug golden absent: " << kFullGolden;                                                        \
+      GTEST_SKIP() << "debug golden absent: " << kFullGoldenPath;                                                    \
     ASSERT_TRUE(holder().golden) << holder().loadError;                                                              \
   } while (0)
 
@@ -96,10 +96,6 @@ Tensor weight(const GoldenFile &g, const std::string &name) {
     return Tensor();
   }
   return unwrap(golden::regenerateWeight(*meta), name);
-}
-
-Tensor reshape(const Tensor &t, std::vector<int64_t> shape) {
-  return Tensor::fromFloats(t.elementType(), std::move(shape), t.floatVector());
 }
 
 /// Rows 0..n-1 of a rank-2 float tensor.
@@ -194,7 +190,7 @@ public:
   Tensor scores(int layer, const Tensor &x, int64_t startPos, const Tensor &keys) const {
     const int64_t s = x.dim(0);
     Tensor qr = UNWRAP(rmsNorm(UNWRAP(linear(x, w(layer, "wq_a.weight"))), w(layer, "q_norm.weight"), eps_));
-    Tensor iq = reshape(UNWRAP(linear(qr, w(layer, "indexer.wq_b.weight"))), {s, fx_.indexNHeads, fx_.indexHeadDim});
+    Tensor iq = reshaped(UNWRAP(linear(qr, w(layer, "indexer.wq_b.weight"))), {s, fx_.indexNHeads, fx_.indexHeadDim});
     iq = UNWRAP(fp4QuantE8M0(UNWRAP(applyRope(iq, UNWRAP(positions(startPos, s, 1)), rope_, false)), 32));
     Tensor hw = UNWRAP(linear(x, w(layer, "indexer.weights_proj.weight")));
     Tensor sc = UNWRAP(indexerScores(iq, hw, keys, startPos, ratio(layer), weightScale_));

@@ -8,31 +8,22 @@
 #include "dsa/Interpreter/CompressKernels.h"
 #include "dsa/Numerics/BF16.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <set>
 #include <string>
 #include <vector>
 
 using namespace dsa;
 using namespace dsa::interp;
+using namespace dsa::test;
 
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
-Tensor f32(std::vector<int64_t> shape, std::vector<float> v) {
-  return Tensor::fromFloats(ElementType::F32, std::move(shape), std::move(v));
-}
-Tensor bf16(std::vector<int64_t> shape, std::vector<float> v) {
-  return Tensor::fromFloats(ElementType::BF16, std::move(shape), std::move(v));
-}
-Tensor i1(std::vector<int64_t> shape, std::vector<int64_t> v) {
-  return Tensor::fromInts(ElementType::I1, std::move(shape), std::move(v));
-}
 Tensor zerosState(int64_t r, int64_t hd) { return Tensor(ElementType::F32, {r, hd}); }
 Tensor negInfState(int64_t r, int64_t hd) {
   return f32({r, hd}, std::vector<float>(static_cast<size_t>(r * hd), -kInf));

@@ -6,42 +6,19 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Golden/Compare.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 
 using namespace dsa::golden;
+using namespace dsa::test;
 using dsa::interp::ElementType;
 using dsa::interp::Tensor;
 
 namespace {
-
-const std::string kGoldenPath = std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json";
-// The debug copy with every capture stored in full (optional: tests using it skip when it is absent).
-const std::string kFullGoldenPath = std::string(DSA_TEST_DATA_DIR) + "/../../../shared/golden/ds41_tiny_golden_full.json";
-
-const GoldenFile &golden() {
-  static const GoldenFile *g = [] {
-    auto r = GoldenFile::load(kGoldenPath);
-    if (!r) {
-      ADD_FAILURE() << r.error();
-      std::abort();
-    }
-    return new GoldenFile(r.take());
-  }();
-  return *g;
-}
-
-bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
-
-std::vector<int64_t> dropBatch(const std::vector<int64_t> &shape) {
-  size_t i = 0;
-  while (i < shape.size() && shape[i] == 1)
-    ++i;
-  return std::vector<int64_t>(shape.begin() + static_cast<long>(i), shape.end());
-}
 
 /// The tensor of a full (stride 1) capture: i64 for integer captures, f32 otherwise; batch dims dropped when asked.
 Tensor tensorOf(const Capture &c, bool dropLeadingOnes = true) {
@@ -264,7 +241,7 @@ TEST(GoldenCompare, GoldenCapturesPassAndPerturbationsFailExactlyThatCapture) {
 // the authoritative golden (README: bf16 samples identical, f32 within 7e-7 relative). Exercises the strided path
 // on real data, and shows that a large change to an unstored element fails through the checksum.
 TEST(GoldenCompare, FullDebugGoldenAgainstStridedCaptures) {
-  if (!std::ifstream(kFullGoldenPath).good())
+  if (!fileExists(kFullGoldenPath))
     GTEST_SKIP() << "no debug golden at " << kFullGoldenPath;
   auto fullOr = GoldenFile::load(kFullGoldenPath);
   ASSERT_TRUE(fullOr.ok()) << fullOr.error();

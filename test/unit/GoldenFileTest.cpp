@@ -6,38 +6,20 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Golden/GoldenFile.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <unistd.h>
 
 using namespace dsa::golden;
+using namespace dsa::test;
 
 namespace {
 
-const std::string kGoldenPath = std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json";
-
-const GoldenFile &golden() {
-  static const GoldenFile *g = [] {
-    auto r = GoldenFile::load(kGoldenPath);
-    if (!r) {
-      ADD_FAILURE() << r.error();
-      std::abort();
-    }
-    return new GoldenFile(r.take());
-  }();
-  return *g;
-}
-
-std::string goldenText() {
-  std::ifstream in(kGoldenPath);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string goldenText() { return readText(kTinyGoldenPath); }
 
 /// `text` with the first occurrence of `from` replaced; fails the test when `from` is absent.
 std::string replaceOnce(std::string text, const std::string &from, const std::string &to) {
@@ -54,8 +36,6 @@ std::string loadError(const std::string &text) {
   EXPECT_FALSE(r.ok()) << "edited golden unexpectedly loaded";
   return r.ok() ? std::string() : r.error();
 }
-
-bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
 
 } // namespace
 

@@ -6,35 +6,16 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Golden/Filler.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 using namespace dsa::golden;
 using dsa::Status;
 using dsa::interp::ElementType;
-
-namespace {
-
-const std::string kGoldenPath = std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json";
-
-const GoldenFile &golden() {
-  static const GoldenFile *g = [] {
-    auto r = GoldenFile::load(kGoldenPath);
-    if (!r) {
-      ADD_FAILURE() << r.error();
-      std::abort();
-    }
-    return new GoldenFile(r.take());
-  }();
-  return *g;
-}
-
-bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
-
-} // namespace
+using namespace dsa::test;
 
 TEST(GoldenFiller, Fnv1a64PublishedVectors) {
   EXPECT_EQ(fnv1a64(""), 0xCBF29CE484222325ull);
@@ -181,10 +162,7 @@ TEST(GoldenFiller, EngramScalesEqualTheE8M0Filler) {
   }
 
   // An edited table is caught, naming the row.
-  std::ifstream in(kGoldenPath);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string edited = text.str();
+  std::string edited = readText(kTinyGoldenPath);
   size_t at = edited.find("\"scales\":[[0.5,");
   ASSERT_NE(at, std::string::npos);
   edited.replace(at, 15, "\"scales\":[[0.25,");

@@ -15,30 +15,23 @@
 #include "dsa/Golden/Golden.h"
 #include "dsa/Interpreter/Kernels.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 
 using namespace dsa;
 using namespace dsa::interp;
+using namespace dsa::test;
 
 namespace {
-
-const std::string kAuthority = std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json";
-const std::string kFull = std::string(DSA_TEST_DATA_DIR) + "/../../../shared/golden/ds41_tiny_golden_full.json";
-
-bool exists(const std::string &path) { return std::ifstream(path).good(); }
 
 /// Unwraps a Result inside a test: a failure stops the test with the kernel's message.
 #define ASSERT_OK_AND_ASSIGN(lhs, expr)                                                                            \
   auto lhs##Result = (expr);                                                                                       \
   ASSERT_TRUE(lhs##Result.ok()) << #expr << ": " << lhs##Result.error();                                           \
   auto lhs = lhs##Result.take()
-
-Tensor reshaped(const Tensor &t, std::vector<int64_t> shape) {
-  return Tensor::fromFloats(t.elementType(), std::move(shape), t.floatVector());
-}
 
 /// The weights of one layer's attention (tiny-model-harness.md parameter names).
 struct AttnWeights {
@@ -143,21 +136,21 @@ void replayLayer0(const std::string &path) {
 } // namespace
 
 TEST(KernelsGolden, Layer0AuthorityGolden) {
-  if (!exists(kAuthority))
-    GTEST_SKIP() << kAuthority << " is absent";
-  replayLayer0(kAuthority);
+  if (!fileExists(kTinyGoldenPath))
+    GTEST_SKIP() << kTinyGoldenPath << " is absent";
+  replayLayer0(kTinyGoldenPath);
 }
 
 TEST(KernelsGolden, Layer0FullDebugGolden) {
-  if (!exists(kFull))
-    GTEST_SKIP() << kFull << " is absent";
-  replayLayer0(kFull);
+  if (!fileExists(kFullGoldenPath))
+    GTEST_SKIP() << kFullGoldenPath << " is absent";
+  replayLayer0(kFullGoldenPath);
 }
 
 TEST(KernelsGolden, YarnQueriesOfCompressedLayersFullDebugGolden) {
-  if (!exists(kFull))
-    GTEST_SKIP() << kFull << " is absent";
-  ASSERT_OK_AND_ASSIGN(g, golden::GoldenFile::load(kFull));
+  if (!fileExists(kFullGoldenPath))
+    GTEST_SKIP() << kFullGoldenPath << " is absent";
+  ASSERT_OK_AND_ASSIGN(g, golden::GoldenFile::load(kFullGoldenPath));
   const golden::Fixture &f = g.fixture();
   std::vector<golden::Verdict> verdicts;
   int64_t checked = 0;

@@ -7,6 +7,8 @@
 
 #include "dsa/Interpreter/Kernels.h"
 
+#include "TestSupport.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,24 +17,10 @@
 #include <random>
 
 using namespace dsa::interp;
+using namespace dsa::test;
 using ::testing::HasSubstr;
 
 namespace {
-
-const float kInf = std::numeric_limits<float>::infinity();
-
-Tensor bf16(std::vector<int64_t> shape, std::vector<float> v) {
-  return Tensor::fromFloats(ElementType::BF16, std::move(shape), std::move(v));
-}
-Tensor f32(std::vector<int64_t> shape, std::vector<float> v) {
-  return Tensor::fromFloats(ElementType::F32, std::move(shape), std::move(v));
-}
-Tensor i32(std::vector<int64_t> shape, std::vector<int64_t> v) {
-  return Tensor::fromInts(ElementType::I32, std::move(shape), std::move(v));
-}
-Tensor i64(std::vector<int64_t> shape, std::vector<int64_t> v) {
-  return Tensor::fromInts(ElementType::I64, std::move(shape), std::move(v));
-}
 
 /// One bf16 ulp at |v| (normal range).
 double bf16Ulp(double v) { return std::ldexp(1.0, std::ilogb(v == 0 ? 1e-30 : v) - 7); }

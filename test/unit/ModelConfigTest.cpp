@@ -2,17 +2,16 @@
 #include "dsa/Golden/GoldenFile.h"
 #include "dsa/Golden/ModelConfig.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 using namespace dsa::golden;
 
 namespace {
 
-Fixture tinyFixture() {
-  auto golden = GoldenFile::load(std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json");
-  EXPECT_TRUE(golden.ok()) << golden.error();
-  return golden->fixture();
-}
+/// A copy of the tiny golden's fixture, to edit.
+Fixture tinyFixture() { return dsa::test::golden().fixture(); }
 
 std::string errorOf(const Fixture &f) {
   dsa::Status s = validateModelConfig(f);

@@ -11,30 +11,19 @@
 #include "dsa/Golden/Golden.h"
 #include "dsa/Golden/TinyModel.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 using namespace dsa;
 using namespace dsa::golden;
 using interp::ElementType;
 using interp::Tensor;
+using namespace dsa::test;
 
 namespace {
-
-const std::string kCompactPath = std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json";
-const std::string kFullPath = std::string(DSA_TEST_DATA_DIR) + "/../../../shared/golden/ds41_tiny_golden_full.json";
-
-bool fileExists(const std::string &path) { return std::ifstream(path).good(); }
-
-std::string readText(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// The captures the attention produces itself (not the harness's): sa_* and the shared slots.
 bool isAttentionInternal(const std::string &name) {
@@ -47,11 +36,11 @@ bool isAttentionInternal(const std::string &name) {
 class TinyModelGoldenTest : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
-    auto compact = GoldenFile::load(kCompactPath);
+    auto compact = GoldenFile::load(kTinyGoldenPath);
     ASSERT_TRUE(compact.ok()) << compact.error();
     compact_ = new GoldenFile(compact.take());
-    if (fileExists(kFullPath)) {
-      auto full = GoldenFile::load(kFullPath);
+    if (fileExists(kFullGoldenPath)) {
+      auto full = GoldenFile::load(kFullGoldenPath);
       ASSERT_TRUE(full.ok()) << full.error();
       full_ = new GoldenFile(full.take());
     }
@@ -116,7 +105,7 @@ TEST_F(TinyModelGoldenTest, InputIdsRegenerateFromFixedInts) {
 
 TEST_F(TinyModelGoldenTest, ReplayMatchesBothGoldens) {
   if (!full_)
-    GTEST_SKIP() << "full debug golden absent: " << kFullPath;
+    GTEST_SKIP() << "full debug golden absent: " << kFullGoldenPath;
   auto model = TinyModel::create(*compact_);
   ASSERT_TRUE(model.ok()) << model.error();
 
@@ -174,7 +163,7 @@ TEST_F(TinyModelGoldenTest, ReplayMatchesBothGoldens) {
 
 TEST_F(TinyModelGoldenTest, FailedStepLeavesTheSequenceUnchanged) {
   if (!full_)
-    GTEST_SKIP() << "full debug golden absent: " << kFullPath;
+    GTEST_SKIP() << "full debug golden absent: " << kFullGoldenPath;
   auto model = TinyModel::create(*compact_);
   ASSERT_TRUE(model.ok()) << model.error();
   const Regime &prefill = compact_->regimes()[0];
@@ -249,7 +238,7 @@ TEST_F(TinyModelGoldenTest, BadStepArgumentsAreErrors) {
 
 /// A copy of the compact golden's text with `from` replaced by `to` (exactly once).
 std::string editedGolden(const std::string &from, const std::string &to) {
-  std::string text = readText(kCompactPath);
+  std::string text = readText(kTinyGoldenPath);
   size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   EXPECT_EQ(text.find(from, at + 1), std::string::npos) << from << " is not unique";
