@@ -6,7 +6,8 @@
 //   - `dsa_cpu_fail(i32)`, defined here as a call through the global function pointer `dsa_cpu_fail_hook` (null =
 //     ignore), which the runtime's loader sets: the shared object needs no symbol from the executable.
 // Optimised like the JIT (makeOptimizingTransformer: no fast-math, so the f32 order is kept), compiled for the host
-// CPU to <base>.o, linked to <base>.so with `cc -shared` (-lm; libomp with parallel), described in <base>.json.
+// CPU to <base>.o, linked to <base>.so with `cc -shared` (the runtime functions of RuntimeFunctions.h from the static
+// DSACPURuntime/DSANumerics archives, -lstdc++ -lm; libomp with parallel), described in <base>.json.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
@@ -158,7 +159,10 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
   if (!cc)
     return makeError("cpu step library: no C compiler 'cc' on PATH to link " + soPath + " from " + objPath);
-  std::vector<std::string> argStrings = {*cc, "-shared", "-o", soPath, objPath, "-lm"};
+  // The runtime functions the code may call (RuntimeFunctions.h: the top-k set) come from the runtime's static
+  // archives, kept out of the .so's dynamic symbol table (--exclude-libs): only members the object needs are pulled.
+  std::vector<std::string> argStrings = {*cc,        "-shared", "-o", soPath, objPath, DSA_CPU_RUNTIME_ARCHIVE,
+                                         DSA_NUMERICS_ARCHIVE, "-Wl,--exclude-libs,ALL", "-lstdc++", "-lm"};
   if (!openmpLib.empty()) {
     argStrings.push_back(openmpLib);
     argStrings.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(openmpLib).str());

@@ -2,7 +2,8 @@
 //
 // compileForCPU: lowerForCPU (Lowering.cpp), then MLIR's ExecutionEngine (ORC JIT, host CPU), whose packed entries
 // `_mlir_<name>` follow the runtime's calling convention (runtime/cpu: Values.h), so call()/run() are the runtime's
-// invokePacked. dsa_cpu_fail is bound to the runtime's dsaCpuRecordFailure.
+// invokePacked. dsa_cpu_fail is bound to the runtime's dsaCpuRecordFailure, the C interface of dsa_cpu_topk_set to the
+// runtime's (RuntimeFunctions.h).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
@@ -10,6 +11,7 @@
 #include "Lowering.h"
 
 #include "dsa/Backend/CPU/RuntimeErrors.h"
+#include "dsa/Backend/CPU/RuntimeFunctions.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -106,6 +108,9 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
     llvm::orc::SymbolMap symbols;
     symbols[interner(kFailSymbol)] = {llvm::orc::ExecutorAddr::fromPtr(&dsaCpuRecordFailure),
                                       llvm::JITSymbolFlags::Exported};
+    // The runtime functions of RuntimeFunctions.h, called through their C interface (memref descriptors by pointer).
+    symbols[interner(kTopkEntrySymbol)] = {
+        llvm::orc::ExecutorAddr::fromPtr(&_mlir_ciface_dsa_cpu_topk_set), llvm::JITSymbolFlags::Exported};
     return symbols;
   });
   impl->engine->initialize();

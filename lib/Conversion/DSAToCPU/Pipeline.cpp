@@ -4,7 +4,9 @@
 // boundaries (identity layouts, so every function argument/result is a plain memref), ownership-based buffer
 // deallocation (results are owned by the caller), linalg -> loops, and the conversions to the LLVM dialect with
 // bf16 truncation expanded inline (--arith-expand include-bf16: no __truncsfbf2 call, ../shared/toolchain.md).
-// No pass here reassociates or contracts f32 arithmetic, so the bit-exactness of dsa-to-cpu survives.
+// No pass here reassociates or contracts f32 arithmetic, so the bit-exactness of dsa-to-cpu survives. Strided
+// memref.copy ops left by bufferization (insert_slice/concat/extract_slice on dynamic shapes) become linalg.copy
+// loops, so nothing calls the runner-utils library.
 //
 // parallel=true: the parallel dimensions of every linalg.generic become scf.parallel loops and then OpenMP
 // work-sharing loops (omp.parallel + omp.wsloop, __kmpc_* calls: an OpenMP runtime, libomp, must be loadable when
@@ -33,6 +35,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -42,6 +46,34 @@
 namespace mlir::dsa {
 
 namespace {
+
+/// Rewrites every memref.copy whose source or target does not have the identity layout (the copies that
+/// bufferization makes for tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes) into
+/// linalg.copy, which convert-linalg-to-loops turns into loops. finalize-memref-to-llvm would otherwise lower them to
+/// a call of the runner-utils library's `memrefCopy`, which neither the JIT's process nor an AOT step library has.
+/// Copies between identity-layout memrefs stay memref.copy (a memcpy).
+struct StridedCopiesToLinalgPass : PassWrapper<StridedCopiesToLinalgPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(StridedCopiesToLinalgPass)
+  StringRef getArgument() const override { return "dsa-cpu-strided-copies-to-linalg"; }
+  void getDependentDialects(DialectRegistry &registry) const override { registry.insert<linalg::LinalgDialect>(); }
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp copy) {
+      auto identity = [](Type t) {
+        auto m = dyn_cast<MemRefType>(t);
+        return m && m.getLayout().isIdentity();
+      };
+      if (!identity(copy.getSource().getType()) || !identity(copy.getTarget().getType()))
+        copies.push_back(copy);
+    });
+    for (memref::CopyOp copy : copies) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
+      copy.erase();
+    }
+  }
+};
+
 struct DSACPUPipelineOptions : PassPipelineOptions<DSACPUPipelineOptions> {
   Option<bool> parallel{*this, "parallel",
                         llvm::cl::desc("Run the outputs of every op on OpenMP threads (needs libomp at run time)"),
@@ -66,6 +98,7 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(std::make_unique<StridedCopiesToLinalgPass>());
 
   if (parallel)
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

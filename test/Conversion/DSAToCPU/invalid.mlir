@@ -26,10 +26,55 @@ func.func @attention(%x: tensor<?x64xbf16>, %start_pos: i64, %ring: tensor<8x32x
 
 // -----
 
-func.func @compressed(%x: tensor<?x32xbf16>) -> tensor<?x32xbf16> {
-  // expected-error @+1 {{'dsa.fp4_quant_e8m0' op is not lowered by dsa-to-cpu yet (only the window-only primitives are)}}
-  %y = dsa.fp4_quant_e8m0 %x {block_size = 32 : i64} : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
-  return %y : tensor<?x32xbf16>
+func.func @pool_dynamic_hd(%kv: tensor<?x?xf32>, %kvs: tensor<2x32xf32>, %sp: i64)
+    -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>) {
+  // expected-error @+2 {{'dsa.compress_pool' op dsa-to-cpu needs dimension 1 of 'kv' to be static}}
+  // expected-error @+1 {{failed to legalize operation 'dsa.compress_pool'}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %kvs, %kvs, %sp {ratio = 2 : i64}
+      : (tensor<?x?xf32>, tensor<?x?xf32>, tensor<2x32xf32>, tensor<2x32xf32>, i64)
+      -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>)
+  return %p, %a, %b : tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>
+}
+
+// -----
+
+func.func @pool_dynamic_state(%kv: tensor<?x32xf32>, %kvs: tensor<?x32xf32>, %sp: i64)
+    -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>) {
+  // expected-error @+2 {{'dsa.compress_pool' op dsa-to-cpu needs 'kv_state' to have a static shape [ratio, hd]}}
+  // expected-error @+1 {{failed to legalize operation 'dsa.compress_pool'}}
+  %p, %a, %b = dsa.compress_pool %kv, %kv, %kvs, %kvs, %sp {ratio = 2 : i64}
+      : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>, i64)
+      -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>)
+  return %p, %a, %b : tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+}
+
+// -----
+
+func.func @fp4_dynamic_width(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  // expected-error @+2 {{'dsa.fp4_quant_e8m0' op dsa-to-cpu needs dimension 1 of 'x' to be static}}
+  // expected-error @+1 {{failed to legalize operation 'dsa.fp4_quant_e8m0'}}
+  %y = dsa.fp4_quant_e8m0 %x {block_size = 32 : i64} : (tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+
+// -----
+
+func.func @cache_dynamic_width(%c: tensor<8x?xbf16>, %r: tensor<?x?xbf16>, %sp: i64) -> tensor<8x?xbf16> {
+  // expected-error @+2 {{'dsa.cache_write' op dsa-to-cpu needs dimension 1 of 'cache' to be static}}
+  // expected-error @+1 {{failed to legalize operation 'dsa.cache_write'}}
+  %y = dsa.cache_write %c, %r, %sp {ratio = 2 : i64} : (tensor<8x?xbf16>, tensor<?x?xbf16>, i64) -> tensor<8x?xbf16>
+  return %y : tensor<8x?xbf16>
+}
+
+// -----
+
+func.func @scores_dynamic_heads(%iq: tensor<?x?x32xbf16>, %w: tensor<?x?xbf16>, %k: tensor<?x32xbf16>, %sp: i64)
+    -> tensor<?x?xbf16> {
+  // expected-error @+2 {{'dsa.indexer_scores' op dsa-to-cpu needs dimension 1 of 'iq' to be static}}
+  // expected-error @+1 {{failed to legalize operation 'dsa.indexer_scores'}}
+  %y = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 1.250000e-01 : f32}
+      : (tensor<?x?x32xbf16>, tensor<?x?xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
 }
 
 // -----

@@ -38,6 +38,30 @@ enum class RuntimeError : int32_t {
   SparseAttnIndicesRows = 10,
   SparseAttnIndexOutOfRange = 11,
   SparseAttnNanSink = 12,
+  // Compressed-attention primitives (sections 5-9; the checks of include/dsa/Interpreter/CompressKernels.h).
+  CompressPoolNegativeStart = 13,
+  CompressPoolEmptyStep = 14,
+  CompressPoolMultiTokenDecode = 15,
+  CompressPoolScoreShape = 16,
+  CacheWriteNegativeStart = 17,
+  CacheWriteOverflow = 18,
+  IndexerScoresNegativeStart = 19,
+  IndexerScoresWeightsRows = 20,
+  IndexerScoresKeysRows = 21,
+  CompressVisibilityNegativeStart = 22,
+  CompressVisibilityEmptyStep = 23,
+  CompressVisibilityMultiTokenDecode = 24,
+  CompressVisibilityWidth = 25,
+  SelectCandidateBlocksNegativeStart = 26,
+  SelectCandidateBlocksEmptyStep = 27,
+  SelectCandidateBlocksMultiTokenDecode = 28,
+  SelectCandidateBlocksWidth = 29,
+  ApplyCandidatesMaskShape = 30,
+  IndexerTopkNegativeStart = 31,
+  IndexerTopkEmptyStep = 32,
+  IndexerTopkMultiTokenDecode = 33,
+  IndexerTopkWidth = 34,
+  TopkRuntimeFailed = 35,
 };
 
 /// The message of a code, naming the op and the violated condition (the interpreter's wording where it has one);
@@ -72,6 +96,58 @@ inline const char *runtimeErrorMessage(int32_t code) {
     return "dsa.sparse_attn: an index is outside [-1, n) (n = the rows of kv)";
   case RuntimeError::SparseAttnNanSink:
     return "dsa.sparse_attn: the sink holds a NaN";
+  case RuntimeError::CompressPoolNegativeStart:
+    return "dsa.compress_pool: start_pos is negative, expected >= 0";
+  case RuntimeError::CompressPoolEmptyStep:
+    return "dsa.compress_pool: a step needs at least one token, got s = 0";
+  case RuntimeError::CompressPoolMultiTokenDecode:
+    return "dsa.compress_pool: a step of more than one token at start_pos > 0: feed the tokens one decode step at "
+           "a time";
+  case RuntimeError::CompressPoolScoreShape:
+    return "dsa.compress_pool: score does not have kv's shape (dimension 0)";
+  case RuntimeError::CacheWriteNegativeStart:
+    return "dsa.cache_write: start_pos is negative, expected >= 0";
+  case RuntimeError::CacheWriteOverflow:
+    return "dsa.cache_write: rows start_pos // ratio .. start_pos // ratio + g - 1 overflow the cache capacity "
+           "(dimension 0 of cache)";
+  case RuntimeError::IndexerScoresNegativeStart:
+    return "dsa.indexer_scores: start_pos is negative, expected >= 0";
+  case RuntimeError::IndexerScoresWeightsRows:
+    return "dsa.indexer_scores: weights does not have one row per token of iq (dimension 0)";
+  case RuntimeError::IndexerScoresKeysRows:
+    return "dsa.indexer_scores: keys has fewer than width = (start_pos + s) // ratio rows";
+  case RuntimeError::CompressVisibilityNegativeStart:
+    return "dsa.compress_visibility: start_pos is negative, expected >= 0";
+  case RuntimeError::CompressVisibilityEmptyStep:
+    return "dsa.compress_visibility: a step needs at least one token, got s = 0";
+  case RuntimeError::CompressVisibilityMultiTokenDecode:
+    return "dsa.compress_visibility: a step of more than one token at start_pos > 0: feed the tokens one decode "
+           "step at a time";
+  case RuntimeError::CompressVisibilityWidth:
+    return "dsa.compress_visibility: scores does not have width (start_pos + s) // ratio columns (dimension 1)";
+  case RuntimeError::SelectCandidateBlocksNegativeStart:
+    return "dsa.select_candidate_blocks: start_pos is negative, expected >= 0";
+  case RuntimeError::SelectCandidateBlocksEmptyStep:
+    return "dsa.select_candidate_blocks: a step needs at least one token, got s = 0";
+  case RuntimeError::SelectCandidateBlocksMultiTokenDecode:
+    return "dsa.select_candidate_blocks: a step of more than one token at start_pos > 0: feed the tokens one "
+           "decode step at a time";
+  case RuntimeError::SelectCandidateBlocksWidth:
+    return "dsa.select_candidate_blocks: scores does not have width (start_pos + s) // ratio columns (dimension 1)";
+  case RuntimeError::ApplyCandidatesMaskShape:
+    return "dsa.apply_candidates: mask does not have the shape of scores";
+  case RuntimeError::IndexerTopkNegativeStart:
+    return "dsa.indexer_topk: start_pos is negative, expected >= 0";
+  case RuntimeError::IndexerTopkEmptyStep:
+    return "dsa.indexer_topk: a step needs at least one token, got s = 0";
+  case RuntimeError::IndexerTopkMultiTokenDecode:
+    return "dsa.indexer_topk: a step of more than one token at start_pos > 0: feed the tokens one decode step at a "
+           "time";
+  case RuntimeError::IndexerTopkWidth:
+    return "dsa.indexer_topk: scores does not have width (start_pos + s) // ratio columns (dimension 1)";
+  case RuntimeError::TopkRuntimeFailed:
+    return "dsa.indexer_topk / dsa.select_candidate_blocks: the top-k runtime function dsa_cpu_topk_set rejected "
+           "its arguments (values null, or k outside [0, n])";
   }
   return "unknown run-time error code";
 }
