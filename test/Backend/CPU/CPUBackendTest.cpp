@@ -5,11 +5,13 @@
 //     must be bit-identical (float bit patterns, NaN = NaN) and index tensors equal;
 //   - the golden (test/Golden/ds41_tiny_golden.json) through the section 12 comparator;
 //   - ::dsa::numerics (roundBf16) for the pipeline's bf16 rounding;
-//   - hand-written expectations for the error paths.
+//   - hand-written expectations for the error paths;
+//   - torch itself for the top-k sets (test/Golden/topk_tie_cases.json).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/Backend/CPU/RuntimeErrors.h"
+#include "dsa/Backend/CPU/RuntimeFunctions.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
@@ -28,6 +30,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -671,6 +674,554 @@ func.func @round(%x: tensor<?xf32>) -> tensor<?xbf16> {
       ADD_FAILURE() << "bf16(" << std::hexfloat << in[static_cast<size_t>(i)] << ") = " << g << ", want " << want;
   }
   EXPECT_EQ(mismatches, 0);
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// The compressed-attention primitives against the interpreter (its kernels: lib/Interpreter/Kernels/{Compressor,
+// Indexer}.cpp), on random data and edge cases
+//===----------------------------------------------------------------------------------------------------------===//
+
+const char *kCompressedModule = R"mlir(
+func.func @pool4(%kv: tensor<?x12xf32>, %sc: tensor<?x12xf32>, %kvs: tensor<4x12xf32>, %scs: tensor<4x12xf32>,
+                 %sp: i64) -> (tensor<?x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>) {
+  %p, %a, %b = dsa.compress_pool %kv, %sc, %kvs, %scs, %sp {ratio = 4 : i64}
+      : (tensor<?x12xf32>, tensor<?x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>, i64)
+      -> (tensor<?x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>)
+  return %p, %a, %b : tensor<?x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>
+}
+func.func @pool2(%kv: tensor<?x32xf32>, %sc: tensor<?x32xf32>, %kvs: tensor<2x32xf32>, %scs: tensor<2x32xf32>,
+                 %sp: i64) -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>) {
+  %p, %a, %b = dsa.compress_pool %kv, %sc, %kvs, %scs, %sp {ratio = 2 : i64}
+      : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>, i64)
+      -> (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>)
+  return %p, %a, %b : tensor<?x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>
+}
+func.func @e8m0(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %y = dsa.fp4_quant_e8m0 %x {block_size = 32 : i64} : (tensor<?x64xbf16>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+func.func @e4m3(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %y = dsa.fp4_quant_e4m3 %x {block_size = 16 : i64} : (tensor<?x64xbf16>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+func.func @e8m0_f32_rank3(%x: tensor<?x2x32xf32>) -> tensor<?x2x32xbf16> {
+  %y = dsa.fp4_quant_e8m0 %x {block_size = 32 : i64} : (tensor<?x2x32xf32>) -> tensor<?x2x32xbf16>
+  return %y : tensor<?x2x32xbf16>
+}
+func.func @e4m3_f32_b8(%x: tensor<?x24xf32>) -> tensor<?x24xbf16> {
+  %y = dsa.fp4_quant_e4m3 %x {block_size = 8 : i64} : (tensor<?x24xf32>) -> tensor<?x24xbf16>
+  return %y : tensor<?x24xbf16>
+}
+func.func @cache(%c: tensor<16x8xbf16>, %r: tensor<?x8xbf16>, %sp: i64) -> tensor<16x8xbf16> {
+  %y = dsa.cache_write %c, %r, %sp {ratio = 2 : i64} : (tensor<16x8xbf16>, tensor<?x8xbf16>, i64) -> tensor<16x8xbf16>
+  return %y : tensor<16x8xbf16>
+}
+func.func @scores1(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64)
+    -> tensor<?x?xbf16> {
+  %y = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 1.250000e-01 : f32}
+      : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+func.func @scores2(%iq: tensor<?x3x20xbf16>, %w: tensor<?x3xbf16>, %k: tensor<?x20xbf16>, %sp: i64)
+    -> tensor<?x?xbf16> {
+  %y = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 2 : i64, weight_scale = 0.129099443 : f32}
+      : (tensor<?x3x20xbf16>, tensor<?x3xbf16>, tensor<?x20xbf16>, i64) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+func.func @vis(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xbf16> {
+  %y = dsa.compress_visibility %s, %sp {ratio = 2 : i64} : (tensor<?x?xbf16>, i64) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+func.func @vis1(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xbf16> {
+  %y = dsa.compress_visibility %s, %sp {ratio = 1 : i64} : (tensor<?x?xbf16>, i64) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+func.func @cand(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xi1> {
+  %m = dsa.select_candidate_blocks %s, %sp
+      {ratio = 1 : i64, topk_blocks = 3 : i64, block_size = 2 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<?x?xbf16>, i64) -> tensor<?x?xi1>
+  return %m : tensor<?x?xi1>
+}
+func.func @cand2(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xi1> {
+  %m = dsa.select_candidate_blocks %s, %sp
+      {ratio = 2 : i64, topk_blocks = 2 : i64, block_size = 3 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<?x?xbf16>, i64) -> tensor<?x?xi1>
+  return %m : tensor<?x?xi1>
+}
+func.func @cand_partial(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xi1> {
+  %m = dsa.select_candidate_blocks %s, %sp
+      {ratio = 1 : i64, topk_blocks = 1 : i64, block_size = 2 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<?x?xbf16>, i64) -> tensor<?x?xi1>
+  return %m : tensor<?x?xi1>
+}
+func.func @apply(%s: tensor<?x?xbf16>, %m: tensor<?x?xi1>) -> tensor<?x?xbf16> {
+  %y = dsa.apply_candidates %s, %m : (tensor<?x?xbf16>, tensor<?x?xi1>) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+func.func @topk1(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xi32> {
+  %i = dsa.indexer_topk %s, %sp
+      {ratio = 1 : i64, index_topk = 6 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<?x?xbf16>, i64) -> tensor<?x?xi32>
+  return %i : tensor<?x?xi32>
+}
+func.func @topk2(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xi32> {
+  %i = dsa.indexer_topk %s, %sp
+      {ratio = 2 : i64, index_topk = 6 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<?x?xbf16>, i64) -> tensor<?x?xi32>
+  return %i : tensor<?x?xi32>
+}
+func.func @topk_partial(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xi32> {
+  %i = dsa.indexer_topk %s, %sp
+      {ratio = 1 : i64, index_topk = 2 : i64, window_size = 4 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<?x?xbf16>, i64) -> tensor<?x?xi32>
+  return %i : tensor<?x?xi32>
+}
+func.func @topk_static(%s: tensor<1x10xbf16>, %sp: i64) -> tensor<1x6xi32> {
+  %i = dsa.indexer_topk %s, %sp
+      {ratio = 3 : i64, index_topk = 6 : i64, window_size = 8 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<1x10xbf16>, i64) -> tensor<1x6xi32>
+  return %i : tensor<1x6xi32>
+}
+)mlir";
+
+/// The compressed module compiled once; each check runs the interpreter on the same function and arguments.
+class CPUBackendCompressedTest : public CPUBackendTest {
+protected:
+  void SetUp() override {
+    module = parse(kCompressedModule);
+    ASSERT_TRUE(module);
+    compiled = compile(*module);
+    ASSERT_TRUE(compiled);
+  }
+
+  /// Expects the CPU results of `fn` bit-identical to the interpreter's; returns the interpreter's.
+  std::vector<Tensor> expectSame(const std::string &fn, const std::vector<Tensor> &args, const std::string &what) {
+    auto f = module->lookupSymbol<func::FuncOp>(fn);
+    EXPECT_TRUE(f) << fn;
+    if (!f)
+      return {};
+    FailureOr<std::vector<Tensor>> want = interp::interpretFunction(f, args, nullptr);
+    EXPECT_TRUE(succeeded(want)) << what << ": " << diagnostics;
+    if (failed(want))
+      return {};
+    ::dsa::Result<std::vector<Tensor>> got = compiled->call(fn, args);
+    EXPECT_TRUE(got.ok()) << what << ": " << got.error();
+    if (!got.ok())
+      return *want;
+    EXPECT_EQ(got->size(), want->size()) << what;
+    for (size_t i = 0; i < std::min(got->size(), want->size()); ++i)
+      EXPECT_TRUE(sameBits((*got)[i], (*want)[i])) << what << " result #" << i;
+    return *want;
+  }
+
+  /// Expects both the interpreter and the CPU backend to reject the call; the CPU with `code`'s message.
+  void expectBothReject(const std::string &fn, const std::vector<Tensor> &args, cpu::RuntimeError code) {
+    auto f = module->lookupSymbol<func::FuncOp>(fn);
+    ASSERT_TRUE(f) << fn;
+    diagnostics.clear();
+    EXPECT_TRUE(failed(interp::interpretFunction(f, args, nullptr))) << fn << ": the interpreter accepted it";
+    ::dsa::Result<std::vector<Tensor>> got = compiled->call(fn, args);
+    ASSERT_FALSE(got.ok()) << fn << ": expected " << cpu::runtimeErrorMessage(static_cast<int32_t>(code));
+    EXPECT_NE(got.error().find(cpu::runtimeErrorMessage(static_cast<int32_t>(code))), std::string::npos)
+        << got.error();
+  }
+
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<cpu::CPUModule> compiled;
+};
+
+/// Scores [s, width] of a few distinct bf16 levels, so that rows are full of ties (the top-k tie order matters),
+/// with a fraction of -inf entries.
+Tensor tiedScores(int64_t s, int64_t width, double negInfShare, int levels = 3) {
+  std::uniform_int_distribution<int> level(0, levels - 1);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<float> v;
+  for (int64_t i = 0; i < s * width; ++i)
+    v.push_back(u(rng()) < negInfShare ? -std::numeric_limits<float>::infinity()
+                                       : static_cast<float>(level(rng())) * 0.5f);
+  return Tensor::fromFloats(ElementType::BF16, {s, width}, v);
+}
+
+Tensor mostlyNegInf(int64_t s, int64_t width) {
+  return Tensor::fromFloats(ElementType::BF16, {s, width},
+                            std::vector<float>(static_cast<size_t>(s * width),
+                                               -std::numeric_limits<float>::infinity()));
+}
+
+TEST_F(CPUBackendCompressedTest, CompressPoolPrefillDecodeChainAndEdgesMatchInterpreter) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> negInf(4 * 12, -inf);
+  const Tensor zeros(ElementType::F32, {4, 12});
+  const Tensor initialScore = Tensor::fromFloats(ElementType::F32, {4, 12}, negInf);
+  // Prefills of every remainder (s < ratio: no group; s % 4 == 0: no remainder), from the initial state and from a
+  // random one (slots past rem keep their values).
+  for (int64_t s : {1, 3, 4, 5, 8, 11}) {
+    expectSame("pool4", {randomFloats(ElementType::F32, {s, 12}), randomFloats(ElementType::F32, {s, 12}, 3.0f),
+                         zeros, initialScore, Tensor::scalarI64(0)},
+               "prefill " + std::to_string(s));
+    expectSame("pool4", {randomFloats(ElementType::F32, {s, 12}), randomFloats(ElementType::F32, {s, 12}, 3.0f),
+                         randomFloats(ElementType::F32, {4, 12}), randomFloats(ElementType::F32, {4, 12}),
+                         Tensor::scalarI64(0)},
+               "prefill from a random state " + std::to_string(s));
+  }
+  // Prefill 6 (slots 0, 1 hold tokens 4, 5), then decode 6 (slot 2), 7 (slot 3: completes the group of 4..7), 8
+  // (slot 0), 9, 10, 11 (completes 8..11): the state threaded from the interpreter.
+  std::vector<Tensor> st = expectSame(
+      "pool4", {randomFloats(ElementType::F32, {6, 12}), randomFloats(ElementType::F32, {6, 12}, 2.0f), zeros,
+                initialScore, Tensor::scalarI64(0)},
+      "chain prefill 6");
+  ASSERT_EQ(st.size(), 3u);
+  EXPECT_EQ(st[0].dim(0), 1);
+  for (int64_t sp = 6; sp < 12; ++sp) {
+    std::vector<Tensor> next = expectSame("pool4",
+                                          {randomFloats(ElementType::F32, {1, 12}),
+                                           randomFloats(ElementType::F32, {1, 12}, 2.0f), st[1], st[2],
+                                           Tensor::scalarI64(sp)},
+                                          "chain decode " + std::to_string(sp));
+    ASSERT_EQ(next.size(), 3u);
+    EXPECT_EQ(next[0].dim(0), (sp + 1) % 4 == 0 ? 1 : 0) << sp;
+    st = next;
+  }
+  // Ratio 2 decode completing from the initial state at start_pos 1 (slot 0 still -inf: its weight is 0), large
+  // scores (exp underflow for all but the max), a group whose scores are all -inf (NaN on both sides) and +inf.
+  expectSame("pool2", {randomFloats(ElementType::F32, {1, 32}), randomFloats(ElementType::F32, {1, 32}, 60.0f),
+                       Tensor(ElementType::F32, {2, 32}),
+                       Tensor::fromFloats(ElementType::F32, {2, 32}, std::vector<float>(64, -inf)),
+                       Tensor::scalarI64(1)},
+             "ratio 2 decode completing at 1");
+  std::vector<float> sc(4 * 32);
+  for (size_t i = 0; i < sc.size(); ++i)
+    sc[i] = i < 64 ? -inf : (i % 5 == 0 ? inf : static_cast<float>(i % 7) * 40.0f);
+  expectSame("pool2", {randomFloats(ElementType::F32, {4, 32}), Tensor::fromFloats(ElementType::F32, {4, 32}, sc),
+                       Tensor(ElementType::F32, {2, 32}), randomFloats(ElementType::F32, {2, 32}),
+                       Tensor::scalarI64(0)},
+             "ratio 2 prefill with -inf / +inf / large scores");
+  // Decode at a large position that does not complete a group.
+  expectSame("pool2", {randomFloats(ElementType::F32, {1, 32}), randomFloats(ElementType::F32, {1, 32}),
+                       randomFloats(ElementType::F32, {2, 32}), randomFloats(ElementType::F32, {2, 32}),
+                       Tensor::scalarI64(1000)},
+             "ratio 2 decode at 1000");
+  // Errors: multi-token decode, negative start_pos, an empty step, score rows != kv rows.
+  expectBothReject("pool4",
+                   {randomFloats(ElementType::F32, {2, 12}), randomFloats(ElementType::F32, {2, 12}), zeros,
+                    initialScore, Tensor::scalarI64(4)},
+                   cpu::RuntimeError::CompressPoolMultiTokenDecode);
+  expectBothReject("pool4",
+                   {randomFloats(ElementType::F32, {1, 12}), randomFloats(ElementType::F32, {1, 12}), zeros,
+                    initialScore, Tensor::scalarI64(-3)},
+                   cpu::RuntimeError::CompressPoolNegativeStart);
+  expectBothReject("pool4",
+                   {Tensor(ElementType::F32, {0, 12}), Tensor(ElementType::F32, {0, 12}), zeros, initialScore,
+                    Tensor::scalarI64(0)},
+                   cpu::RuntimeError::CompressPoolEmptyStep);
+  expectBothReject("pool4",
+                   {randomFloats(ElementType::F32, {3, 12}), randomFloats(ElementType::F32, {2, 12}), zeros,
+                    initialScore, Tensor::scalarI64(0)},
+                   cpu::RuntimeError::CompressPoolScoreShape);
+}
+
+/// Every bf16 bit pattern through both fp4 round trips, 31 per block after an anchor of 6 (amax = 6: the scale is
+/// exactly 1 for both scale kinds whenever the others are <= 6 in magnitude, so the e2m1 rounding itself sees every
+/// bf16 value: ties to the even code, -0.25 -> -0, saturation; larger values, inf and NaN set their block's scale).
+TEST_F(CPUBackendCompressedTest, Fp4QuantMatchesInterpreterOnEveryBf16Value) {
+  for (const char *fn : {"e8m0", "e4m3"}) {
+    const size_t block = std::string(fn) == "e8m0" ? 32 : 16;
+    std::vector<float> v;
+    for (uint32_t bits = 0; bits < 0x10000u; ++bits) {
+      if (v.size() % block == 0)
+        v.push_back(6.0f);
+      v.push_back(::dsa::numerics::bf16BitsToF32(static_cast<uint16_t>(bits)));
+    }
+    while (v.size() % 64 != 0)
+      v.push_back(0.0f);
+    const int64_t rows = static_cast<int64_t>(v.size()) / 64;
+    expectSame(fn, {Tensor::fromFloats(ElementType::BF16, {rows, 64}, v)}, std::string(fn) + " every bf16");
+    // Random blocks over a wide range of magnitudes (scales from e4m3 subnormals / the 6*2^-126 floor up), an
+    // all-zero block, and blocks whose amax / 6 is an exact power of two (or an e4m3 value).
+    std::vector<float> r;
+    std::uniform_real_distribution<float> expo(-140.0f, 30.0f);
+    std::normal_distribution<float> n01(0.0f, 1.0f);
+    for (int b = 0; b < 400; ++b) {
+      float mag = std::exp2(expo(rng()));
+      for (size_t i = 0; i < block; ++i)
+        r.push_back(b == 0 ? 0.0f : n01(rng()) * mag);
+      if (b % 7 == 3)
+        r.back() = 6.0f * std::exp2(static_cast<float>(b % 23 - 11)) * (b % 2 ? 1.125f : 1.0f);
+    }
+    expectSame(fn, {Tensor::fromFloats(ElementType::BF16, {static_cast<int64_t>(r.size() / 64), 64}, r)},
+               std::string(fn) + " random magnitudes");
+  }
+  // f32 inputs (quantised as given, not first rounded to bf16), rank 3, and another block size.
+  expectSame("e8m0_f32_rank3", {randomFloats(ElementType::F32, {5, 2, 32}, 3.0f)}, "e8m0 f32 rank 3");
+  expectSame("e4m3_f32_b8", {randomFloats(ElementType::F32, {7, 24}, 0.01f)}, "e4m3 f32 block 8");
+  expectSame("e4m3_f32_b8", {Tensor(ElementType::F32, {0, 24})}, "e4m3 no rows");
+}
+
+TEST_F(CPUBackendCompressedTest, CacheWriteMatchesInterpreter) {
+  Tensor cache = randomFloats(ElementType::BF16, {16, 8});
+  for (int64_t g : {0, 1, 3})
+    for (int64_t sp : {0, 1, 5, 9, 20, 26})
+      if (sp / 2 + g <= 16)
+        expectSame("cache", {cache, randomFloats(ElementType::BF16, {g, 8}), Tensor::scalarI64(sp)},
+                   "g " + std::to_string(g) + " at " + std::to_string(sp));
+  // Exactly filling the last rows, then one row too many; a negative start_pos.
+  expectSame("cache", {cache, randomFloats(ElementType::BF16, {2, 8}), Tensor::scalarI64(28)}, "last rows");
+  expectBothReject("cache", {cache, randomFloats(ElementType::BF16, {3, 8}), Tensor::scalarI64(28)},
+                   cpu::RuntimeError::CacheWriteOverflow);
+  expectBothReject("cache", {cache, randomFloats(ElementType::BF16, {1, 8}), Tensor::scalarI64(-2)},
+                   cpu::RuntimeError::CacheWriteNegativeStart);
+}
+
+TEST_F(CPUBackendCompressedTest, IndexerScoresMatchInterpreter) {
+  // Prefill (width = s // ratio), decode (width = (start_pos + 1) // ratio), keys with more rows than width,
+  // head dims with and without a multiple of 8, a width-0 step.
+  for (int64_t s : {1, 5, 12})
+    expectSame("scores1", {randomFloats(ElementType::BF16, {s, 2, 32}), randomFloats(ElementType::BF16, {s, 2}),
+                           randomFloats(ElementType::BF16, {s + 3, 32}), Tensor::scalarI64(0)},
+               "ratio 1 prefill " + std::to_string(s));
+  expectSame("scores1", {randomFloats(ElementType::BF16, {1, 2, 32}), randomFloats(ElementType::BF16, {1, 2}),
+                         randomFloats(ElementType::BF16, {14, 32}), Tensor::scalarI64(12)},
+             "ratio 1 decode 12");
+  for (int64_t s : {1, 7})
+    expectSame("scores2", {randomFloats(ElementType::BF16, {s, 3, 20}), randomFloats(ElementType::BF16, {s, 3}),
+                           randomFloats(ElementType::BF16, {4, 20}), Tensor::scalarI64(0)},
+               "ratio 2 prefill " + std::to_string(s));
+  expectSame("scores2", {randomFloats(ElementType::BF16, {1, 3, 20}), randomFloats(ElementType::BF16, {1, 3}),
+                         randomFloats(ElementType::BF16, {6, 20}), Tensor::scalarI64(9)},
+             "ratio 2 decode 9");
+  // relu of a NaN dot is 0 (fmax), an inf weight, large values whose products overflow bf16.
+  Tensor iq = randomFloats(ElementType::BF16, {3, 2, 32}, 40.0f);
+  std::vector<float> q = iq.floatVector();
+  q[5] = std::nanf("");
+  q[70] = std::numeric_limits<float>::infinity();
+  std::vector<float> w = randomFloats(ElementType::BF16, {3, 2}, 1e30f).floatVector();
+  w[1] = std::numeric_limits<float>::infinity();
+  expectSame("scores1", {Tensor::fromFloats(ElementType::BF16, {3, 2, 32}, q), Tensor::fromFloats(ElementType::BF16, {3, 2}, w),
+                         randomFloats(ElementType::BF16, {3, 32}, 40.0f), Tensor::scalarI64(0)},
+             "NaN / inf / overflow");
+  // Errors: keys shorter than width, weights rows, negative start_pos.
+  expectBothReject("scores1", {randomFloats(ElementType::BF16, {5, 2, 32}), randomFloats(ElementType::BF16, {5, 2}),
+                               randomFloats(ElementType::BF16, {4, 32}), Tensor::scalarI64(0)},
+                   cpu::RuntimeError::IndexerScoresKeysRows);
+  expectBothReject("scores1", {randomFloats(ElementType::BF16, {5, 2, 32}), randomFloats(ElementType::BF16, {4, 2}),
+                               randomFloats(ElementType::BF16, {5, 32}), Tensor::scalarI64(0)},
+                   cpu::RuntimeError::IndexerScoresWeightsRows);
+  expectBothReject("scores1", {randomFloats(ElementType::BF16, {1, 2, 32}), randomFloats(ElementType::BF16, {1, 2}),
+                               randomFloats(ElementType::BF16, {5, 32}), Tensor::scalarI64(-1)},
+                   cpu::RuntimeError::IndexerScoresNegativeStart);
+}
+
+TEST_F(CPUBackendCompressedTest, VisibilityAndApplyCandidatesMatchInterpreter) {
+  for (int64_t s : {1, 2, 7, 12})
+    expectSame("vis", {randomFloats(ElementType::BF16, {s, s / 2}), Tensor::scalarI64(0)},
+               "ratio 2 prefill " + std::to_string(s));
+  expectSame("vis1", {randomFloats(ElementType::BF16, {9, 9}), Tensor::scalarI64(0)}, "ratio 1 prefill");
+  expectSame("vis", {randomFloats(ElementType::BF16, {1, 5}), Tensor::scalarI64(9)}, "ratio 2 decode 9");
+  expectBothReject("vis", {randomFloats(ElementType::BF16, {4, 3}), Tensor::scalarI64(0)},
+                   cpu::RuntimeError::CompressVisibilityWidth);
+  expectBothReject("vis", {randomFloats(ElementType::BF16, {2, 5}), Tensor::scalarI64(8)},
+                   cpu::RuntimeError::CompressVisibilityMultiTokenDecode);
+  expectBothReject("vis", {Tensor(ElementType::BF16, {0, 0}), Tensor::scalarI64(0)},
+                   cpu::RuntimeError::CompressVisibilityEmptyStep);
+  expectBothReject("vis", {randomFloats(ElementType::BF16, {1, 0}), Tensor::scalarI64(-4)},
+                   cpu::RuntimeError::CompressVisibilityNegativeStart);
+
+  std::bernoulli_distribution coin(0.5);
+  std::vector<int64_t> mask;
+  for (int i = 0; i < 6 * 11; ++i)
+    mask.push_back(coin(rng()) ? 1 : 0);
+  expectSame("apply", {randomFloats(ElementType::BF16, {6, 11}), Tensor::fromInts(ElementType::I1, {6, 11}, mask)},
+             "random mask");
+  expectSame("apply", {Tensor(ElementType::BF16, {3, 0}), Tensor(ElementType::I1, {3, 0})}, "width 0");
+  expectBothReject("apply", {randomFloats(ElementType::BF16, {6, 11}), Tensor(ElementType::I1, {6, 10})},
+                   cpu::RuntimeError::ApplyCandidatesMaskShape);
+}
+
+TEST_F(CPUBackendCompressedTest, SelectCandidateBlocksMatchesInterpreter) {
+  // Prefill rows with ties, -inf and a width that is not a multiple of the block size; the pinned block is the one
+  // of the newest visible position; rows with fewer reachable blocks than topk_blocks drop their -inf picks.
+  for (int64_t s : {1, 5, 12})
+    for (double share : {0.0, 0.5, 0.9})
+      expectSame("cand", {tiedScores(s, s, share), Tensor::scalarI64(0)},
+                 "ratio 1 prefill " + std::to_string(s) + " -inf share " + std::to_string(share));
+  // Through compress_visibility first, as in the layer (the future positions are -inf).
+  for (int64_t s : {4, 12}) {
+    std::vector<Tensor> vis = expectSame("vis1", {tiedScores(s, s, 0.2), Tensor::scalarI64(0)}, "visibility");
+    ASSERT_EQ(vis.size(), 1u);
+    expectSame("cand", {vis[0], Tensor::scalarI64(0)}, "after visibility " + std::to_string(s));
+  }
+  // Ratio 2: compress_len 0 for query 0 (nothing pinned; an all -inf row gives an empty mask), block size 3.
+  expectSame("cand2", {mostlyNegInf(7, 3), Tensor::scalarI64(0)}, "ratio 2, all -inf");
+  expectSame("cand2", {tiedScores(11, 5, 0.3), Tensor::scalarI64(0)}, "ratio 2 prefill 11");
+  expectSame("cand2", {tiedScores(1, 7, 0.3), Tensor::scalarI64(14)}, "ratio 2 decode 14");
+  expectSame("cand", {tiedScores(1, 13, 0.1), Tensor::scalarI64(12)}, "ratio 1 decode 12");
+  // NaN scores rank first in the top-k but are not > -inf, so their blocks are dropped.
+  std::vector<float> nan = randomFloats(ElementType::BF16, {1, 10}).floatVector();
+  nan[3] = std::nanf("");
+  nan[8] = std::nanf("");
+  expectSame("cand", {Tensor::fromFloats(ElementType::BF16, {1, 10}, nan), Tensor::scalarI64(9)}, "NaN blocks");
+  // k * 64 <= n_blocks: the partial_sort branch, on a row of ties.
+  expectSame("cand_partial", {tiedScores(1, 140, 0.0, 1), Tensor::scalarI64(139)}, "partial_sort branch");
+  expectSame("cand_partial", {tiedScores(2, 2, 0.0, 1), Tensor::scalarI64(0)}, "two blocks, k = 1");
+  expectBothReject("cand", {tiedScores(2, 3, 0.0), Tensor::scalarI64(0)},
+                   cpu::RuntimeError::SelectCandidateBlocksWidth);
+  expectBothReject("cand", {tiedScores(3, 6, 0.0), Tensor::scalarI64(3)},
+                   cpu::RuntimeError::SelectCandidateBlocksMultiTokenDecode);
+}
+
+TEST_F(CPUBackendCompressedTest, IndexerTopkMatchesInterpreter) {
+  // Ties everywhere (the reference's libstdc++ order decides the set), -inf rows, k = min(index_topk, width),
+  // offset s in prefill and window_size in decode, -1 for positions at or past compress_len.
+  for (int64_t s : {1, 3, 6, 12})
+    for (double share : {0.0, 0.5, 1.0})
+      expectSame("topk1", {tiedScores(s, s, share), Tensor::scalarI64(0)},
+                 "ratio 1 prefill " + std::to_string(s) + " -inf share " + std::to_string(share));
+  for (int64_t s : {1, 4, 12})
+    expectSame("topk2", {tiedScores(s, s / 2, 0.3), Tensor::scalarI64(0)}, "ratio 2 prefill " + std::to_string(s));
+  expectSame("topk1", {tiedScores(1, 13, 0.2), Tensor::scalarI64(12)}, "ratio 1 decode 12");
+  expectSame("topk2", {tiedScores(1, 7, 0.2), Tensor::scalarI64(13)}, "ratio 2 decode 13");
+  expectSame("topk1", {randomFloats(ElementType::BF16, {5, 5}), Tensor::scalarI64(0)}, "distinct values");
+  // The candidate-masked case of section 6 step 7: fewer than k finite scores, the -inf picks still map to rows.
+  std::vector<Tensor> masked = expectSame(
+      "apply", {tiedScores(1, 10, 0.0), Tensor::fromInts(ElementType::I1, {1, 10}, {0, 1, 0, 0, 1, 0, 0, 0, 0, 1})},
+      "candidate mask");
+  ASSERT_EQ(masked.size(), 1u);
+  std::vector<Tensor> picked = expectSame("topk1", {masked[0], Tensor::scalarI64(9)}, "after the candidate mask");
+  ASSERT_EQ(picked.size(), 1u);
+  for (int64_t v : picked[0].intVector())
+    EXPECT_GE(v, 8); // 6 picks, all < compress_len = 10, offset W = 8
+  // NaN ranks first; the partial_sort branch (k * 64 <= width); width 0 (k = 0); static shapes.
+  std::vector<float> nan = randomFloats(ElementType::BF16, {1, 9}).floatVector();
+  nan[2] = std::nanf("");
+  nan[5] = std::nanf("");
+  expectSame("topk1", {Tensor::fromFloats(ElementType::BF16, {1, 9}, nan), Tensor::scalarI64(8)}, "NaN");
+  expectSame("topk_partial", {tiedScores(1, 130, 0.0, 2), Tensor::scalarI64(129)}, "partial_sort branch");
+  expectSame("topk_partial", {tiedScores(1, 128, 0.5, 1), Tensor::scalarI64(127)}, "partial_sort, exact 64 * k");
+  expectSame("topk2", {Tensor(ElementType::BF16, {1, 0}), Tensor::scalarI64(0)}, "width 0");
+  for (int64_t sp : {29, 30, 31})
+    expectSame("topk_static", {tiedScores(1, 10, 0.2), Tensor::scalarI64(sp)}, "static shapes at " + std::to_string(sp));
+  expectBothReject("topk1", {tiedScores(2, 3, 0.0), Tensor::scalarI64(0)}, cpu::RuntimeError::IndexerTopkWidth);
+  expectBothReject("topk1", {tiedScores(2, 4, 0.0), Tensor::scalarI64(2)},
+                   cpu::RuntimeError::IndexerTopkMultiTokenDecode);
+  expectBothReject("topk1", {Tensor(ElementType::BF16, {0, 0}), Tensor::scalarI64(0)},
+                   cpu::RuntimeError::IndexerTopkEmptyStep);
+  expectBothReject("topk1", {tiedScores(1, 0, 0.0), Tensor::scalarI64(-1)},
+                   cpu::RuntimeError::IndexerTopkNegativeStart);
+}
+
+/// The top-k against torch itself: every recorded tie case of golden/topk_tie_cases.json (index sets returned by
+/// torch.topk on CPU), through the runtime's C interface (row-major and with a transposed, strided layout) and,
+/// for k = 6, through the compiled dsa.indexer_topk (a decode step whose compress_len covers every position, so
+/// each pick p comes back as p + window_size).
+TEST_F(CPUBackendCompressedTest, TopkMatchesTorchOnRecordedTieCases) {
+  std::ifstream in(std::string(DSA_TEST_DATA_DIR) + "/topk_tie_cases.json");
+  ASSERT_TRUE(in);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  int compiledCases = 0;
+  for (const auto &c : doc.at("cases")) {
+    std::vector<float> values;
+    for (const auto &v : c.at("values")) {
+      if (v.is_string())
+        values.push_back(v.get<std::string>() == "-inf" ? -std::numeric_limits<float>::infinity()
+                                                         : std::numeric_limits<float>::infinity());
+      else
+        values.push_back(v.get<float>());
+    }
+    const int64_t n = static_cast<int64_t>(values.size()), k = c.at("k").get<int64_t>();
+    const std::vector<int64_t> want = c.at("set").get<std::vector<int64_t>>();
+    // Row-major, one row.
+    std::vector<int64_t> picks(static_cast<size_t>(k), -7);
+    cpu::MemRefF32Rank2 v{values.data(), values.data(), 0, {1, n}, {n, 1}};
+    cpu::MemRefI64Rank2 o{picks.data(), picks.data(), 0, {1, k}, {k, 1}};
+    ASSERT_EQ(_mlir_ciface_dsa_cpu_topk_set(&v, k, &o), 0);
+    EXPECT_EQ(picks, want);
+    // The same row as column 1 of a column-major [2, n] buffer with an offset; the picks as a column too.
+    std::vector<float> colMajor(static_cast<size_t>(3 + 2 * n), std::nanf(""));
+    for (int64_t j = 0; j < n; ++j)
+      colMajor[static_cast<size_t>(3 + j * 2 + 1)] = values[static_cast<size_t>(j)];
+    std::vector<int64_t> picksT(static_cast<size_t>(2 * k + 1), -7);
+    cpu::MemRefF32Rank2 vt{colMajor.data(), colMajor.data(), 4, {1, n}, {1, 2}};
+    cpu::MemRefI64Rank2 ot{picksT.data(), picksT.data(), 1, {1, k}, {1, 2}};
+    ASSERT_EQ(_mlir_ciface_dsa_cpu_topk_set(&vt, k, &ot), 0);
+    for (int64_t j = 0; j < k; ++j)
+      EXPECT_EQ(picksT[static_cast<size_t>(1 + 2 * j)], want[static_cast<size_t>(j)]);
+    if (k != 6)
+      continue;
+    ++compiledCases;
+    std::vector<Tensor> got = expectSame("topk1", {Tensor::fromFloats(ElementType::BF16, {1, n}, values),
+                                                   Tensor::scalarI64(n - 1)},
+                                         "tie case");
+    ASSERT_EQ(got.size(), 1u);
+    std::vector<int64_t> mapped;
+    for (int64_t p : want)
+      mapped.push_back(p + 8);
+    EXPECT_EQ(got[0].intVector(), mapped);
+  }
+  EXPECT_EQ(compiledCases, 9); // the recorded cases with k = 6
+  // Bad arguments: k > n, picks of the wrong shape, null descriptors; the picks are left untouched.
+  std::vector<float> three = {1.0f, 2.0f, 3.0f};
+  std::vector<int64_t> out(4, -7);
+  cpu::MemRefF32Rank2 v{three.data(), three.data(), 0, {1, 3}, {3, 1}};
+  cpu::MemRefI64Rank2 o4{out.data(), out.data(), 0, {1, 4}, {4, 1}};
+  cpu::MemRefI64Rank2 o2{out.data(), out.data(), 0, {1, 2}, {2, 1}};
+  EXPECT_EQ(_mlir_ciface_dsa_cpu_topk_set(&v, 4, &o4), 1);
+  EXPECT_EQ(_mlir_ciface_dsa_cpu_topk_set(&v, 3, &o2), 1);
+  EXPECT_EQ(_mlir_ciface_dsa_cpu_topk_set(nullptr, 1, &o2), 1);
+  EXPECT_EQ(out, std::vector<int64_t>(4, -7));
+  EXPECT_EQ(cpu::topkSetRows(three.data(), 1, 3, -1, out.data()), 1);
+  EXPECT_EQ(cpu::topkSetRows(nullptr, 1, 3, 1, out.data()), 1);
+  EXPECT_EQ(cpu::topkSetRows(nullptr, 0, 3, 1, nullptr), 0);
+  ASSERT_EQ(cpu::topkSetRows(three.data(), 1, 3, 2, out.data()), 0);
+  EXPECT_EQ(out[0], 1);
+  EXPECT_EQ(out[1], 2);
+}
+
+/// The AOT path with the top-k runtime: the step library links dsa_cpu_topk_set's C interface from the runtime's
+/// archive and runs under the MLIR-free loader, bit-identical to the interpreter.
+TEST_F(CPUBackendCompressedTest, AotStepLibraryLinksTheTopkRuntime) {
+  const std::string dir = ::testing::TempDir() + "dsa-cpu-aot-topk-" + std::to_string(::getpid());
+  ::dsa::Result<std::string> json = cpu::emitCPUStepLibrary(*module, dir, "compressed", {});
+  ASSERT_TRUE(json.ok()) << json.error();
+  auto lib = cpu::CPUStepLibrary::open(*json);
+  ASSERT_TRUE(lib.ok()) << lib.error();
+  for (int64_t s : {4, 12}) {
+    std::vector<Tensor> args = {tiedScores(s, s, 0.3), Tensor::scalarI64(0)};
+    for (const char *fn : {"topk1", "cand"}) {
+      FailureOr<std::vector<Tensor>> want =
+          interp::interpretFunction(module->lookupSymbol<func::FuncOp>(fn), args, nullptr);
+      ASSERT_TRUE(succeeded(want)) << diagnostics;
+      std::vector<cpu::CPUValue> values(args.begin(), args.end());
+      auto got = (*lib)->run(fn, values, nullptr);
+      ASSERT_TRUE(got.ok()) << got.error();
+      ASSERT_EQ(got->size(), 1u);
+      EXPECT_TRUE(sameBits((*got)[0], (*want)[0])) << fn << " s " << s;
+    }
+  }
+  // A failed check inside the library comes back through the hook with the primitive's message.
+  auto bad = (*lib)->run("topk1", {tiedScores(2, 4, 0.0), Tensor::scalarI64(2)}, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find(cpu::runtimeErrorMessage(
+                static_cast<int32_t>(cpu::RuntimeError::IndexerTopkMultiTokenDecode))),
+            std::string::npos)
+      << bad.error();
+}
+
+TEST_F(CPUBackendTest, CompressedPrimitivesInParallelAreBitExact) {
+  if (!haveOpenMP())
+    GTEST_SKIP() << "no OpenMP runtime (libomp) for parallel=true";
+  cpu::CPUCompileOptions parallel;
+  parallel.parallel = true;
+  expectMatchesInterpreter(kCompressedModule, "topk1", {tiedScores(12, 12, 0.3), Tensor::scalarI64(0)}, parallel);
+  expectMatchesInterpreter(kCompressedModule, "cand", {tiedScores(12, 12, 0.3), Tensor::scalarI64(0)}, parallel);
+  expectMatchesInterpreter(kCompressedModule, "pool4",
+                           {randomFloats(ElementType::F32, {9, 12}), randomFloats(ElementType::F32, {9, 12}),
+                            randomFloats(ElementType::F32, {4, 12}), randomFloats(ElementType::F32, {4, 12}),
+                            Tensor::scalarI64(0)},
+                           parallel);
+  expectMatchesInterpreter(kCompressedModule, "scores1",
+                           {randomFloats(ElementType::BF16, {5, 2, 32}), randomFloats(ElementType::BF16, {5, 2}),
+                            randomFloats(ElementType::BF16, {5, 32}), Tensor::scalarI64(0)},
+                           parallel);
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
