@@ -1,0 +1,345 @@
+//===- DifferentialTest.cpp - the CPU backend against the interpreter on random window-only layers ---===//
+//
+// Differential test of the JIT CPU backend (include/dsa/Backend/CPU/CPUModule.h) against the reference interpreter
+// (include/dsa/Interpreter/Interpreter.h, interpretFunction on the decomposed module, i.e. the MLIR-free kernels).
+// The expected values come from the interpreter, not from the code under test.
+//
+// Each case builds one window-only `dsa.attention` (compress_ratio = 0) as MLIR text, the way
+// tools/dsa-run/GoldenReplay.cpp does, fills its weights and inputs with seeded random bf16 values (uniform, scaled
+// by 1/sqrt(fan_in) so that activations stay O(1)), and runs a step sequence (a prefill at start_pos 0, then decode
+// steps at start_pos = tokens so far, the ring threaded by each side separately) on both. Every result (out,
+// new_ring) and every probe (L<l>.sa_q, sa_kv, sa_topk_idxs, sa_o, attn_out) is compared at every step:
+//   - index tensors (sa_topk_idxs, i32) exactly;
+//   - float tensors BIT-EXACTLY (NaN = NaN): the backend evaluates every f32 operation in the kernels' order
+//     (docs/cpu-backend.md), so nothing looser than identical bits is accepted here. (The golden's section 12
+//     tolerance, include/dsa/Golden/Compare.h, is for comparisons against DeepSeek's reference, whose accumulation
+//     order differs; it is not needed between these two.)
+//
+// Geometries: a tiny one whose sequence crosses the window boundary (prefill 5 with W = 4, then decode to position
+// 12: the ring wraps three times and the fill-phase -1 indices disappear), one with K % 8 tails in every dot product
+// and a prefill longer than the window, and DeepSeek-V4.1-Flash's window-only layer (dim 5120, 64 heads, head_dim 512,
+// rope 64, q_lora 1280, o_lora 1024, 8 groups, window 128) with a short sequence (prefill 3, two decode steps) to keep
+// the interpreter's time small.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Backend/CPU/CPUModule.h"
+
+#include "dsa/Dialect/DSA/IR/DSADialect.h"
+#include "dsa/Dialect/DSA/Transforms/Passes.h"
+#include "dsa/Interpreter/Interpreter.h"
+#include "dsa/Numerics/Bits.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+namespace interp = ::dsa::interp;
+namespace cpu = ::dsa::cpu;
+using interp::ElementType;
+using interp::Tensor;
+
+namespace {
+
+/// One window-only layer's configuration (attention-semantics.md section 1).
+struct Geometry {
+  const char *name;
+  int64_t dim, nHeads, headDim, ropeDim, qLora, oLora, oGroups, window;
+  double normEps = 1e-20;
+  double ropeTheta = 1e4;
+};
+
+/// A deterministic uniform generator (splitmix64): fast enough for the 127M weights of the Flash layer.
+class Random {
+public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [-1, 1).
+  float symmetric() { return static_cast<float>(static_cast<double>(next() >> 40) / 8388608.0 - 1.0); }
+
+private:
+  uint64_t state_;
+};
+
+/// A bf16 (or f32) tensor of `offset + scale * U[-1, 1)` values.
+Tensor randomTensor(Random &rng, ElementType type, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = offset + scale * rng.symmetric();
+  return Tensor::fromFloats(type, std::move(shape), std::move(v));
+}
+
+/// The layer's weights in dsa.attention's `weights(...)` order: attn_sink f32 [H], wq_a [q_lora, dim], q_norm
+/// [q_lora], wq_b [H*hd, q_lora], wkv [hd, dim], kv_norm [hd], wo_a [G*R, H*hd/G], wo_b [dim, G*R] (bf16).
+std::vector<Tensor> randomWeights(const Geometry &g, uint64_t seed) {
+  Random rng(seed);
+  auto fanIn = [](int64_t k) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(k))); };
+  const int64_t groupWidth = g.nHeads * g.headDim / g.oGroups;
+  std::vector<Tensor> w;
+  w.push_back(randomTensor(rng, ElementType::F32, {g.nHeads}, 0.5f));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.qLora, g.dim}, fanIn(g.dim)));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.qLora}, 0.1f, 1.0f));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.nHeads * g.headDim, g.qLora}, fanIn(g.qLora)));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.headDim, g.dim}, fanIn(g.dim)));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.headDim}, 0.1f, 1.0f));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.oGroups * g.oLora, groupWidth}, fanIn(groupWidth)));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.dim, g.oGroups * g.oLora}, fanIn(g.oGroups * g.oLora)));
+  return w;
+}
+
+std::string exactDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17e", v);
+  return buf;
+}
+
+/// @attention_L<layer>(%x: tensor<?xdim xbf16>, %start_pos: i64, %ring: tensor<W x hd xbf16>, weights...) -> (out,
+/// new_ring): one dsa.attention with compress_ratio = 0 (as tools/dsa-run/GoldenReplay.cpp writes it).
+std::string attentionModule(const Geometry &g, int64_t layer, const std::vector<Tensor> &weights) {
+  std::ostringstream os;
+  const std::string xType = "tensor<?x" + std::to_string(g.dim) + "xbf16>";
+  const std::string ringType = "tensor<" + std::to_string(g.window) + "x" + std::to_string(g.headDim) + "xbf16>";
+  os << "func.func @attention_L" << layer << "(%x: " << xType << ", %start_pos: i64, %ring: " << ringType;
+  for (size_t i = 0; i < weights.size(); ++i)
+    os << ", %w" << i << ": " << weights[i].typeString();
+  os << ") -> (" << xType << ", " << ringType << ") {\n  %out, %new_ring = dsa.attention %x, %start_pos, %ring weights(";
+  for (size_t i = 0; i < weights.size(); ++i)
+    os << (i ? ", " : "") << "%w" << i;
+  os << ") {config = #dsa.attn_config<layer_id = " << layer << ", dim = " << g.dim << ", n_heads = " << g.nHeads
+     << ", head_dim = " << g.headDim << ", rope_head_dim = " << g.ropeDim << ", q_lora_rank = " << g.qLora
+     << ", o_groups = " << g.oGroups << ", o_lora_rank = " << g.oLora << ", window_size = " << g.window
+     << ", compress_ratio = 0, norm_eps = " << exactDouble(g.normEps) << " : f32, rope = #dsa.rope<rope_dim = "
+     << g.ropeDim << ", theta = " << exactDouble(g.ropeTheta) << ">>}\n      : (" << xType << ", i64, " << ringType;
+  for (const Tensor &w : weights)
+    os << ", " << w.typeString();
+  os << ") -> (" << xType << ", " << ringType << ")\n  return %out, %new_ring : " << xType << ", " << ringType
+     << "\n}\n";
+  return os.str();
+}
+
+/// Identical element type, shape, and values: float bit patterns (any NaN equals any NaN), integers exactly.
+::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want) {
+  if (got.elementType() != want.elementType())
+    return ::testing::AssertionFailure() << "element type " << interp::elementTypeName(got.elementType()) << " vs "
+                                         << interp::elementTypeName(want.elementType());
+  if (got.shape() != want.shape())
+    return ::testing::AssertionFailure() << "shape " << got.typeString() << " vs " << want.typeString();
+  int64_t mismatches = 0;
+  double maxAbs = 0;
+  std::ostringstream first;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    bool same;
+    if (want.isFloat()) {
+      float a = got.floats()[i], b = want.floats()[i];
+      same = (std::isnan(a) && std::isnan(b)) || ::dsa::numerics::f32Bits(a) == ::dsa::numerics::f32Bits(b);
+      if (!same) {
+        maxAbs = std::fmax(maxAbs, std::fabs(static_cast<double>(a) - static_cast<double>(b)));
+        if (mismatches == 0)
+          first << "element " << i << ": got " << a << " want " << b;
+      }
+    } else {
+      same = got.ints()[i] == want.ints()[i];
+      if (!same && mismatches == 0)
+        first << "element " << i << ": got " << got.ints()[i] << " want " << want.ints()[i];
+    }
+    mismatches += same ? 0 : 1;
+  }
+  if (mismatches)
+    return ::testing::AssertionFailure() << mismatches << " of " << want.numElements()
+                                         << " elements differ (max |diff| " << maxAbs << "); first: " << first.str();
+  return ::testing::AssertionSuccess();
+}
+
+/// A float tensor that is finite everywhere and not all zero (so that a bit-exact match means something).
+::testing::AssertionResult finiteAndNonZero(const Tensor &t) {
+  bool nonZero = false;
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    float v = t.floats()[i];
+    if (!std::isfinite(v))
+      return ::testing::AssertionFailure() << "element " << i << " is " << v;
+    nonZero |= v != 0.0f;
+  }
+  if (!nonZero)
+    return ::testing::AssertionFailure() << "all " << t.numElements() << " elements are zero";
+  return ::testing::AssertionSuccess();
+}
+
+bool haveOpenMP() {
+  if (const char *env = std::getenv("DSA_OPENMP_LIB"))
+    return std::ifstream(env).good();
+  for (const char *p : {"/usr/lib/llvm-22/lib/libomp.so", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
+                        "/usr/lib/x86_64-linux-gnu/libiomp5.so"})
+    if (std::ifstream(p).good())
+      return true;
+  return false;
+}
+
+/// One step of a sequence: `tokens` new tokens at `startPos`.
+struct Step {
+  int64_t startPos, tokens;
+};
+
+/// A prefill of `prefill` tokens, then one decode step per position prefill .. lastPos.
+std::vector<Step> sequence(int64_t prefill, int64_t lastPos) {
+  std::vector<Step> steps = {{0, prefill}};
+  for (int64_t p = prefill; p <= lastPos; ++p)
+    steps.push_back({p, 1});
+  return steps;
+}
+
+class DifferentialTest : public ::testing::Test {
+protected:
+  DifferentialTest() {
+    context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+    context.printOpOnDiagnostic(false);
+    handler = std::make_unique<ScopedDiagnosticHandler>(&context, [this](Diagnostic &d) {
+      diagnostics += d.str() + "\n";
+      return success();
+    });
+  }
+
+  /// Runs `steps` of layer `g` (random weights and inputs from `seed`) on the interpreter and on the CPU backend
+  /// and expects every result and probe of every step to be identical.
+  void runDifferential(const Geometry &g, const std::vector<Step> &steps, uint64_t seed, bool parallel) {
+    const int64_t layer = 3;
+    std::vector<Tensor> weights = randomWeights(g, seed);
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(attentionModule(g, layer, weights), &context);
+    ASSERT_TRUE(m) << diagnostics;
+    const std::string fn = "attention_L" + std::to_string(layer);
+
+    // The interpreter runs the decomposed module; the CPU backend compiles the dsa.attention module (its pipeline
+    // decomposes it and keeps the probes as results).
+    OwningOpRef<ModuleOp> decomposed(m->clone());
+    PassManager pm(&context);
+    pm.addPass(mlir::dsa::createDSADecomposeAttention());
+    ASSERT_TRUE(succeeded(pm.run(*decomposed))) << diagnostics;
+    auto interpFn = decomposed->lookupSymbol<func::FuncOp>(fn);
+    ASSERT_TRUE(interpFn);
+
+    cpu::CPUCompileOptions options;
+    options.probesAsResults = true;
+    options.parallel = parallel;
+    ::dsa::Result<std::unique_ptr<cpu::CPUModule>> compiled = cpu::compileForCPU(*m, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.error();
+
+    std::vector<cpu::CPUValue> prepared;
+    for (const Tensor &w : weights)
+      prepared.push_back(cpu::CPUBuffer::fromTensor(w));
+
+    const std::string prefix = "L" + std::to_string(layer) + ".";
+    const std::vector<std::string> probeNames = {prefix + "sa_q", prefix + "sa_kv", prefix + "sa_topk_idxs",
+                                                 prefix + "sa_o", prefix + "attn_out"};
+    Random inputs(seed ^ 0x5151515151515151ull);
+    Tensor ringInterp(ElementType::BF16, {g.window, g.headDim});
+    Tensor ringCpu = ringInterp;
+    for (const Step &step : steps) {
+      SCOPED_TRACE(std::string(g.name) + " step at start_pos " + std::to_string(step.startPos) + ", " +
+                   std::to_string(step.tokens) + " token(s)");
+      Tensor x = randomTensor(inputs, ElementType::BF16, {step.tokens, g.dim}, 1.0f);
+
+      std::vector<Tensor> args = {x, Tensor::scalarI64(step.startPos), ringInterp};
+      args.insert(args.end(), weights.begin(), weights.end());
+      interp::ProbeLog wantProbes;
+      FailureOr<std::vector<Tensor>> want = interp::interpretFunction(interpFn, args, &wantProbes);
+      ASSERT_TRUE(succeeded(want)) << diagnostics;
+
+      std::vector<cpu::CPUValue> cpuArgs = {x, Tensor::scalarI64(step.startPos), ringCpu};
+      cpuArgs.insert(cpuArgs.end(), prepared.begin(), prepared.end());
+      interp::ProbeLog gotProbes;
+      ::dsa::Result<std::vector<Tensor>> got = (*compiled)->run(fn, cpuArgs, &gotProbes);
+      ASSERT_TRUE(got.ok()) << got.error();
+
+      ASSERT_EQ(want->size(), 2u);
+      ASSERT_EQ(got->size(), 2u);
+      EXPECT_TRUE(finiteAndNonZero((*want)[0])) << "interpreter out (degenerate random data?)";
+      EXPECT_TRUE(sameBits((*got)[0], (*want)[0])) << "out";
+      EXPECT_TRUE(sameBits((*got)[1], (*want)[1])) << "new_ring";
+      ringInterp = (*want)[1];
+      ringCpu = (*got)[1];
+
+      ASSERT_EQ(wantProbes.size(), probeNames.size());
+      ASSERT_EQ(gotProbes.size(), probeNames.size());
+      for (size_t p = 0; p < probeNames.size(); ++p) {
+        EXPECT_EQ(wantProbes[p].name, probeNames[p]);
+        EXPECT_EQ(gotProbes[p].name, probeNames[p]);
+        EXPECT_TRUE(sameBits(gotProbes[p].value, wantProbes[p].value)) << probeNames[p];
+      }
+      // The window indices are integers, compared exactly above; check they are what the step implies, too
+      // (section 4), so that the sequence really exercises the fill phase and the wrap of the ring.
+      const Tensor &idx = wantProbes[2].value;
+      ASSERT_EQ(idx.elementType(), ElementType::I32);
+      if (step.startPos > 0) {
+        ASSERT_EQ(idx.shape(), (std::vector<int64_t>{1, g.window}));
+        int64_t oldest = step.startPos % g.window + 1;
+        for (int64_t i = 0; i < g.window; ++i) {
+          int64_t slot = (oldest + i) % g.window;
+          EXPECT_EQ(idx.ints()[i], slot > step.startPos ? -1 : slot) << "decode index " << i;
+        }
+      }
+    }
+  }
+
+  MLIRContext context;
+  std::unique_ptr<ScopedDiagnosticHandler> handler;
+  std::string diagnostics;
+};
+
+const Geometry kTiny = {"tiny", /*dim=*/64, /*nHeads=*/4, /*headDim=*/32, /*ropeDim=*/8, /*qLora=*/16, /*oLora=*/16,
+                        /*oGroups=*/2, /*window=*/4};
+// dim, q_lora and G*R are not multiples of 8 (every dot product has a tail); prefill longer than the window.
+const Geometry kTails = {"tails", /*dim=*/100, /*nHeads=*/6, /*headDim=*/64, /*ropeDim=*/16, /*qLora=*/20,
+                         /*oLora=*/13, /*oGroups=*/3, /*window=*/16};
+// DeepSeek-V4.1-Flash's window-only layer (attention-semantics.md section 1).
+const Geometry kFlash = {"V4.1-Flash", /*dim=*/5120, /*nHeads=*/64, /*headDim=*/512, /*ropeDim=*/64, /*qLora=*/1280,
+                         /*oLora=*/1024, /*oGroups=*/8, /*window=*/128};
+
+TEST_F(DifferentialTest, TinyCrossesWindowBoundary) {
+  // Prefill 5 > W = 4 (slot 0 holds token 4), then decode at 5..12: the ring wraps twice more, and decode indices go
+  // from "ring still filling" to full rotation.
+  runDifferential(kTiny, sequence(5, 12), 1, /*parallel=*/false);
+}
+
+TEST_F(DifferentialTest, TinyFillPhaseThenWrap) {
+  // Prefill 2 < W: the decode steps at 2 and 3 read -1 for the slots not yet written, then 4..9 wrap.
+  runDifferential(kTiny, sequence(2, 9), 2, /*parallel=*/false);
+}
+
+TEST_F(DifferentialTest, TinyCrossesWindowBoundaryOpenMP) {
+  if (!haveOpenMP())
+    GTEST_SKIP() << "no OpenMP runtime (libomp) for parallel=true";
+  runDifferential(kTiny, sequence(5, 12), 3, /*parallel=*/true);
+}
+
+TEST_F(DifferentialTest, TailsPrefillLongerThanWindow) {
+  runDifferential(kTails, sequence(21, 24), 4, /*parallel=*/false);
+}
+
+TEST_F(DifferentialTest, FlashGeometryShortSequence) {
+  runDifferential(kFlash, sequence(3, 4), 5, /*parallel=*/false);
+}
+
+} // namespace
