@@ -11,16 +11,18 @@
 //   - the machine's streaming read bandwidth (a buffer of 1 GiB, far larger than the caches), one thread and all
 //     hardware threads;
 // and reports, as counters of each CPU benchmark:
-//   step_ms        milliseconds per step (the same as the benchmark's real time);
-//   speedup_interp interpreter time / CPU backend time (how many times faster than the interpreter);
-//   interp_ms      the interpreter's time per step;
+//   step_ms        wall-clock milliseconds per step (the same as the benchmark's real time);
+//   cpu_ms         process CPU milliseconds per step (serial only: on a shared machine the wall clock also counts
+//                  the time the step waited for a core; the process CPU time does not);
+//   interp_ms      the interpreter's wall-clock time per step (interp_cpu_ms: its process CPU time);
+//   speedup_interp interp_ms / step_ms: how many times faster than the interpreter (speedup_interp_cpu: the same
+//                  from CPU times, serial only);
 //   bytes_MB       the bytes the step must move at least: every attention weight in bf16 (attn_sink in f32) read once,
 //                  the ring read once and the new ring written once (x and out are noise);
-//   floor_ms       bytes_MB / the machine's read bandwidth (all hardware threads reading);
-//   x_mem_floor    step time / floor_ms (1.0 = running at the machine's memory-read floor; issue 4's decode target
-//                  is <= 2);
-//   x_mem_floor_1t step time / (bytes_MB / one thread's read bandwidth): the floor a one-thread step can reach;
-//   GFLOPs         floating-point rate (2 flops per multiply-add of the linears and the attention).
+//   floor_ms       bytes_MB / the machine's read bandwidth (the better of one thread and all hardware threads);
+//   x_mem_floor    step_ms / floor_ms (1.0 = running at the machine's memory-read floor; issue 4's decode target
+//                  is <= 2); x_mem_floor_cpu: cpu_ms / floor_ms (serial only);
+//   GFLOPs         floating-point rate from step_ms (2 flops per multiply-add of the linears and the attention).
 // Flags of its own (besides Google Benchmark's): --dsa_skip_interpreter (no interpreter runs: no speedup_interp,
 // used by bench/torch_compare.py), --dsa_buffer_mib=N (size of the bandwidth buffer, default 1024).
 //
@@ -56,6 +58,8 @@
 #include <thread>
 #include <vector>
 
+#include <time.h>
+
 using namespace mlir;
 namespace interp = ::dsa::interp;
 namespace cpu = ::dsa::cpu;
@@ -69,6 +73,12 @@ size_t gBufferMiB = 1024;
 
 using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+/// CPU seconds used by the whole process so far (every thread).
+double processCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 [[noreturn]] void die(const std::string &message) {
   std::fprintf(stderr, "dsa-bench: error: %s\n", message.c_str());
@@ -125,6 +135,10 @@ double readBandwidth(unsigned threads) {
 }
 
 unsigned hardwareThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+/// What the machine can read: the better of one thread and all hardware threads (on a shared machine the
+/// all-threads pass can come out lower than one thread: the other cores are busy).
+double machineBandwidth() { return std::max(readBandwidth(1), readBandwidth(hardwareThreads())); }
 
 //===----------------------------------------------------------------------------------------------------------===//
 // The layer
@@ -316,17 +330,23 @@ Layer &layer() {
   return *l;
 }
 
-/// The interpreter's seconds per step, from its own benchmark when it ran first (registration order), else measured
-/// here once; 0 with --dsa_skip_interpreter.
-std::map<bool, double> gInterpSeconds;
-double interpreterSeconds(bool prefill) {
+/// Seconds per step: wall clock and process CPU time.
+struct StepTime {
+  double wall = 0, cpu = 0;
+};
+
+/// The interpreter's time per step, from its own benchmark when it ran first (registration order), else measured
+/// here once; zeros with --dsa_skip_interpreter.
+std::map<bool, StepTime> gInterpTime;
+StepTime interpreterTime(bool prefill) {
   if (gSkipInterpreter)
-    return 0;
-  if (auto it = gInterpSeconds.find(prefill); it != gInterpSeconds.end())
+    return {};
+  if (auto it = gInterpTime.find(prefill); it != gInterpTime.end())
     return it->second;
   auto t0 = Clock::now();
+  double c0 = processCpuSeconds();
   layer().runInterpreter(prefill);
-  return gInterpSeconds[prefill] = secondsSince(t0);
+  return gInterpTime[prefill] = {secondsSince(t0), processCpuSeconds() - c0};
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
@@ -351,17 +371,21 @@ void BM_Interpreter(benchmark::State &state, bool prefill) {
     return;
   }
   Layer &l = layer();
-  double total = 0;
+  StepTime total;
   int64_t n = 0;
   for (auto _ : state) {
     auto t0 = Clock::now();
+    double c0 = processCpuSeconds();
     l.runInterpreter(prefill);
-    total += secondsSince(t0);
+    total.wall += secondsSince(t0);
+    total.cpu += processCpuSeconds() - c0;
     ++n;
   }
-  gInterpSeconds[prefill] = total / static_cast<double>(n);
-  state.counters["step_ms"] = 1e3 * gInterpSeconds[prefill];
-  state.counters["GFLOPs"] = l.stepFlops(prefill) / gInterpSeconds[prefill] / 1e9;
+  StepTime &t = gInterpTime[prefill];
+  t = {total.wall / static_cast<double>(n), total.cpu / static_cast<double>(n)};
+  state.counters["step_ms"] = 1e3 * t.wall;
+  state.counters["cpu_ms"] = 1e3 * t.cpu;
+  state.counters["GFLOPs"] = l.stepFlops(prefill) / t.wall / 1e9;
 }
 
 void BM_CPU(benchmark::State &state, bool prefill, bool par) {
@@ -378,29 +402,36 @@ void BM_CPU(benchmark::State &state, bool prefill, bool par) {
     }
   }
   l.runCPU(*m, prefill); // warm-up: first-touch of the JIT's code and the allocator
-  double total = 0;
+  StepTime total;
   int64_t n = 0;
   for (auto _ : state) {
     auto t0 = Clock::now();
+    double c0 = processCpuSeconds();
     l.runCPU(*m, prefill);
-    total += secondsSince(t0);
+    total.wall += secondsSince(t0);
+    total.cpu += processCpuSeconds() - c0;
     ++n;
   }
-  const double step = total / static_cast<double>(n);
-  const unsigned threads = par ? hardwareThreads() : 1u;
-  const double floor = l.stepBytes() / readBandwidth(hardwareThreads());
-  const double floor1 = l.stepBytes() / readBandwidth(1);
+  const double step = total.wall / static_cast<double>(n);
+  const double stepCpu = total.cpu / static_cast<double>(n);
+  const double floor = l.stepBytes() / machineBandwidth();
   state.counters["step_ms"] = 1e3 * step;
   state.counters["bytes_MB"] = l.stepBytes() / 1e6;
   state.counters["floor_ms"] = 1e3 * floor;
   state.counters["x_mem_floor"] = step / floor;
-  state.counters["x_mem_floor_1t"] = step / floor1;
   state.counters["GFLOPs"] = l.stepFlops(prefill) / step / 1e9;
   state.counters["tokens"] = static_cast<double>(l.tokens(prefill));
-  state.counters["threads"] = threads;
-  if (double interp = interpreterSeconds(prefill); interp > 0) {
-    state.counters["interp_ms"] = 1e3 * interp;
-    state.counters["speedup_interp"] = interp / step;
+  state.counters["threads"] = par ? hardwareThreads() : 1u;
+  if (!par) {
+    state.counters["cpu_ms"] = 1e3 * stepCpu;
+    state.counters["x_mem_floor_cpu"] = stepCpu / floor;
+  }
+  if (StepTime interp = interpreterTime(prefill); interp.wall > 0) {
+    state.counters["interp_ms"] = 1e3 * interp.wall;
+    state.counters["interp_cpu_ms"] = 1e3 * interp.cpu;
+    state.counters["speedup_interp"] = interp.wall / step;
+    if (!par)
+      state.counters["speedup_interp_cpu"] = interp.cpu / stepCpu;
   }
 }
 
