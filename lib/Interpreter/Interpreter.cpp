@@ -9,6 +9,7 @@
 #include "dsa/Interpreter/Interpreter.h"
 
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
+#include "dsa/Dialect/DSA/IR/RopeParams.h"
 #include "dsa/Interpreter/CompressKernels.h"
 #include "dsa/Interpreter/Kernels.h"
 #include "dsa/Numerics/BF16.h"
@@ -988,17 +989,7 @@ OpResults Interpreter::eval(mlir::dsa::PositionsOp op, Operands in) {
 
 OpResults Interpreter::eval(mlir::dsa::ApplyRopeOp op, Operands in) {
   mlir::dsa::RopeAttr rope = op.getRope();
-  RopeParams params;
-  params.ropeDim = rope.getRopeDim();
-  params.theta = rope.getTheta().getValueAsDouble();
-  if (mlir::dsa::YarnAttr yarn = rope.getYarn()) {
-    YarnParams y;
-    y.originalSeqLen = yarn.getOriginalSeqLen();
-    y.factor = yarn.getFactor().getValueAsDouble();
-    y.betaFast = yarn.getBetaFast().getValueAsDouble();
-    y.betaSlow = yarn.getBetaSlow().getValueAsDouble();
-    params.yarn = y;
-  }
+  RopeParams params = mlir::dsa::ropeParams(rope);
   return kernel(op, applyRope(*in[0], *in[1], params, op.getInverse()));
 }
 

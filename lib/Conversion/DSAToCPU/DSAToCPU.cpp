@@ -34,6 +34,7 @@
 #include "dsa/Conversion/Passes.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
+#include "dsa/Dialect/DSA/IR/RopeParams.h"
 #include "dsa/Interpreter/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -154,17 +155,7 @@ struct PositionsLowering : OpConversionPattern<PositionsOp> {
 
 /// The RoPE frequency table of `rope` (the kernels' ropeFrequencies: the reference's f32/f64 steps).
 FailureOr<SmallVector<float>> ropeTable(Operation *op, RopeAttr rope) {
-  ::dsa::interp::RopeParams params;
-  params.ropeDim = rope.getRopeDim();
-  params.theta = rope.getTheta().getValueAsDouble();
-  if (YarnAttr yarn = rope.getYarn()) {
-    ::dsa::interp::YarnParams y;
-    y.originalSeqLen = yarn.getOriginalSeqLen();
-    y.factor = yarn.getFactor().getValueAsDouble();
-    y.betaFast = yarn.getBetaFast().getValueAsDouble();
-    y.betaSlow = yarn.getBetaSlow().getValueAsDouble();
-    params.yarn = y;
-  }
+  ::dsa::interp::RopeParams params = mlir::dsa::ropeParams(rope);
   std::vector<float> f = ::dsa::interp::ropeFrequencies(params);
   if (f.empty())
     return op->emitOpError() << "dsa-to-cpu: no RoPE table for rope_dim " << params.ropeDim << " and theta "

@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 #include "dsa/Conversion/Passes.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
+#include "dsa/Dialect/DSA/IR/RopeParams.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Kernels.h"
 
@@ -302,17 +303,7 @@ LogicalResult FunctionLowering::lowerRmsNorm(RmsNormOp op) {
 
 Value FunctionLowering::ropeTable(ApplyRopeOp op) {
   RopeAttr rope = op.getRope();
-  ::dsa::interp::RopeParams params;
-  params.ropeDim = rope.getRopeDim();
-  params.theta = rope.getTheta().getValueAsDouble();
-  if (YarnAttr yarn = rope.getYarn()) {
-    ::dsa::interp::YarnParams y;
-    y.originalSeqLen = yarn.getOriginalSeqLen();
-    y.factor = yarn.getFactor().getValueAsDouble();
-    y.betaFast = yarn.getBetaFast().getValueAsDouble();
-    y.betaSlow = yarn.getBetaSlow().getValueAsDouble();
-    params.yarn = y;
-  }
+  ::dsa::interp::RopeParams params = mlir::dsa::ropeParams(rope);
   std::vector<float> freqs = ::dsa::interp::ropeFrequencies(params);
   if (freqs.empty())
     return Value();
