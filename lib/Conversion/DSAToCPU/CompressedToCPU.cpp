@@ -301,10 +301,14 @@ struct CompressPoolLowering : OpConversionPattern<CompressPoolOp> {
   }
 };
 
-/// fp4_quant_e8m0 / fp4_quant_e4m3 (section 2; Numerics/Quant.cpp): per block of B elements of the last dim,
-/// amax = max(max|x|, floor) (NaN when the block holds one), s = scale(amax / 6) (pow2_ceil, or e4m3 rounding),
-/// x = bf16(e2m1(clamp(x / s, -6, 6)) * s).
-template <typename OpTy, bool E4M3Scale> struct Fp4QuantLowering : OpConversionPattern<OpTy> {
+/// The three block round trips of section 2 (Numerics/Quant.cpp's roundTripBlocks): per block of B elements of the
+/// last dim, amax = max(max|x|, floor) (NaN when the block holds one), s = scale(amax / limit),
+/// x = bf16(grid(clamp(x / s, -limit, limit)) * s), with
+///   act_quant_fp8:  floor 1e-4,     limit 448, scale pow2_ceil, grid e4m3;
+///   fp4_quant_e8m0: floor 6*2^-126, limit 6,   scale pow2_ceil, grid e2m1;
+///   fp4_quant_e4m3: floor 6*2^-9,   limit 6,   scale e4m3,      grid e2m1.
+enum class RoundTrip { ActQuantFp8, Fp4E8M0, Fp4E4M3 };
+template <typename OpTy, RoundTrip Kind> struct BlockRoundTripLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
   using OpAdaptor = typename OpTy::Adaptor;
   LogicalResult matchAndRewrite(OpTy op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
@@ -316,7 +320,10 @@ template <typename OpTy, bool E4M3Scale> struct Fp4QuantLowering : OpConversionP
     const int64_t D = xType.getShape().back();
     const int64_t B = static_cast<int64_t>(op.getBlockSize());
     const int64_t nb = D / B;
-    const float floor = E4M3Scale ? 6.0f * 0x1p-9f : 6.0f * 0x1p-126f;
+    const float floor = Kind == RoundTrip::ActQuantFp8 ? 1e-4f
+                        : Kind == RoundTrip::Fp4E4M3   ? 6.0f * 0x1p-9f
+                                                       : 6.0f * 0x1p-126f;
+    const float limit = Kind == RoundTrip::ActQuantFp8 ? 448.0f : 6.0f;
     Value x2 = collapseRows(e, adaptor.getX());
     OpFoldResult rows = sizesOf(e, x2)[0];
     SmallVector<OpFoldResult> x3Sizes{rows, rewriter.getIndexAttr(nb), rewriter.getIndexAttr(B)};
@@ -346,8 +353,9 @@ template <typename OpTy, bool E4M3Scale> struct Fp4QuantLowering : OpConversionP
                             Value lo = t.cf(floor);
                             Value amax = t.sel(t.cmpf(F::OGT, args[0], lo), args[0], lo);
                             amax = t.sel(args[1], t.cf(std::numeric_limits<float>::quiet_NaN()), amax);
-                            Value q = t.fdiv(amax, t.cf(6.0f));
-                            linalg::YieldOp::create(b, loc, E4M3Scale ? roundE4M3(t, q) : pow2Ceil(t, q));
+                            Value q = t.fdiv(amax, t.cf(limit));
+                            linalg::YieldOp::create(b, loc,
+                                                    Kind == RoundTrip::Fp4E4M3 ? roundE4M3(t, q) : pow2Ceil(t, q));
                           });
     Type bf16 = rewriter.getBF16Type();
     Value y3 = generic(e, tensorType(x3Sizes, bf16), ValueRange{x3, scale}, e.empty(x3Sizes, bf16),
@@ -355,8 +363,9 @@ template <typename OpTy, bool E4M3Scale> struct Fp4QuantLowering : OpConversionP
                         mapOf(ctx, 3, dimExprs(ctx, 3))},
                        parallel(3), [&](OpBuilder &b, Location loc, ValueRange args) {
                          Emit t{b, loc};
-                         Value v = clampSym(t, t.fdiv(t.toF32(args[0]), args[1]), 6.0f);
-                         linalg::YieldOp::create(b, loc, t.toBf16(t.fmul(roundE2M1(t, v), args[1])));
+                         Value v = clampSym(t, t.fdiv(t.toF32(args[0]), args[1]), limit);
+                         Value q = Kind == RoundTrip::ActQuantFp8 ? roundE4M3(t, v) : roundE2M1(t, v);
+                         linalg::YieldOp::create(b, loc, t.toBf16(t.fmul(q, args[1])));
                        });
     Value y2 = tensor::CollapseShapeOp::create(e.b, e.loc, y3, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
     rewriter.replaceOp(op, expandRows(e, y2, adaptor.getX(), cast<RankedTensorType>(op.getType())));
@@ -683,7 +692,9 @@ template <typename OpTy> struct ElementwiseCastLowering : OpConversionPattern<Op
 
 void populateCompressedToCPUPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<CompressPoolLowering, Fp4QuantLowering<Fp4QuantE8M0Op, false>, Fp4QuantLowering<Fp4QuantE4M3Op, true>,
+  patterns.add<CompressPoolLowering, BlockRoundTripLowering<ActQuantFp8Op, RoundTrip::ActQuantFp8>,
+               BlockRoundTripLowering<Fp4QuantE8M0Op, RoundTrip::Fp4E8M0>,
+               BlockRoundTripLowering<Fp4QuantE4M3Op, RoundTrip::Fp4E4M3>,
                CacheWriteLowering, IndexerScoresLowering, CompressVisibilityLowering, ApplyCandidatesLowering,
                SelectCandidateBlocksLowering, IndexerTopkLowering, ElementwiseCastLowering<arith::ExtFOp>,
                ElementwiseCastLowering<arith::TruncFOp>>(ctx);

@@ -259,67 +259,6 @@ struct ApplyRopeLowering : OpConversionPattern<ApplyRopeOp> {
   }
 };
 
-/// act_quant_fp8 (section 2): per block of B elements of the last dim, amax = max(max|x|, 1e-4) (NaN if the
-/// block holds one), s = pow2_ceil(amax / 448), x = bf16(e4m3(clamp(x / s, -448, 448)) * s).
-struct ActQuantFp8Lowering : OpConversionPattern<ActQuantFp8Op> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(ActQuantFp8Op op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
-    auto xType = cast<RankedTensorType>(op.getX().getType());
-    if (failed(requireStatic(op, op.getX(), xType.getRank() - 1, "x")))
-      return failure();
-    Emit e{rewriter, op.getLoc()};
-    MLIRContext *ctx = rewriter.getContext();
-    const int64_t D = xType.getShape().back();
-    const int64_t B = op.getBlockSize();
-    const int64_t nb = D / B;
-    // x as [rows, nb, B].
-    Value x2 = collapseRows(e, adaptor.getX());
-    OpFoldResult rows = sizesOf(e, x2)[0];
-    SmallVector<OpFoldResult> x3Sizes{rows, rewriter.getIndexAttr(nb), rewriter.getIndexAttr(B)};
-    Value x3 = tensor::ExpandShapeOp::create(e.b, e.loc, tensorType(x3Sizes, xType.getElementType()), x2,
-                                             ArrayRef<ReassociationIndices>{{0}, {1, 2}}, x3Sizes);
-    SmallVector<OpFoldResult> bSizes{rows, rewriter.getIndexAttr(nb)};
-    // amax and the NaN flag per block (blockAmax: a > amax ? a : amax from 0, in element order).
-    auto amaxOp = linalg::GenericOp::create(
-        e.b, e.loc, TypeRange{tensorType(bSizes, e.f32()), tensorType(bSizes, e.b.getI1Type())}, ValueRange{x3},
-        ValueRange{e.filled(bSizes, e.cf(0.0f)), e.filled(bSizes, e.cBool(false))},
-        ArrayRef<AffineMap>{mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 2)),
-                            mapOf(ctx, 3, dimExprs(ctx, 2))},
-        ArrayRef<IteratorType>{IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          Emit t{b, loc};
-          Value a = math::AbsFOp::create(b, loc, t.toF32(args[0]));
-          Value isNan = t.cmpf(arith::CmpFPredicate::UNO, a, a);
-          Value amax = t.sel(t.cmpf(arith::CmpFPredicate::OGT, a, args[1]), a, args[1]);
-          linalg::YieldOp::create(b, loc, ValueRange{amax, t.bor(args[2], isNan)});
-        });
-    // s per block.
-    Value scale = generic(e, tensorType(bSizes, e.f32()), ValueRange{amaxOp.getResult(0), amaxOp.getResult(1)},
-                          e.empty(bSizes, e.f32()),
-                          {mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2)),
-                           mapOf(ctx, 2, dimExprs(ctx, 2))},
-                          parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
-                            Emit t{b, loc};
-                            Value floor = t.cf(1e-4f);
-                            Value amax = t.sel(t.cmpf(arith::CmpFPredicate::OGT, args[0], floor), args[0], floor);
-                            amax = t.sel(args[1], t.cf(std::numeric_limits<float>::quiet_NaN()), amax);
-                            linalg::YieldOp::create(b, loc, pow2Ceil(t, t.fdiv(amax, t.cf(448.0f))));
-                          });
-    Type bf16 = rewriter.getBF16Type();
-    Value y3 = generic(e, tensorType(x3Sizes, bf16), ValueRange{x3, scale}, e.empty(x3Sizes, bf16),
-                       {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 2)),
-                        mapOf(ctx, 3, dimExprs(ctx, 3))},
-                       parallel(3), [&](OpBuilder &b, Location loc, ValueRange args) {
-                         Emit t{b, loc};
-                         Value v = clampSym(t, t.fdiv(t.toF32(args[0]), args[1]), 448.0f);
-                         linalg::YieldOp::create(b, loc, t.toBf16(t.fmul(roundE4M3(t, v), args[1])));
-                       });
-    Value y2 = tensor::CollapseShapeOp::create(e.b, e.loc, y3, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-    rewriter.replaceOp(op, expandRows(e, y2, adaptor.getX(), cast<RankedTensorType>(op.getType())));
-    return success();
-  }
-};
-
 /// ring_update (section 4): the last c = min(s, W) tokens, positions start_pos+lo .. (lo = s - c), go to slot
 /// p % W. Slot j takes row lo + ((j - (start_pos + lo)) mod W) when that offset is < c, else keeps its row.
 struct RingUpdateLowering : OpConversionPattern<RingUpdateOp> {
@@ -680,9 +619,10 @@ struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
     target.addDynamicallyLegalOp<arith::ExtFOp, arith::TruncFOp>(
         [](Operation *op) { return !isa<RankedTensorType>(op->getResult(0).getType()); });
     RewritePatternSet patterns(ctx);
-    patterns.add<LinearLowering, RmsNormLowering, PositionsLowering, ApplyRopeLowering, ActQuantFp8Lowering,
-                 RingUpdateLowering, WindowKvLowering, WindowIndicesLowering, SparseAttnLowering,
+    patterns.add<LinearLowering, RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering,
+                 WindowKvLowering, WindowIndicesLowering, SparseAttnLowering,
                  GroupedOutputLowering>(ctx);
+    // act_quant_fp8 and the fp4 round trips share one lowering (BlockRoundTripLowering, CompressedToCPU.cpp).
     populateCompressedToCPUPatterns(patterns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
