@@ -1,0 +1,464 @@
+//===- DifferentialCompressedTest.cpp - the CPU backend against the interpreter on compressed layers ---===//
+//
+// Differential test of the JIT CPU backend (include/dsa/Backend/CPU/CPUModule.h) against the reference interpreter
+// (include/dsa/Interpreter/Interpreter.h, interpretFunction on the decomposed module) for every compressed role
+// (attention-semantics.md sections 5-8). The expected values come from the interpreter, not from the code under test.
+//
+// A stack of `dsa.attention` layers is built as MLIR text the way tools/dsa-run/GoldenReplay.cpp does (operand groups
+// weights / compressor / index_keys / indexer / state / shared, #dsa.compress, the reference's index_k quirk
+// `published_slot`), with seeded random bf16/f32 weights and inputs. Initial state: zero ring, zero kv_state, -inf
+// score_state, zero caches of ceil(max_seq_len / ratio) rows; the four shared slots start as [0, hd] bf16,
+// [0, ihd] bf16, [0, 0] i32, [0, 0] i1 and are threaded from layer to layer and step to step. Each side (interpreter,
+// CPU) threads its OWN ring, state and slots; at every layer of every step every result (out, new_ring, new_state...,
+// new shared slots) and every probe (L<l>.sa_*, shared.L<l>.*, ...) is compared:
+//   - integer / i1 tensors exactly, float tensors BIT-EXACTLY (NaN = NaN; docs/cpu-backend.md);
+//   - both sides must produce the same probe names in the same order.
+// Every layer takes the same random input x per step (the stack is a set of layers sharing a runtime; the model's
+// residual path between them is not what is under test).
+//
+// Cases:
+//   - StackEveryRoleCrossesBoundaries: L0 ratio-2 kv+index source, L1 ratio-2 reader, L2 ratio-1
+//     kv+index+candidate source, L3 ratio-1 index source using candidates; W = 4, prefill 5 (ratio 2 leaves a
+//     remainder in kv_state), decode to position 14: L0 completes a group on alternate steps, and on the others it
+//     scores against L2's index-key cache published in the previous step (the section 8 quirk); index_topk 3 < the
+//     compressed positions, so top-k really selects.
+//   - FlashIndexerGeometry: one ratio-1 kv+index source with V4.1-Flash's indexer (32 heads x 128, index_topk 512)
+//     and a small dim/heads; prefill 600 and one decode step: 600 > 512 compressed positions, so the runtime's top-k
+//     takes its nth_element branch (k * 64 > n). The partial_sort branch (k * 64 <= n, n >= 32768 here) is not run:
+//     its prefill would cost minutes in the interpreter at k = 512; PartialSortBranch covers it instead:
+//   - PartialSortBranch: ratio-1 kv+index+candidate source and a ratio-1 index source using candidates with
+//     index_topk 1 and 1 candidate block of 1 position, prefill 70 then two decode steps: n >= 64 compressed
+//     positions and blocks, so both the indexer's and the candidate blocks' top-k take the partial_sort branch.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Backend/CPU/CPUModule.h"
+
+#include "dsa/Dialect/DSA/IR/DSADialect.h"
+#include "dsa/Dialect/DSA/Transforms/Passes.h"
+#include "dsa/Interpreter/Interpreter.h"
+#include "dsa/Numerics/Bits.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+namespace interp = ::dsa::interp;
+namespace cpu = ::dsa::cpu;
+using interp::ElementType;
+using interp::Tensor;
+
+namespace {
+
+/// The model-wide configuration of the stack (attention-semantics.md section 1).
+struct Config {
+  int64_t dim, nHeads, headDim, ropeDim, qLora, oLora, oGroups, window;
+  int64_t indexNHeads, indexHeadDim, indexTopk, candidateTopkBlocks, candidateBlockSize, maxSeqLen;
+  int64_t originalSeqLen;
+  double ropeFactor, betaFast = 32, betaSlow = 1;
+  double normEps = 1e-20, compressRopeTheta = 4e4;
+};
+
+/// One layer's role (section 1).
+struct Role {
+  int64_t ratio;
+  bool kvSource, indexSource, candidateSource, usesCandidates;
+};
+
+/// splitmix64, uniform in [-1, 1).
+class Random {
+public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float symmetric() { return static_cast<float>(static_cast<double>(next() >> 40) / 8388608.0 - 1.0); }
+
+private:
+  uint64_t state_;
+};
+
+Tensor randomTensor(Random &rng, ElementType type, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = offset + scale * rng.symmetric();
+  return Tensor::fromFloats(type, std::move(shape), std::move(v));
+}
+
+float fanIn(int64_t k) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(k))); }
+
+/// A layer's operand groups and its threaded ring and state (as GoldenReplay's Layer).
+struct Layer {
+  int64_t id;
+  Role role;
+  std::vector<Tensor> weights, compressor, indexKeys, indexer, state;
+  Tensor ring;
+};
+
+Layer makeLayer(const Config &c, int64_t id, Role role, uint64_t seed) {
+  Random rng(seed);
+  Layer l{id, role, {}, {}, {}, {}, {}, Tensor(ElementType::BF16, {c.window, c.headDim})};
+  const int64_t groupWidth = c.nHeads * c.headDim / c.oGroups;
+  // weights: attn_sink f32 [H], wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b (bf16).
+  l.weights.push_back(randomTensor(rng, ElementType::F32, {c.nHeads}, 0.5f));
+  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.qLora, c.dim}, fanIn(c.dim)));
+  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.qLora}, 0.1f, 1.0f));
+  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.nHeads * c.headDim, c.qLora}, fanIn(c.qLora)));
+  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.headDim, c.dim}, fanIn(c.dim)));
+  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.headDim}, 0.1f, 1.0f));
+  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.oGroups * c.oLora, groupWidth}, fanIn(groupWidth)));
+  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.dim, c.oGroups * c.oLora}, fanIn(c.oGroups * c.oLora)));
+  const int64_t r = role.ratio;
+  if (role.kvSource) {
+    // compressor: wkv [hd, dim] (f32 for ratio >= 2, bf16 for ratio 1), wgate [hd, dim] f32 (ratio >= 2), norm [hd].
+    l.compressor.push_back(
+        randomTensor(rng, r >= 2 ? ElementType::F32 : ElementType::BF16, {c.headDim, c.dim}, fanIn(c.dim)));
+    if (r >= 2)
+      l.compressor.push_back(randomTensor(rng, ElementType::F32, {c.headDim, c.dim}, fanIn(c.dim)));
+    l.compressor.push_back(randomTensor(rng, ElementType::BF16, {c.headDim}, 0.1f, 1.0f));
+    // index_keys: wk [ihd, hd], k_norm [ihd].
+    l.indexKeys.push_back(randomTensor(rng, ElementType::BF16, {c.indexHeadDim, c.headDim}, fanIn(c.headDim)));
+    l.indexKeys.push_back(randomTensor(rng, ElementType::BF16, {c.indexHeadDim}, 0.1f, 1.0f));
+    // state: [kv_state 0, score_state -inf (ratio >= 2)], kv cache, index-key cache of ceil(max_seq_len / r) rows.
+    if (r >= 2) {
+      l.state.push_back(Tensor(ElementType::F32, {r, c.headDim}));
+      l.state.push_back(Tensor::fromFloats(ElementType::F32, {r, c.headDim},
+                                           std::vector<float>(static_cast<size_t>(r * c.headDim),
+                                                              -std::numeric_limits<float>::infinity())));
+    }
+    const int64_t capacity = (c.maxSeqLen + r - 1) / r;
+    l.state.push_back(Tensor(ElementType::BF16, {capacity, c.headDim}));
+    l.state.push_back(Tensor(ElementType::BF16, {capacity, c.indexHeadDim}));
+  }
+  if (role.indexSource) {
+    // indexer: wq_b [IH * ihd, q_lora], weights_proj [IH, dim].
+    l.indexer.push_back(
+        randomTensor(rng, ElementType::BF16, {c.indexNHeads * c.indexHeadDim, c.qLora}, fanIn(c.qLora)));
+    l.indexer.push_back(randomTensor(rng, ElementType::BF16, {c.indexNHeads, c.dim}, fanIn(c.dim)));
+  }
+  return l;
+}
+
+std::vector<Tensor> emptySlots(const Config &c) {
+  return {Tensor(ElementType::BF16, {0, c.headDim}), Tensor(ElementType::BF16, {0, c.indexHeadDim}),
+          Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+}
+
+std::string exactDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17e", v);
+  return buf;
+}
+
+std::string boolText(bool b) { return b ? "true" : "false"; }
+
+std::string join(const std::vector<std::string> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+/// @attention_L<id>(x, start_pos, ring, weights..., compressor..., index_keys..., indexer..., state..., slots...) ->
+/// (out, new_ring, new_state..., new slots...), as GoldenReplay's attentionFunctionText writes it.
+std::string attentionFunctionText(const Config &c, const Layer &l) {
+  const std::string xType = "tensor<?x" + std::to_string(c.dim) + "xbf16>";
+  const std::vector<std::string> slotTypes = {"tensor<?x" + std::to_string(c.headDim) + "xbf16>",
+                                              "tensor<?x" + std::to_string(c.indexHeadDim) + "xbf16>",
+                                              "tensor<?x?xi32>", "tensor<?x?xi1>"};
+  std::vector<std::string> params = {"%x: " + xType, "%start_pos: i64", "%ring: " + l.ring.typeString()};
+  std::vector<std::string> paramTypes = {xType, "i64", l.ring.typeString()};
+  auto group = [&](const std::string &prefix, const std::vector<Tensor> &ts) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      names.push_back("%" + prefix + std::to_string(i));
+      params.push_back(names.back() + ": " + ts[i].typeString());
+      paramTypes.push_back(ts[i].typeString());
+    }
+    return names;
+  };
+  std::vector<std::string> w = group("w", l.weights), comp = group("comp", l.compressor),
+                           keys = group("keys", l.indexKeys), idx = group("idx", l.indexer),
+                           state = group("state", l.state), slots;
+  for (int i = 0; i < 4; ++i) {
+    slots.push_back("%slot" + std::to_string(i));
+    params.push_back(slots.back() + ": " + slotTypes[i]);
+    paramTypes.push_back(slotTypes[i]);
+  }
+  std::vector<std::string> results = {"%out", "%new_ring"}, resultTypes = {xType, l.ring.typeString()};
+  for (size_t i = 0; i < l.state.size(); ++i) {
+    results.push_back("%new_state" + std::to_string(i));
+    resultTypes.push_back(l.state[i].typeString());
+  }
+  for (int i = 0; i < 4; ++i) {
+    results.push_back("%new_slot" + std::to_string(i));
+    resultTypes.push_back(slotTypes[i]);
+  }
+  std::ostringstream os;
+  os << "func.func @attention_L" << l.id << "(" << join(params) << ") -> (" << join(resultTypes) << ") {\n  "
+     << join(results) << " = dsa.attention %x, %start_pos, %ring weights(" << join(w) << ")";
+  if (!comp.empty())
+    os << " compressor(" << join(comp) << ")";
+  if (!keys.empty())
+    os << " index_keys(" << join(keys) << ")";
+  if (!idx.empty())
+    os << " indexer(" << join(idx) << ")";
+  if (!state.empty())
+    os << " state(" << join(state) << ")";
+  os << " shared(" << join(slots) << ")";
+  os << " {config = #dsa.attn_config<layer_id = " << l.id << ", dim = " << c.dim << ", n_heads = " << c.nHeads
+     << ", head_dim = " << c.headDim << ", rope_head_dim = " << c.ropeDim << ", q_lora_rank = " << c.qLora
+     << ", o_groups = " << c.oGroups << ", o_lora_rank = " << c.oLora << ", window_size = " << c.window
+     << ", compress_ratio = " << l.role.ratio << ", norm_eps = " << exactDouble(c.normEps) << " : f32"
+     << ", rope = #dsa.rope<rope_dim = " << c.ropeDim << ", theta = " << exactDouble(c.compressRopeTheta)
+     << ", yarn = #dsa.yarn<original_seq_len = " << c.originalSeqLen << ", factor = " << exactDouble(c.ropeFactor)
+     << ", beta_fast = " << exactDouble(c.betaFast) << ", beta_slow = " << exactDouble(c.betaSlow) << ">>"
+     << ", compress = #dsa.compress<is_kv_source = " << boolText(l.role.kvSource)
+     << ", is_index_source = " << boolText(l.role.indexSource)
+     << ", is_candidate_source = " << boolText(l.role.candidateSource)
+     << ", uses_candidates = " << boolText(l.role.usesCandidates) << ", index_n_heads = " << c.indexNHeads
+     << ", index_head_dim = " << c.indexHeadDim << ", index_topk = " << c.indexTopk
+     << ", candidate_topk_blocks = " << c.candidateTopkBlocks << ", candidate_block_size = " << c.candidateBlockSize
+     << ", max_seq_len = " << c.maxSeqLen
+     << ", index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}\n      : ("
+     << join(paramTypes) << ") -> (" << join(resultTypes) << ")\n  return " << join(results) << " : "
+     << join(resultTypes) << "\n}\n";
+  return os.str();
+}
+
+::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want) {
+  if (got.elementType() != want.elementType())
+    return ::testing::AssertionFailure() << "element type " << interp::elementTypeName(got.elementType()) << " vs "
+                                         << interp::elementTypeName(want.elementType());
+  if (got.shape() != want.shape())
+    return ::testing::AssertionFailure() << "shape " << got.typeString() << " vs " << want.typeString();
+  int64_t mismatches = 0;
+  double maxAbs = 0;
+  std::ostringstream first;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    bool same;
+    if (want.isFloat()) {
+      float a = got.floats()[i], b = want.floats()[i];
+      same = (std::isnan(a) && std::isnan(b)) || ::dsa::numerics::f32Bits(a) == ::dsa::numerics::f32Bits(b);
+      if (!same) {
+        maxAbs = std::fmax(maxAbs, std::fabs(static_cast<double>(a) - static_cast<double>(b)));
+        if (mismatches == 0)
+          first << "element " << i << ": got " << a << " want " << b;
+      }
+    } else {
+      same = got.ints()[i] == want.ints()[i];
+      if (!same && mismatches == 0)
+        first << "element " << i << ": got " << got.ints()[i] << " want " << want.ints()[i];
+    }
+    mismatches += same ? 0 : 1;
+  }
+  if (mismatches)
+    return ::testing::AssertionFailure() << mismatches << " of " << want.numElements()
+                                         << " elements differ (max |diff| " << maxAbs << "); first: " << first.str();
+  return ::testing::AssertionSuccess();
+}
+
+struct Step {
+  int64_t startPos, tokens;
+};
+
+std::vector<Step> sequence(int64_t prefill, int64_t lastPos) {
+  std::vector<Step> steps = {{0, prefill}};
+  for (int64_t p = prefill; p <= lastPos; ++p)
+    steps.push_back({p, 1});
+  return steps;
+}
+
+/// What a run saw, so that a case can check that its sequence exercised what it claims to.
+struct Coverage {
+  int64_t steps = 0, comparedTensors = 0;
+  int64_t maxTopkWidth = 0;      // widest sa_topk_idxs row
+  bool compressedIndexSeen = false; // an sa_topk_idxs index >= window (a compressed row was attended)
+  // A ratio >= 2 kv+index source ran a decode step with an index_k slot of another cache's row count (the section 8
+  // quirk: it scores against the index-key cache a later ratio-1 source published in the previous step).
+  bool indexKQuirkSeen = false;
+};
+
+class DifferentialCompressedTest : public ::testing::Test {
+protected:
+  DifferentialCompressedTest() {
+    context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+    context.printOpOnDiagnostic(false);
+    handler = std::make_unique<ScopedDiagnosticHandler>(&context, [this](Diagnostic &d) {
+      diagnostics += d.str() + "\n";
+      return success();
+    });
+  }
+
+  /// Runs `steps` through the stack `roles` on both sides; compares every result and probe at every layer and step.
+  void runDifferential(const Config &c, const std::vector<Role> &roles, const std::vector<Step> &steps,
+                       uint64_t seed, Coverage &coverage) {
+    std::vector<Layer> interpLayers;
+    std::string text;
+    for (size_t i = 0; i < roles.size(); ++i) {
+      interpLayers.push_back(makeLayer(c, static_cast<int64_t>(i), roles[i], seed * 1000 + i));
+      text += attentionFunctionText(c, interpLayers.back());
+    }
+    std::vector<Layer> cpuLayers = interpLayers;
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(text, &context);
+    ASSERT_TRUE(m) << diagnostics << "\n" << text;
+
+    OwningOpRef<ModuleOp> decomposed(m->clone());
+    PassManager pm(&context);
+    pm.addPass(mlir::dsa::createDSADecomposeAttention());
+    ASSERT_TRUE(succeeded(pm.run(*decomposed))) << diagnostics;
+
+    cpu::CPUCompileOptions options;
+    options.probesAsResults = true;
+    ::dsa::Result<std::unique_ptr<cpu::CPUModule>> compiled = cpu::compileForCPU(*m, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.error();
+
+    std::vector<Tensor> interpSlots = emptySlots(c), cpuSlots = emptySlots(c);
+    Random inputs(seed ^ 0x5151515151515151ull);
+    for (const Step &step : steps) {
+      Tensor x = randomTensor(inputs, ElementType::BF16, {step.tokens, c.dim}, 1.0f);
+      ++coverage.steps;
+      for (size_t li = 0; li < roles.size(); ++li) {
+        Layer &il = interpLayers[li], &cl = cpuLayers[li];
+        const std::string fn = "attention_L" + std::to_string(il.id);
+        SCOPED_TRACE("layer " + std::to_string(il.id) + " (ratio " + std::to_string(il.role.ratio) +
+                     ") at start_pos " + std::to_string(step.startPos) + ", " + std::to_string(step.tokens) +
+                     " token(s)");
+        auto arguments = [&](Layer &l, const std::vector<Tensor> &slots) {
+          std::vector<Tensor> args = {x, Tensor::scalarI64(step.startPos), l.ring};
+          const std::vector<const std::vector<Tensor> *> groups = {&l.weights, &l.compressor, &l.indexKeys,
+                                                                   &l.indexer,  &l.state,      &slots};
+          for (const std::vector<Tensor> *g : groups)
+            args.insert(args.end(), g->begin(), g->end());
+          return args;
+        };
+        if (il.role.ratio >= 2 && il.role.kvSource && il.role.indexSource && step.startPos > 0 &&
+            interpSlots[1].shape()[0] != il.state.back().shape()[0])
+          coverage.indexKQuirkSeen = true;
+        auto interpFn = decomposed->lookupSymbol<func::FuncOp>(fn);
+        ASSERT_TRUE(interpFn);
+        interp::ProbeLog wantProbes, gotProbes;
+        FailureOr<std::vector<Tensor>> want =
+            interp::interpretFunction(interpFn, arguments(il, interpSlots), &wantProbes);
+        ASSERT_TRUE(succeeded(want)) << diagnostics;
+        ::dsa::Result<std::vector<Tensor>> got = (*compiled)->call(fn, arguments(cl, cpuSlots), &gotProbes);
+        ASSERT_TRUE(got.ok()) << got.error();
+
+        const size_t nResults = 2 + il.state.size() + 4;
+        ASSERT_EQ(want->size(), nResults);
+        ASSERT_EQ(got->size(), nResults);
+        for (size_t r = 0; r < nResults; ++r) {
+          const size_t nState = il.state.size();
+          std::string what = r == 0 ? "out"
+                             : r == 1 ? "new_ring"
+                             : r < 2 + nState ? "new_state" + std::to_string(r - 2)
+                                              : "new_slot" + std::to_string(r - 2 - nState);
+          EXPECT_TRUE(sameBits((*got)[r], (*want)[r])) << what;
+          ++coverage.comparedTensors;
+        }
+        // Each side threads its own values.
+        il.ring = (*want)[1];
+        cl.ring = (*got)[1];
+        for (size_t s = 0; s < il.state.size(); ++s) {
+          il.state[s] = (*want)[2 + s];
+          cl.state[s] = (*got)[2 + s];
+        }
+        for (size_t s = 0; s < 4; ++s) {
+          interpSlots[s] = (*want)[2 + il.state.size() + s];
+          cpuSlots[s] = (*got)[2 + il.state.size() + s];
+        }
+        // out is finite and not all zero (a bit-exact match of zeros would mean little).
+        bool nonZero = false, finite = true;
+        for (int64_t i = 0; i < (*want)[0].numElements(); ++i) {
+          nonZero |= (*want)[0].floats()[i] != 0.0f;
+          finite &= std::isfinite((*want)[0].floats()[i]);
+        }
+        EXPECT_TRUE(nonZero && finite) << "interpreter out degenerate";
+
+        ASSERT_EQ(gotProbes.size(), wantProbes.size());
+        ASSERT_FALSE(wantProbes.empty());
+        for (size_t p = 0; p < wantProbes.size(); ++p) {
+          EXPECT_EQ(gotProbes[p].name, wantProbes[p].name);
+          EXPECT_TRUE(sameBits(gotProbes[p].value, wantProbes[p].value)) << wantProbes[p].name;
+          ++coverage.comparedTensors;
+          if (wantProbes[p].name == "L" + std::to_string(il.id) + ".sa_topk_idxs") {
+            const Tensor &idx = wantProbes[p].value;
+            if (idx.shape().size() == 2)
+              coverage.maxTopkWidth = std::max(coverage.maxTopkWidth, idx.shape()[1]);
+            for (int64_t i = 0; i < idx.numElements(); ++i)
+              coverage.compressedIndexSeen |= idx.ints()[i] >= c.window;
+          }
+        }
+      }
+    }
+  }
+
+  MLIRContext context;
+  std::unique_ptr<ScopedDiagnosticHandler> handler;
+  std::string diagnostics;
+};
+
+TEST_F(DifferentialCompressedTest, StackEveryRoleCrossesBoundaries) {
+  Config c{/*dim=*/64, /*nHeads=*/4, /*headDim=*/32, /*ropeDim=*/8, /*qLora=*/16, /*oLora=*/16, /*oGroups=*/2,
+           /*window=*/4, /*indexNHeads=*/2, /*indexHeadDim=*/32, /*indexTopk=*/3, /*candidateTopkBlocks=*/2,
+           /*candidateBlockSize=*/2, /*maxSeqLen=*/32, /*originalSeqLen=*/32, /*ropeFactor=*/2.0};
+  std::vector<Role> roles = {{2, true, true, false, false},
+                             {2, false, false, false, false},
+                             {1, true, true, true, false},
+                             {1, false, true, false, true}};
+  Coverage coverage;
+  runDifferential(c, roles, sequence(5, 14), 11, coverage);
+  EXPECT_EQ(coverage.steps, 11);
+  EXPECT_TRUE(coverage.indexKQuirkSeen) << "the ratio-2 source never read another layer's published index_k";
+  EXPECT_TRUE(coverage.compressedIndexSeen) << "no compressed row was ever selected";
+  // window (4) + index_topk (3) columns once enough compressed positions exist.
+  EXPECT_EQ(coverage.maxTopkWidth, c.window + c.indexTopk);
+}
+
+TEST_F(DifferentialCompressedTest, FlashIndexerGeometry) {
+  // V4.1-Flash's indexer (32 heads x 128, index_topk 512, candidate blocks 2048 x 8, YaRN 65536 x 16) with a small
+  // attention (dim 64, 4 heads x 64).
+  Config c{/*dim=*/64, /*nHeads=*/4, /*headDim=*/64, /*ropeDim=*/16, /*qLora=*/32, /*oLora=*/16, /*oGroups=*/2,
+           /*window=*/8, /*indexNHeads=*/32, /*indexHeadDim=*/128, /*indexTopk=*/512, /*candidateTopkBlocks=*/2048,
+           /*candidateBlockSize=*/8, /*maxSeqLen=*/640, /*originalSeqLen=*/65536, /*ropeFactor=*/16.0};
+  Coverage coverage;
+  runDifferential(c, {{1, true, true, false, false}}, sequence(600, 600), 12, coverage);
+  EXPECT_EQ(coverage.steps, 2);
+  EXPECT_TRUE(coverage.compressedIndexSeen);
+  EXPECT_EQ(coverage.maxTopkWidth, c.window + c.indexTopk);
+}
+
+TEST_F(DifferentialCompressedTest, PartialSortBranch) {
+  Config c{/*dim=*/64, /*nHeads=*/4, /*headDim=*/32, /*ropeDim=*/8, /*qLora=*/16, /*oLora=*/16, /*oGroups=*/2,
+           /*window=*/4, /*indexNHeads=*/2, /*indexHeadDim=*/32, /*indexTopk=*/1, /*candidateTopkBlocks=*/1,
+           /*candidateBlockSize=*/1, /*maxSeqLen=*/80, /*originalSeqLen=*/32, /*ropeFactor=*/2.0};
+  Coverage coverage;
+  runDifferential(c, {{1, true, true, true, false}, {1, false, true, false, true}}, sequence(70, 71), 13, coverage);
+  EXPECT_EQ(coverage.steps, 3);
+  EXPECT_TRUE(coverage.compressedIndexSeen);
+  EXPECT_EQ(coverage.maxTopkWidth, c.window + c.indexTopk);
+}
+
+} // namespace
