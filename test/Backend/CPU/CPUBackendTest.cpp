@@ -9,6 +9,7 @@
 //   - torch itself for the top-k sets (test/Golden/topk_tie_cases.json).
 //
 //===----------------------------------------------------------------------------------------------------------===//
+#include "BitExact.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/Backend/CPU/RuntimeErrors.h"
 #include "dsa/Backend/CPU/RuntimeFunctions.h"
@@ -52,6 +53,8 @@ namespace golden = ::dsa::golden;
 namespace cpu = ::dsa::cpu;
 using interp::ElementType;
 using interp::Tensor;
+
+using ::dsa::test::sameBits;
 
 namespace {
 
@@ -98,34 +101,6 @@ protected:
     ASSERT_EQ(got->size(), want->size());
     for (size_t i = 0; i < want->size(); ++i)
       EXPECT_TRUE(sameBits((*got)[i], (*want)[i])) << fn << " result #" << i;
-  }
-
-  static ::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want) {
-    if (got.elementType() != want.elementType())
-      return ::testing::AssertionFailure() << "element type " << interp::elementTypeName(got.elementType())
-                                           << " vs " << interp::elementTypeName(want.elementType());
-    if (got.shape() != want.shape())
-      return ::testing::AssertionFailure() << "shape " << got.typeString() << " vs " << want.typeString();
-    int64_t mismatches = 0;
-    std::ostringstream first;
-    for (int64_t i = 0; i < want.numElements(); ++i) {
-      bool same;
-      if (want.isFloat()) {
-        float a = got.floats()[i], b = want.floats()[i];
-        same = (std::isnan(a) && std::isnan(b)) || ::dsa::numerics::f32Bits(a) == ::dsa::numerics::f32Bits(b);
-        if (!same && mismatches == 0)
-          first << "element " << i << ": got " << a << " want " << b;
-      } else {
-        same = got.ints()[i] == want.ints()[i];
-        if (!same && mismatches == 0)
-          first << "element " << i << ": got " << got.ints()[i] << " want " << want.ints()[i];
-      }
-      mismatches += same ? 0 : 1;
-    }
-    if (mismatches)
-      return ::testing::AssertionFailure() << mismatches << " of " << want.numElements()
-                                           << " elements differ; first: " << first.str();
-    return ::testing::AssertionSuccess();
   }
 
   MLIRContext context;

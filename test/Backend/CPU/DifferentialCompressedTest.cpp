@@ -31,6 +31,7 @@
 //     positions and blocks, so both the indexer's and the candidate blocks' top-k take the partial_sort branch.
 //
 //===----------------------------------------------------------------------------------------------------------===//
+#include "BitExact.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
@@ -63,6 +64,8 @@ namespace interp = ::dsa::interp;
 namespace cpu = ::dsa::cpu;
 using interp::ElementType;
 using interp::Tensor;
+
+using ::dsa::test::sameBits;
 
 namespace {
 
@@ -246,38 +249,6 @@ std::string attentionFunctionText(const Config &c, const Layer &l) {
      << join(paramTypes) << ") -> (" << join(resultTypes) << ")\n  return " << join(results) << " : "
      << join(resultTypes) << "\n}\n";
   return os.str();
-}
-
-::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want) {
-  if (got.elementType() != want.elementType())
-    return ::testing::AssertionFailure() << "element type " << interp::elementTypeName(got.elementType()) << " vs "
-                                         << interp::elementTypeName(want.elementType());
-  if (got.shape() != want.shape())
-    return ::testing::AssertionFailure() << "shape " << got.typeString() << " vs " << want.typeString();
-  int64_t mismatches = 0;
-  double maxAbs = 0;
-  std::ostringstream first;
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    bool same;
-    if (want.isFloat()) {
-      float a = got.floats()[i], b = want.floats()[i];
-      same = (std::isnan(a) && std::isnan(b)) || ::dsa::numerics::f32Bits(a) == ::dsa::numerics::f32Bits(b);
-      if (!same) {
-        maxAbs = std::fmax(maxAbs, std::fabs(static_cast<double>(a) - static_cast<double>(b)));
-        if (mismatches == 0)
-          first << "element " << i << ": got " << a << " want " << b;
-      }
-    } else {
-      same = got.ints()[i] == want.ints()[i];
-      if (!same && mismatches == 0)
-        first << "element " << i << ": got " << got.ints()[i] << " want " << want.ints()[i];
-    }
-    mismatches += same ? 0 : 1;
-  }
-  if (mismatches)
-    return ::testing::AssertionFailure() << mismatches << " of " << want.numElements()
-                                         << " elements differ (max |diff| " << maxAbs << "); first: " << first.str();
-  return ::testing::AssertionSuccess();
 }
 
 struct Step {

@@ -22,6 +22,7 @@
 // the interpreter's time small.
 //
 //===----------------------------------------------------------------------------------------------------------===//
+#include "BitExact.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
@@ -54,6 +55,8 @@ namespace interp = ::dsa::interp;
 namespace cpu = ::dsa::cpu;
 using interp::ElementType;
 using interp::Tensor;
+
+using ::dsa::test::sameBits;
 
 namespace {
 
@@ -139,39 +142,6 @@ std::string attentionModule(const Geometry &g, int64_t layer, const std::vector<
   os << ") -> (" << xType << ", " << ringType << ")\n  return %out, %new_ring : " << xType << ", " << ringType
      << "\n}\n";
   return os.str();
-}
-
-/// Identical element type, shape, and values: float bit patterns (any NaN equals any NaN), integers exactly.
-::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want) {
-  if (got.elementType() != want.elementType())
-    return ::testing::AssertionFailure() << "element type " << interp::elementTypeName(got.elementType()) << " vs "
-                                         << interp::elementTypeName(want.elementType());
-  if (got.shape() != want.shape())
-    return ::testing::AssertionFailure() << "shape " << got.typeString() << " vs " << want.typeString();
-  int64_t mismatches = 0;
-  double maxAbs = 0;
-  std::ostringstream first;
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    bool same;
-    if (want.isFloat()) {
-      float a = got.floats()[i], b = want.floats()[i];
-      same = (std::isnan(a) && std::isnan(b)) || ::dsa::numerics::f32Bits(a) == ::dsa::numerics::f32Bits(b);
-      if (!same) {
-        maxAbs = std::fmax(maxAbs, std::fabs(static_cast<double>(a) - static_cast<double>(b)));
-        if (mismatches == 0)
-          first << "element " << i << ": got " << a << " want " << b;
-      }
-    } else {
-      same = got.ints()[i] == want.ints()[i];
-      if (!same && mismatches == 0)
-        first << "element " << i << ": got " << got.ints()[i] << " want " << want.ints()[i];
-    }
-    mismatches += same ? 0 : 1;
-  }
-  if (mismatches)
-    return ::testing::AssertionFailure() << mismatches << " of " << want.numElements()
-                                         << " elements differ (max |diff| " << maxAbs << "); first: " << first.str();
-  return ::testing::AssertionSuccess();
 }
 
 /// A float tensor that is finite everywhere and not all zero (so that a bit-exact match means something).
