@@ -23,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cctype>
 #include <cstdlib>
 
 namespace dsa::cpu {
@@ -47,7 +48,7 @@ std::optional<ElementType> elementTypeOf(mlir::Type t) {
   return std::nullopt;
 }
 
-Result<ValueKind> kindOf(mlir::Type t, const std::string &what) {
+Result<ValueKind> kindOf(mlir::Type t, const std::string &what, const std::string &backend = "CPU") {
   ValueKind k;
   llvm::raw_string_ostream os(k.typeString);
   os << t;
@@ -62,9 +63,8 @@ Result<ValueKind> kindOf(mlir::Type t, const std::string &what) {
   }
   std::optional<ElementType> e = elementTypeOf(elem);
   if (!e || (!k.isTensor && *e == ElementType::BF16))
-    return makeError(what + " has type " + k.typeString +
-                     ", which the CPU backend cannot pass (ranked tensors of bf16/f32/i1/i32/i64/index, scalars "
-                     "i64/index/i32/i1/f32)");
+    return makeError(what + " has type " + k.typeString + ", which the " + backend +
+                     " backend cannot pass (ranked tensors of bf16/f32/i1/i32/i64/index, scalars i64/index/i32/i1/f32)");
   k.elem = *e;
   return k;
 }
@@ -142,9 +142,12 @@ void registerCPUBackendDialects(mlir::MLIRContext *ctx) {
   ctx->appendDialectRegistry(registry);
 }
 
-Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions &options) {
+Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults, const std::string &backend) {
   mlir::MLIRContext *ctx = module.getContext();
   registerCPUBackendDialects(ctx);
+  std::string prefix = backend + " backend: ";
+  for (char &c : prefix)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string diagnostics;
   llvm::raw_string_ostream diagOs(diagnostics);
   mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
@@ -160,15 +163,15 @@ Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions
     sig.name = f.getName().str();
     mlir::FunctionType type = f.getFunctionType();
     for (unsigned i = 0; i < type.getNumInputs(); ++i) {
-      Result<ValueKind> k = kindOf(type.getInput(i), "@" + sig.name + " argument #" + std::to_string(i));
+      Result<ValueKind> k = kindOf(type.getInput(i), "@" + sig.name + " argument #" + std::to_string(i), backend);
       if (!k)
-        return makeError("cpu backend: " + k.error());
+        return makeError(prefix + k.error());
       sig.args.push_back(k.take());
     }
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
-      Result<ValueKind> k = kindOf(type.getResult(i), "@" + sig.name + " result #" + std::to_string(i));
+      Result<ValueKind> k = kindOf(type.getResult(i), "@" + sig.name + " result #" + std::to_string(i), backend);
       if (!k)
-        return makeError("cpu backend: " + k.error());
+        return makeError(prefix + k.error());
       sig.results.push_back(k.take());
     }
     sig.numResults = sig.results.size();
@@ -176,7 +179,7 @@ Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions
     out.functions.push_back(std::move(sig));
   }
   if (out.functions.empty())
-    return makeError("cpu backend: the module has no public function with a body to compile");
+    return makeError(prefix + "the module has no public function with a body to compile");
 
   out.module = mlir::OwningOpRef<mlir::ModuleOp>(module.clone());
   // Arguments are read-only (CPUBuffers are shared between calls): bufferization copies instead of writing them.
@@ -187,17 +190,32 @@ Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions
       if (llvm::isa<mlir::TensorType>(f.getArgument(i).getType()))
         f.setArgAttr(i, "bufferization.writable", mlir::BoolAttr::get(ctx, false));
   }
-  if (options.probesAsResults) {
+  if (probesAsResults) {
     mlir::PassManager decompose(ctx);
     decompose.addPass(mlir::dsa::createDSADecomposeAttention());
     if (mlir::failed(decompose.run(*out.module)))
-      return makeError("cpu backend: dsa-decompose-attention failed:\n" + diagnostics);
+      return makeError(prefix + "dsa-decompose-attention failed:\n" + diagnostics);
     for (FunctionSignature &sig : out.functions) {
       Status st = probesToResults(out.module->lookupSymbol<mlir::func::FuncOp>(sig.name), sig);
       if (!st)
-        return makeError("cpu backend: " + st.error());
+        return makeError(prefix + st.error());
     }
   }
+  return out;
+}
+
+Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions &options) {
+  Result<LoweredModule> prepared = prepareModule(module, options.probesAsResults);
+  if (!prepared)
+    return prepared;
+  LoweredModule out = prepared.take();
+  mlir::MLIRContext *ctx = module.getContext();
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOs(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
+    diagOs << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
   mlir::PassManager pm(ctx);
   mlir::dsa::buildDSACPUPipeline(pm, options.parallel);
   if (mlir::failed(pm.run(*out.module)))

@@ -19,6 +19,12 @@ struct LoweredModule {
 /// Registers in `ctx` the dialects, interface models and LLVM IR translations the CPU paths need.
 void registerCPUBackendDialects(mlir::MLIRContext *ctx);
 
+/// What lowerForCPU does before its pipeline, shared with the GPU backend (lib/Backend/GPU): captures the signatures
+/// (and state bindings) of `module`'s public functions, then clones it with its arguments marked non-writable and,
+/// with `probesAsResults`, dsa.attention decomposed and the probes turned into results. `backend` names the backend
+/// in the error for a type the calling convention cannot pass. `text` stays empty.
+Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults, const std::string &backend = "CPU");
+
 /// Captures the signatures (and state bindings) of `module`'s public functions, then lowers a clone: decomposition
 /// and probes kept as results (options.probesAsResults), arguments marked non-writable, --dsa-cpu-pipeline
 /// (options.parallel). Errors carry the pipeline's diagnostics.
