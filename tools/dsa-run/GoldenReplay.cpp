@@ -2,6 +2,7 @@
 #include "GoldenReplay.h"
 
 #include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Golden/Golden.h"
@@ -14,16 +15,13 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 
 using namespace mlir;
 namespace golden = ::dsa::golden;
@@ -36,21 +34,6 @@ namespace {
 
 /// The attention captures every layer's probes produce (tiny-model-harness.md capture names).
 const char *const kAttentionCaptures[] = {"sa_q", "sa_kv", "sa_topk_idxs", "sa_o", "attn_out"};
-
-std::string exactDouble(double v) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::format("%.17e", v);
-  return s;
-}
-
-std::string boolText(bool b) { return b ? "true" : "false"; }
-
-/// One operand of a layer function: its SSA name and the tensor the driver passes (which fixes its type).
-struct Operand {
-  std::string name;
-  std::string type;
-};
 
 /// Everything the driver holds for one layer: weights by operand group, and the state it threads between steps.
 struct Layer {
@@ -86,108 +69,85 @@ Status loadWeights(const golden::GoldenFile &file, const std::vector<std::string
   return Status::success();
 }
 
-std::string sharedSlotTypes(const golden::Fixture &f) {
-  return "tensor<?x" + std::to_string(f.headDim) + "xbf16>, tensor<?x" + std::to_string(f.indexHeadDim) +
-         "xbf16>, tensor<?x?xi32>, tensor<?x?xi1>";
+/// The configuration of layer `layer.id` from the fixture (section 1): ratio-0 layers use rope_theta without YaRN,
+/// ratio > 0 layers compress_rope_theta with YaRN and their role (golden::layerRole) in #dsa.compress.
+mlir::dsa::AttentionLayerConfig layerConfig(const golden::Fixture &f, const Layer &layer,
+                                            mlir::dsa::IndexKSource indexKSource) {
+  mlir::dsa::AttentionLayerConfig c;
+  c.layerId = layer.id;
+  c.dim = f.dim;
+  c.nHeads = f.nHeads;
+  c.headDim = f.headDim;
+  c.ropeHeadDim = f.ropeHeadDim;
+  c.qLoraRank = f.qLoraRank;
+  c.oGroups = f.oGroups;
+  c.oLoraRank = f.oLoraRank;
+  c.windowSize = f.windowSize;
+  c.compressRatio = layer.role.ratio;
+  c.normEps = f.normEps;
+  if (layer.role.ratio == 0) {
+    c.ropeTheta = f.ropeTheta;
+    return c;
+  }
+  c.ropeTheta = f.compressRopeTheta;
+  c.yarn = mlir::dsa::AttentionYarn{f.originalSeqLen, f.ropeFactor, f.betaFast, f.betaSlow};
+  const golden::LayerRole &r = layer.role;
+  mlir::dsa::AttentionCompress cc;
+  cc.isKvSource = r.isKvSource;
+  cc.isIndexSource = r.isIndexSource;
+  cc.isCandidateSource = r.isCandidateSource;
+  cc.usesCandidates = r.usesCandidates;
+  cc.indexNHeads = f.indexNHeads;
+  cc.indexHeadDim = f.indexHeadDim;
+  cc.indexTopk = f.indexTopk;
+  cc.candidateTopkBlocks = f.candidateTopkBlocks;
+  cc.candidateBlockSize = f.candidateBlockSize;
+  cc.maxSeqLen = f.maxSeqLen;
+  cc.indexKSource = indexKSource;
+  c.compress = cc;
+  return c;
 }
 
-/// Text of `@attention_L<l>`: one dsa.attention configured from the fixture, its operands typed by the tensors the
-/// driver will pass.
-std::string attentionFunctionText(const golden::Fixture &f, const Layer &layer, const std::string &indexKSource) {
-  std::ostringstream os;
-  const std::string xType = "tensor<?x" + std::to_string(f.dim) + "xbf16>";
-  const std::string ringType = layer.ring.typeString();
-  int64_t ratio = layer.role.ratio;
+/// The MLIR type of a tensor the driver passes (so that the function's operand types are those of the tensors).
+Type typeOf(MLIRContext *ctx, const Tensor &t) {
+  Builder b(ctx);
+  Type element;
+  switch (t.elementType()) {
+  case ElementType::BF16: element = b.getBF16Type(); break;
+  case ElementType::F32: element = b.getF32Type(); break;
+  case ElementType::I1: element = b.getI1Type(); break;
+  case ElementType::I32: element = b.getI32Type(); break;
+  case ElementType::I64: element = b.getI64Type(); break;
+  case ElementType::Index: element = b.getIndexType(); break;
+  }
+  return RankedTensorType::get(t.shape(), element);
+}
 
-  std::vector<Operand> params = {{"x", xType}, {"start_pos", "i64"}, {"ring", ringType}};
-  auto addGroup = [&](const std::string &prefix, const std::vector<Tensor> &tensors) {
-    std::vector<std::string> names;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      names.push_back("%" + prefix + std::to_string(i));
-      params.push_back({prefix + std::to_string(i), tensors[i].typeString()});
-    }
-    return names;
+/// Builds `@attention_L<l>` at the end of `module`: one dsa.attention configured from the fixture, its operands
+/// typed by the tensors the driver will pass (x: [?, dim] bf16; the shared slots: [?, head_dim], [?, index_head_dim]
+/// bf16, [?, ?] i32, [?, ?] i1).
+FailureOr<func::FuncOp> buildLayerFunction(ModuleOp module, const golden::Fixture &f, const Layer &layer,
+                                           mlir::dsa::IndexKSource indexKSource) {
+  MLIRContext *ctx = module.getContext();
+  mlir::dsa::AttentionLayerConfig config = layerConfig(f, layer, indexKSource);
+  Location loc = NameLoc::get(StringAttr::get(ctx, config.functionName()));
+  FailureOr<mlir::dsa::AttentionOperandTypes> types = mlir::dsa::canonicalAttentionOperandTypes(loc, config);
+  if (failed(types))
+    return failure();
+  types->ring = typeOf(ctx, layer.ring);
+  auto typesOf = [&](const std::vector<Tensor> &tensors) {
+    SmallVector<Type> out;
+    for (const Tensor &t : tensors)
+      out.push_back(typeOf(ctx, t));
+    return out;
   };
-  std::vector<std::string> w = addGroup("w", layer.weights), comp = addGroup("comp", layer.compressor),
-                           keys = addGroup("keys", layer.indexKeys), idx = addGroup("idx", layer.indexer),
-                           state = addGroup("state", layer.state);
-  std::vector<std::string> shared;
-  if (ratio > 0) {
-    std::istringstream types(sharedSlotTypes(f));
-    std::string t;
-    for (int i = 0; i < 4 && std::getline(types, t, ','); ++i) {
-      while (!t.empty() && t.front() == ' ')
-        t.erase(t.begin());
-      shared.push_back("%slot" + std::to_string(i));
-      params.push_back({"slot" + std::to_string(i), t});
-    }
-  }
-  std::vector<std::string> resultTypes = {xType, ringType};
-  for (const Tensor &s : layer.state)
-    resultTypes.push_back(s.typeString());
-  if (ratio > 0) {
-    std::istringstream types(sharedSlotTypes(f));
-    std::string t;
-    while (std::getline(types, t, ',')) {
-      while (!t.empty() && t.front() == ' ')
-        t.erase(t.begin());
-      resultTypes.push_back(t);
-    }
-  }
-  auto join = [](const std::vector<std::string> &v) {
-    std::string s;
-    for (size_t i = 0; i < v.size(); ++i)
-      s += (i ? ", " : "") + v[i];
-    return s;
-  };
-
-  os << "func.func @attention_L" << layer.id << "(";
-  for (size_t i = 0; i < params.size(); ++i)
-    os << (i ? ", " : "") << "%" << params[i].name << ": " << params[i].type;
-  os << ") -> (" << join(resultTypes) << ") {\n  ";
-  std::vector<std::string> results = {"%out", "%new_ring"};
-  for (size_t i = 0; i < layer.state.size(); ++i)
-    results.push_back("%new_state" + std::to_string(i));
-  for (size_t i = 0; i < shared.size(); ++i)
-    results.push_back("%new_slot" + std::to_string(i));
-  os << join(results) << " = dsa.attention %x, %start_pos, %ring weights(" << join(w) << ")";
-  if (!comp.empty())
-    os << " compressor(" << join(comp) << ")";
-  if (!keys.empty())
-    os << " index_keys(" << join(keys) << ")";
-  if (!idx.empty())
-    os << " indexer(" << join(idx) << ")";
-  if (!state.empty())
-    os << " state(" << join(state) << ")";
-  if (!shared.empty())
-    os << " shared(" << join(shared) << ")";
-
-  os << " {config = #dsa.attn_config<layer_id = " << layer.id << ", dim = " << f.dim << ", n_heads = " << f.nHeads
-     << ", head_dim = " << f.headDim << ", rope_head_dim = " << f.ropeHeadDim << ", q_lora_rank = " << f.qLoraRank
-     << ", o_groups = " << f.oGroups << ", o_lora_rank = " << f.oLoraRank << ", window_size = " << f.windowSize
-     << ", compress_ratio = " << ratio << ", norm_eps = " << exactDouble(f.normEps) << " : f32";
-  if (ratio == 0) {
-    os << ", rope = #dsa.rope<rope_dim = " << f.ropeHeadDim << ", theta = " << exactDouble(f.ropeTheta) << ">";
-  } else {
-    os << ", rope = #dsa.rope<rope_dim = " << f.ropeHeadDim << ", theta = " << exactDouble(f.compressRopeTheta)
-       << ", yarn = #dsa.yarn<original_seq_len = " << f.originalSeqLen << ", factor = " << exactDouble(f.ropeFactor)
-       << ", beta_fast = " << exactDouble(f.betaFast) << ", beta_slow = " << exactDouble(f.betaSlow) << ">>";
-    const golden::LayerRole &r = layer.role;
-    os << ", compress = #dsa.compress<is_kv_source = " << boolText(r.isKvSource)
-       << ", is_index_source = " << boolText(r.isIndexSource)
-       << ", is_candidate_source = " << boolText(r.isCandidateSource)
-       << ", uses_candidates = " << boolText(r.usesCandidates) << ", index_n_heads = " << f.indexNHeads
-       << ", index_head_dim = " << f.indexHeadDim << ", index_topk = " << f.indexTopk
-       << ", candidate_topk_blocks = " << f.candidateTopkBlocks
-       << ", candidate_block_size = " << f.candidateBlockSize << ", max_seq_len = " << f.maxSeqLen
-       << ", index_k_source = #dsa.index_k_source<" << indexKSource << ">, tie_order = #dsa.tie_order<torch_cpu>>";
-  }
-  os << ">}\n      : (";
-  for (size_t i = 0; i < params.size(); ++i)
-    os << (i ? ", " : "") << params[i].type;
-  os << ") -> (" << join(resultTypes) << ")\n";
-  os << "  return " << join(results) << " : " << join(resultTypes) << "\n}\n";
-  return os.str();
+  types->weights = typesOf(layer.weights);
+  types->compressor = typesOf(layer.compressor);
+  types->indexKeys = typesOf(layer.indexKeys);
+  types->indexer = typesOf(layer.indexer);
+  types->state = typesOf(layer.state);
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  return mlir::dsa::buildAttentionFunction(builder, loc, config, *types);
 }
 
 /// Regenerates a layer's weights (ck-checked) and creates its initial state (section 4, 5: zero ring, zero kv state,
@@ -311,7 +271,8 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   };
   if (options.backend != "interpret" && options.backend != "cpu")
     return fail("--backend must be 'interpret' or 'cpu', got '" + options.backend + "'");
-  if (options.indexKSource != "published_slot" && options.indexKSource != "own_cache")
+  std::optional<mlir::dsa::IndexKSource> indexKSource = mlir::dsa::symbolizeIndexKSource(options.indexKSource);
+  if (!indexKSource)
     return fail("--index-k-source must be 'published_slot' or 'own_cache', got '" + options.indexKSource + "'");
 
   Result<golden::GoldenFile> loaded = golden::GoldenFile::load(options.goldenPath);
@@ -346,13 +307,9 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
     Result<Layer> layer = makeLayer(file, l);
     if (!layer)
       return fail(layer.error());
-    OwningOpRef<ModuleOp> parsed =
-        parseSourceString<ModuleOp>(attentionFunctionText(fixture, *layer, options.indexKSource), &context);
-    if (!parsed)
+    if (failed(buildLayerFunction(*module, fixture, *layer, *indexKSource)))
       return fail("could not build the attention function of layer " + std::to_string(l) +
                   " (see the diagnostic above)");
-    for (Operation &op : llvm::make_early_inc_range(parsed->getBody()->getOperations()))
-      op.moveBefore(module->getBody(), module->getBody()->end());
     layers.push_back(layer.take());
   }
   if (options.emit == "attention")
