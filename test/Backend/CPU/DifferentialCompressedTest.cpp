@@ -4,9 +4,9 @@
 // (include/dsa/Interpreter/Interpreter.h, interpretFunction on the decomposed module) for every compressed role
 // (attention-semantics.md sections 5-8). The expected values come from the interpreter, not from the code under test.
 //
-// A stack of `dsa.attention` layers is built as MLIR text the way tools/dsa-run/GoldenReplay.cpp does (operand groups
-// weights / compressor / index_keys / indexer / state / shared, #dsa.compress, the reference's index_k quirk
-// `published_slot`), with seeded random bf16/f32 weights and inputs. Initial state: zero ring, zero kv_state, -inf
+// A stack of `dsa.attention` layers is built with mlir::dsa::buildAttentionFunction (AttentionBuilder.h), as
+// tools/dsa-run/GoldenReplay.cpp does (operand groups weights / compressor / index_keys / indexer / state / shared,
+// #dsa.compress, the reference's index_k quirk `published_slot`), with seeded random bf16/f32 weights and inputs. Initial state: zero ring, zero kv_state, -inf
 // score_state, zero caches of ceil(max_seq_len / ratio) rows; the four shared slots start as [0, hd] bf16,
 // [0, ihd] bf16, [0, 0] i32, [0, 0] i1 and are threaded from layer to layer and step to step. Each side (interpreter,
 // CPU) threads its OWN ring, state and slots; at every layer of every step every result (out, new_ring, new_state...,
@@ -34,6 +34,7 @@
 #include "BitExact.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 
+#include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Interpreter.h"
@@ -45,7 +46,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
@@ -53,9 +53,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -169,86 +167,39 @@ std::vector<Tensor> emptySlots(const Config &c) {
           Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
 }
 
-std::string exactDouble(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17e", v);
-  return buf;
-}
-
-std::string boolText(bool b) { return b ? "true" : "false"; }
-
-std::string join(const std::vector<std::string> &v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? ", " : "") + v[i];
-  return s;
-}
-
-/// @attention_L<id>(x, start_pos, ring, weights..., compressor..., index_keys..., indexer..., state..., slots...) ->
-/// (out, new_ring, new_state..., new slots...), as GoldenReplay's attentionFunctionText writes it.
-std::string attentionFunctionText(const Config &c, const Layer &l) {
-  const std::string xType = "tensor<?x" + std::to_string(c.dim) + "xbf16>";
-  const std::vector<std::string> slotTypes = {"tensor<?x" + std::to_string(c.headDim) + "xbf16>",
-                                              "tensor<?x" + std::to_string(c.indexHeadDim) + "xbf16>",
-                                              "tensor<?x?xi32>", "tensor<?x?xi1>"};
-  std::vector<std::string> params = {"%x: " + xType, "%start_pos: i64", "%ring: " + l.ring.typeString()};
-  std::vector<std::string> paramTypes = {xType, "i64", l.ring.typeString()};
-  auto group = [&](const std::string &prefix, const std::vector<Tensor> &ts) {
-    std::vector<std::string> names;
-    for (size_t i = 0; i < ts.size(); ++i) {
-      names.push_back("%" + prefix + std::to_string(i));
-      params.push_back(names.back() + ": " + ts[i].typeString());
-      paramTypes.push_back(ts[i].typeString());
-    }
-    return names;
-  };
-  std::vector<std::string> w = group("w", l.weights), comp = group("comp", l.compressor),
-                           keys = group("keys", l.indexKeys), idx = group("idx", l.indexer),
-                           state = group("state", l.state), slots;
-  for (int i = 0; i < 4; ++i) {
-    slots.push_back("%slot" + std::to_string(i));
-    params.push_back(slots.back() + ": " + slotTypes[i]);
-    paramTypes.push_back(slotTypes[i]);
-  }
-  std::vector<std::string> results = {"%out", "%new_ring"}, resultTypes = {xType, l.ring.typeString()};
-  for (size_t i = 0; i < l.state.size(); ++i) {
-    results.push_back("%new_state" + std::to_string(i));
-    resultTypes.push_back(l.state[i].typeString());
-  }
-  for (int i = 0; i < 4; ++i) {
-    results.push_back("%new_slot" + std::to_string(i));
-    resultTypes.push_back(slotTypes[i]);
-  }
-  std::ostringstream os;
-  os << "func.func @attention_L" << l.id << "(" << join(params) << ") -> (" << join(resultTypes) << ") {\n  "
-     << join(results) << " = dsa.attention %x, %start_pos, %ring weights(" << join(w) << ")";
-  if (!comp.empty())
-    os << " compressor(" << join(comp) << ")";
-  if (!keys.empty())
-    os << " index_keys(" << join(keys) << ")";
-  if (!idx.empty())
-    os << " indexer(" << join(idx) << ")";
-  if (!state.empty())
-    os << " state(" << join(state) << ")";
-  os << " shared(" << join(slots) << ")";
-  os << " {config = #dsa.attn_config<layer_id = " << l.id << ", dim = " << c.dim << ", n_heads = " << c.nHeads
-     << ", head_dim = " << c.headDim << ", rope_head_dim = " << c.ropeDim << ", q_lora_rank = " << c.qLora
-     << ", o_groups = " << c.oGroups << ", o_lora_rank = " << c.oLora << ", window_size = " << c.window
-     << ", compress_ratio = " << l.role.ratio << ", norm_eps = " << exactDouble(c.normEps) << " : f32"
-     << ", rope = #dsa.rope<rope_dim = " << c.ropeDim << ", theta = " << exactDouble(c.compressRopeTheta)
-     << ", yarn = #dsa.yarn<original_seq_len = " << c.originalSeqLen << ", factor = " << exactDouble(c.ropeFactor)
-     << ", beta_fast = " << exactDouble(c.betaFast) << ", beta_slow = " << exactDouble(c.betaSlow) << ">>"
-     << ", compress = #dsa.compress<is_kv_source = " << boolText(l.role.kvSource)
-     << ", is_index_source = " << boolText(l.role.indexSource)
-     << ", is_candidate_source = " << boolText(l.role.candidateSource)
-     << ", uses_candidates = " << boolText(l.role.usesCandidates) << ", index_n_heads = " << c.indexNHeads
-     << ", index_head_dim = " << c.indexHeadDim << ", index_topk = " << c.indexTopk
-     << ", candidate_topk_blocks = " << c.candidateTopkBlocks << ", candidate_block_size = " << c.candidateBlockSize
-     << ", max_seq_len = " << c.maxSeqLen
-     << ", index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}\n      : ("
-     << join(paramTypes) << ") -> (" << join(resultTypes) << ")\n  return " << join(results) << " : "
-     << join(resultTypes) << "\n}\n";
-  return os.str();
+/// Layer `l`'s configuration in the stack `c` (ratio > 0: compress_rope_theta with YaRN, its role in #dsa.compress,
+/// the reference's index_k quirk `published_slot`). The function is @attention_L<id>(x, start_pos, ring, weights...,
+/// compressor..., index_keys..., indexer..., state..., slots...) -> (out, new_ring, new_state..., new slots...) with
+/// the canonical operand types (those of the tensors makeLayer and emptySlots create).
+mlir::dsa::AttentionLayerConfig layerConfig(const Config &c, const Layer &l) {
+  mlir::dsa::AttentionLayerConfig lc;
+  lc.layerId = l.id;
+  lc.dim = c.dim;
+  lc.nHeads = c.nHeads;
+  lc.headDim = c.headDim;
+  lc.ropeHeadDim = c.ropeDim;
+  lc.qLoraRank = c.qLora;
+  lc.oGroups = c.oGroups;
+  lc.oLoraRank = c.oLora;
+  lc.windowSize = c.window;
+  lc.compressRatio = l.role.ratio;
+  lc.normEps = c.normEps;
+  lc.ropeTheta = c.compressRopeTheta;
+  lc.yarn = mlir::dsa::AttentionYarn{c.originalSeqLen, c.ropeFactor, c.betaFast, c.betaSlow};
+  mlir::dsa::AttentionCompress cc;
+  cc.isKvSource = l.role.kvSource;
+  cc.isIndexSource = l.role.indexSource;
+  cc.isCandidateSource = l.role.candidateSource;
+  cc.usesCandidates = l.role.usesCandidates;
+  cc.indexNHeads = c.indexNHeads;
+  cc.indexHeadDim = c.indexHeadDim;
+  cc.indexTopk = c.indexTopk;
+  cc.candidateTopkBlocks = c.candidateTopkBlocks;
+  cc.candidateBlockSize = c.candidateBlockSize;
+  cc.maxSeqLen = c.maxSeqLen;
+  cc.indexKSource = mlir::dsa::IndexKSource::published_slot;
+  lc.compress = cc;
+  return lc;
 }
 
 struct Step {
@@ -287,14 +238,15 @@ protected:
   void runDifferential(const Config &c, const std::vector<Role> &roles, const std::vector<Step> &steps,
                        uint64_t seed, Coverage &coverage) {
     std::vector<Layer> interpLayers;
-    std::string text;
+    OwningOpRef<ModuleOp> m = ModuleOp::create(UnknownLoc::get(&context));
+    OpBuilder builder = OpBuilder::atBlockEnd(m->getBody());
     for (size_t i = 0; i < roles.size(); ++i) {
       interpLayers.push_back(makeLayer(c, static_cast<int64_t>(i), roles[i], seed * 1000 + i));
-      text += attentionFunctionText(c, interpLayers.back());
+      ASSERT_TRUE(succeeded(
+          mlir::dsa::buildAttentionFunction(builder, m->getLoc(), layerConfig(c, interpLayers.back()))))
+          << diagnostics;
     }
     std::vector<Layer> cpuLayers = interpLayers;
-    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(text, &context);
-    ASSERT_TRUE(m) << diagnostics << "\n" << text;
 
     OwningOpRef<ModuleOp> decomposed(m->clone());
     PassManager pm(&context);

@@ -4,8 +4,8 @@
 // (include/dsa/Interpreter/Interpreter.h, interpretFunction on the decomposed module, i.e. the MLIR-free kernels).
 // The expected values come from the interpreter, not from the code under test.
 //
-// Each case builds one window-only `dsa.attention` (compress_ratio = 0) as MLIR text, the way
-// tools/dsa-run/GoldenReplay.cpp does, fills its weights and inputs with seeded random bf16 values (uniform, scaled
+// Each case builds one window-only `dsa.attention` (compress_ratio = 0) with mlir::dsa::buildAttentionFunction
+// (include/dsa/Dialect/DSA/IR/AttentionBuilder.h, as tools/dsa-run/GoldenReplay.cpp does), fills its weights and inputs with seeded random bf16 values (uniform, scaled
 // by 1/sqrt(fan_in) so that activations stay O(1)), and runs a step sequence (a prefill at start_pos 0, then decode
 // steps at start_pos = tokens so far, the ring threaded by each side separately) on both. Every result (out,
 // new_ring) and every probe (L<l>.sa_q, sa_kv, sa_topk_idxs, sa_o, attn_out) is compared at every step:
@@ -25,6 +25,7 @@
 #include "BitExact.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 
+#include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Interpreter.h"
@@ -36,17 +37,14 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -114,34 +112,22 @@ std::vector<Tensor> randomWeights(const Geometry &g, uint64_t seed) {
   return w;
 }
 
-std::string exactDouble(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17e", v);
-  return buf;
-}
-
-/// @attention_L<layer>(%x: tensor<?xdim xbf16>, %start_pos: i64, %ring: tensor<W x hd xbf16>, weights...) -> (out,
-/// new_ring): one dsa.attention with compress_ratio = 0 (as tools/dsa-run/GoldenReplay.cpp writes it).
-std::string attentionModule(const Geometry &g, int64_t layer, const std::vector<Tensor> &weights) {
-  std::ostringstream os;
-  const std::string xType = "tensor<?x" + std::to_string(g.dim) + "xbf16>";
-  const std::string ringType = "tensor<" + std::to_string(g.window) + "x" + std::to_string(g.headDim) + "xbf16>";
-  os << "func.func @attention_L" << layer << "(%x: " << xType << ", %start_pos: i64, %ring: " << ringType;
-  for (size_t i = 0; i < weights.size(); ++i)
-    os << ", %w" << i << ": " << weights[i].typeString();
-  os << ") -> (" << xType << ", " << ringType << ") {\n  %out, %new_ring = dsa.attention %x, %start_pos, %ring weights(";
-  for (size_t i = 0; i < weights.size(); ++i)
-    os << (i ? ", " : "") << "%w" << i;
-  os << ") {config = #dsa.attn_config<layer_id = " << layer << ", dim = " << g.dim << ", n_heads = " << g.nHeads
-     << ", head_dim = " << g.headDim << ", rope_head_dim = " << g.ropeDim << ", q_lora_rank = " << g.qLora
-     << ", o_groups = " << g.oGroups << ", o_lora_rank = " << g.oLora << ", window_size = " << g.window
-     << ", compress_ratio = 0, norm_eps = " << exactDouble(g.normEps) << " : f32, rope = #dsa.rope<rope_dim = "
-     << g.ropeDim << ", theta = " << exactDouble(g.ropeTheta) << ">>}\n      : (" << xType << ", i64, " << ringType;
-  for (const Tensor &w : weights)
-    os << ", " << w.typeString();
-  os << ") -> (" << xType << ", " << ringType << ")\n  return %out, %new_ring : " << xType << ", " << ringType
-     << "\n}\n";
-  return os.str();
+/// The window-only layer's configuration (compress_ratio = 0: rope_theta without YaRN, no compress); the function is
+/// @attention_L<layer>(x, start_pos, ring, weights...) -> (out, new_ring) with the canonical operand types.
+mlir::dsa::AttentionLayerConfig layerConfig(const Geometry &g, int64_t layer) {
+  mlir::dsa::AttentionLayerConfig c;
+  c.layerId = layer;
+  c.dim = g.dim;
+  c.nHeads = g.nHeads;
+  c.headDim = g.headDim;
+  c.ropeHeadDim = g.ropeDim;
+  c.qLoraRank = g.qLora;
+  c.oGroups = g.oGroups;
+  c.oLoraRank = g.oLora;
+  c.windowSize = g.window;
+  c.normEps = g.normEps;
+  c.ropeTheta = g.ropeTheta;
+  return c;
 }
 
 /// A float tensor that is finite everywhere and not all zero (so that a bit-exact match means something).
@@ -197,8 +183,10 @@ protected:
   void runDifferential(const Geometry &g, const std::vector<Step> &steps, uint64_t seed, bool parallel) {
     const int64_t layer = 3;
     std::vector<Tensor> weights = randomWeights(g, seed);
-    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(attentionModule(g, layer, weights), &context);
-    ASSERT_TRUE(m) << diagnostics;
+    OwningOpRef<ModuleOp> m = ModuleOp::create(UnknownLoc::get(&context));
+    OpBuilder builder = OpBuilder::atBlockEnd(m->getBody());
+    ASSERT_TRUE(succeeded(mlir::dsa::buildAttentionFunction(builder, m->getLoc(), layerConfig(g, layer))))
+        << diagnostics;
     const std::string fn = "attention_L" + std::to_string(layer);
 
     // The interpreter runs the decomposed module; the CPU backend compiles the dsa.attention module (its pipeline
