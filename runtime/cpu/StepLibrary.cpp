@@ -5,7 +5,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace dsa::cpu {
@@ -74,6 +76,78 @@ Result<std::vector<ValueKind>> kindsFromJson(const json &j, const std::string &w
   return kinds;
 }
 
+const char *stateInitName(StateInit init) { return init == StateInit::NegInf ? "-inf" : "zeros"; }
+
+/// An {"arg": N, "result": M} binding with arg < numArgs and result < numResults.
+Result<StateBinding> bindingFromJson(const json &j, const std::string &where, size_t numArgs, size_t numResults) {
+  if (!j.is_object() || !j.contains("arg") || !j.contains("result") || !j["arg"].is_number_integer() ||
+      !j["result"].is_number_integer())
+    return makeError(where + ": expected {\"arg\": N, \"result\": M}");
+  StateBinding b{j["arg"].get<int64_t>(), j["result"].get<int64_t>()};
+  if (b.arg < 0 || b.arg >= static_cast<int64_t>(numArgs) || b.result < 0 ||
+      b.result >= static_cast<int64_t>(numResults))
+    return makeError(where + ": arg " + std::to_string(b.arg) + " / result " + std::to_string(b.result) +
+                     " out of range");
+  return b;
+}
+
+/// The "step" object of a function (version 2).
+Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const FunctionSignature &f) {
+  if (!j.is_object())
+    return makeError(where + ": expected an object");
+  StepRoles roles;
+  auto index = [&](const char *key, size_t limit, const char *what) -> Result<int64_t> {
+    if (!j.contains(key) || !j[key].is_number_integer())
+      return makeError(where + "." + key + ": missing or not an integer");
+    int64_t v = j[key].get<int64_t>();
+    if (v < 0 || v >= static_cast<int64_t>(limit))
+      return makeError(where + "." + key + ": " + std::to_string(v) + " is not one of the function's " +
+                       std::to_string(limit) + " " + what);
+    return v;
+  };
+  Result<int64_t> x = index("x", f.args.size(), "arguments");
+  if (!x)
+    return makeError(x.error());
+  roles.x = *x;
+  const ValueKind &xk = f.args[static_cast<size_t>(roles.x)];
+  if (!xk.isTensor || xk.shape.empty())
+    return makeError(where + ".x: argument #" + std::to_string(roles.x) + " (" + xk.typeString +
+                     ") is not a tensor of token rows");
+  Result<int64_t> sp = index("start_pos", f.args.size(), "arguments");
+  if (!sp)
+    return makeError(sp.error());
+  roles.startPos = *sp;
+  const ValueKind &sk = f.args[static_cast<size_t>(roles.startPos)];
+  if (sk.isTensor || sk.elem != interp::ElementType::I64)
+    return makeError(where + ".start_pos: argument #" + std::to_string(roles.startPos) + " (" + sk.typeString +
+                     ") is not an i64 scalar");
+  Result<int64_t> out = index("output", f.numResults, "results");
+  if (!out)
+    return makeError(out.error());
+  roles.output = *out;
+  const ValueKind &ok = f.results[static_cast<size_t>(roles.output)];
+  if (!ok.isTensor || ok.shape.empty())
+    return makeError(where + ".output: result #" + std::to_string(roles.output) + " (" + ok.typeString +
+                     ") is not a tensor of token rows");
+  if (j.contains("max_seq_len") && !j["max_seq_len"].is_null()) {
+    if (!j["max_seq_len"].is_number_integer() || j["max_seq_len"].get<int64_t>() < 1)
+      return makeError(where + ".max_seq_len: expected a positive integer or null");
+    roles.maxSeqLen = j["max_seq_len"].get<int64_t>();
+  }
+  if (j.contains("shared")) {
+    if (!j["shared"].is_array())
+      return makeError(where + ".shared: expected an array");
+    for (size_t i = 0; i < j["shared"].size(); ++i) {
+      Result<StateBinding> b = bindingFromJson(j["shared"][i], where + ".shared[" + std::to_string(i) + "]",
+                                               f.args.size(), f.numResults);
+      if (!b)
+        return makeError(b.error());
+      roles.shared.push_back(*b);
+    }
+  }
+  return roles;
+}
+
 std::string directoryOf(const std::string &path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
@@ -103,7 +177,18 @@ std::string describeStepLibrary(const StepLibraryDescription &d) {
     fj["probes"] = f.probeNames;
     fj["state"] = json::array();
     for (const StateBinding &s : f.state)
-      fj["state"].push_back({{"arg", s.arg}, {"result", s.result}});
+      fj["state"].push_back({{"arg", s.arg}, {"result", s.result}, {"init", stateInitName(s.init)}});
+    if (f.step.present()) {
+      json sj;
+      sj["x"] = f.step.x;
+      sj["start_pos"] = f.step.startPos;
+      sj["output"] = f.step.output;
+      sj["max_seq_len"] = f.step.maxSeqLen < 0 ? json(nullptr) : json(f.step.maxSeqLen);
+      sj["shared"] = json::array();
+      for (const StateBinding &b : f.step.shared)
+        sj["shared"].push_back({{"arg", b.arg}, {"result", b.result}});
+      fj["step"] = sj;
+    }
     j["functions"].push_back(fj);
   }
   return j.dump(2) + "\n";
@@ -115,8 +200,10 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
     return makeError("step description: not a JSON object");
   if (!j.contains("format") || j["format"] != kStepLibraryFormat)
     return makeError(std::string("format: expected \"") + kStepLibraryFormat + "\"");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != kStepLibraryVersion)
-    return makeError("version: expected " + std::to_string(kStepLibraryVersion));
+  if (!j.contains("version") || !j["version"].is_number_integer() ||
+      (j["version"].get<int64_t>() != 1 && j["version"].get<int64_t>() != kStepLibraryVersion))
+    return makeError("version: expected 1 or " + std::to_string(kStepLibraryVersion));
+  const int64_t version = j["version"].get<int64_t>();
   StepLibraryDescription d;
   if (!j.contains("library") || !j["library"].is_string() || j["library"].get<std::string>().empty())
     return makeError("library: missing or not a non-empty string");
@@ -169,16 +256,29 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
       for (size_t s = 0; s < fj["state"].size(); ++s) {
         const json &sj = fj["state"][s];
         const std::string sw = where + ".state[" + std::to_string(s) + "]";
-        if (!sj.is_object() || !sj.contains("arg") || !sj.contains("result") || !sj["arg"].is_number_integer() ||
-            !sj["result"].is_number_integer())
-          return makeError(sw + ": expected {\"arg\": N, \"result\": M}");
-        StateBinding b{sj["arg"].get<int64_t>(), sj["result"].get<int64_t>()};
-        if (b.arg < 0 || b.arg >= static_cast<int64_t>(f.args.size()) || b.result < 0 ||
-            b.result >= static_cast<int64_t>(f.numResults))
-          return makeError(sw + ": arg " + std::to_string(b.arg) + " / result " + std::to_string(b.result) +
-                           " out of range");
-        f.state.push_back(b);
+        Result<StateBinding> b = bindingFromJson(sj, sw, f.args.size(), f.numResults);
+        if (!b)
+          return makeError(b.error());
+        if (sj.contains("init")) {
+          if (version < 2)
+            return makeError(sw + ".init: needs version 2");
+          if (sj["init"] == "zeros")
+            b->init = StateInit::Zeros;
+          else if (sj["init"] == "-inf")
+            b->init = StateInit::NegInf;
+          else
+            return makeError(sw + ".init: expected \"zeros\" or \"-inf\"");
+        }
+        f.state.push_back(*b);
       }
+    }
+    if (fj.contains("step") && !fj["step"].is_null()) {
+      if (version < 2)
+        return makeError(where + ".step: needs version 2");
+      Result<StepRoles> roles = rolesFromJson(fj["step"], where + ".step", f);
+      if (!roles)
+        return makeError(roles.error());
+      f.step = roles.take();
     }
     d.functions.push_back(std::move(f));
   }
@@ -253,7 +353,225 @@ Result<CPUSequence> CPUSequence::create(FunctionSignature signature, Runner runn
   seq.signature_ = std::move(signature);
   seq.runner_ = std::move(runner);
   seq.args_ = std::move(initialArgs);
+  seq.initialArgs_ = seq.args_;
   return seq;
+}
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s + "]";
+}
+
+/// Rows [begin, begin + count) of `t` along dimension 0.
+interp::Tensor sliceRows(const interp::Tensor &t, int64_t begin, int64_t count) {
+  std::vector<int64_t> shape = t.shape();
+  const int64_t rowSize = shape[0] == 0 ? 0 : t.numElements() / shape[0];
+  shape[0] = count;
+  interp::Tensor out(t.elementType(), shape);
+  if (t.isFloat())
+    std::copy(t.floats() + begin * rowSize, t.floats() + (begin + count) * rowSize, out.floats());
+  else
+    std::copy(t.ints() + begin * rowSize, t.ints() + (begin + count) * rowSize, out.ints());
+  return out;
+}
+
+/// `parts` concatenated along dimension 0 (same element type and trailing dimensions, checked).
+Result<interp::Tensor> concatRows(const std::vector<interp::Tensor> &parts, const std::string &what) {
+  std::vector<int64_t> shape = parts.front().shape();
+  int64_t rows = 0;
+  for (const interp::Tensor &p : parts) {
+    if (p.elementType() != parts.front().elementType() || p.rank() != parts.front().rank() ||
+        !std::equal(p.shape().begin() + 1, p.shape().end(), shape.begin() + 1))
+      return makeError(what + ": the tokens' outputs have different types (" + p.typeString() + " vs " +
+                       parts.front().typeString() + ")");
+    rows += p.dim(0);
+  }
+  shape[0] = rows;
+  interp::Tensor out(parts.front().elementType(), shape);
+  int64_t at = 0;
+  for (const interp::Tensor &p : parts) {
+    const int64_t n = p.numElements();
+    if (out.isFloat())
+      std::copy(p.floats(), p.floats() + n, out.floats() + at);
+    else
+      std::copy(p.ints(), p.ints() + n, out.ints() + at);
+    at += n;
+  }
+  return out;
+}
+
+} // namespace
+
+Result<CPUSequence> CPUSequence::start(FunctionSignature signature, Runner runner, std::map<size_t, CPUValue> fixed) {
+  const std::string where = "cpu sequence @" + signature.name + ": ";
+  const StepRoles &roles = signature.step;
+  if (!roles.present())
+    return makeError(where + "the function has no step roles (x, start_pos, output): use create()");
+  std::vector<std::string> role(signature.args.size());
+  role[static_cast<size_t>(roles.x)] = "x";
+  role[static_cast<size_t>(roles.startPos)] = "start_pos";
+  for (const StateBinding &b : signature.state)
+    role[static_cast<size_t>(b.arg)] = "state";
+  for (const StateBinding &b : roles.shared)
+    role[static_cast<size_t>(b.arg)] = "a shared slot";
+  std::vector<CPUValue> args;
+  for (size_t i = 0; i < signature.args.size(); ++i) {
+    const ValueKind &k = signature.args[i];
+    const std::string what = "argument #" + std::to_string(i) + " (" + k.typeString + ")";
+    auto given = fixed.find(i);
+    if (!role[i].empty() && given != fixed.end())
+      return makeError(where + what + " is " + role[i] + ", which the sequence supplies: do not pass it");
+    if (role[i].empty()) {
+      if (given == fixed.end())
+        return makeError(where + what + " is missing (every argument that is not x, start_pos, state or a shared "
+                                     "slot must be given)");
+      args.push_back(given->second);
+      continue;
+    }
+    if (role[i] == "state") {
+      if (!k.isTensor || std::any_of(k.shape.begin(), k.shape.end(), [](int64_t d) { return d < 0; }))
+        return makeError(where + what + " is state but has no static shape to start from");
+      StateInit init = StateInit::Zeros;
+      for (const StateBinding &b : signature.state)
+        if (static_cast<size_t>(b.arg) == i)
+          init = b.init;
+      interp::Tensor t(k.elem, k.shape);
+      if (init == StateInit::NegInf) {
+        if (!t.isFloat())
+          return makeError(where + what + " starts at -inf but is not a float tensor");
+        std::fill(t.floats(), t.floats() + t.numElements(), -std::numeric_limits<float>::infinity());
+      }
+      args.push_back(std::move(t));
+      continue;
+    }
+    // x, start_pos and the slots are placeholders until run().
+    std::vector<int64_t> shape = k.shape;
+    for (int64_t &d : shape)
+      d = std::max<int64_t>(d, 0);
+    args.push_back(k.isTensor ? interp::Tensor(k.elem, shape) : interp::Tensor::scalarI64(0));
+  }
+  for (const auto &[index, value] : fixed)
+    if (index >= signature.args.size())
+      return makeError(where + "argument #" + std::to_string(index) + " does not exist (the function takes " +
+                       std::to_string(signature.args.size()) + ")");
+  return create(std::move(signature), std::move(runner), std::move(args));
+}
+
+Result<CPUSequence::SlotSet> CPUSequence::initialSlots(const FunctionSignature &signature) {
+  if (signature.step.shared.empty())
+    return makeError("cpu sequence @" + signature.name + ": the function has no shared slots");
+  SlotSet slots;
+  for (const StateBinding &b : signature.step.shared) {
+    const ValueKind &k = signature.args[static_cast<size_t>(b.arg)];
+    if (!k.isTensor)
+      return makeError("cpu sequence @" + signature.name + ": shared slot argument #" + std::to_string(b.arg) +
+                       " is not a tensor");
+    std::vector<int64_t> shape = k.shape;
+    for (int64_t &d : shape)
+      d = std::max<int64_t>(d, 0);
+    slots.push_back(interp::Tensor(k.elem, shape));
+  }
+  return slots;
+}
+
+void CPUSequence::reset() {
+  args_ = initialArgs_;
+  position_ = 0;
+}
+
+Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, int64_t startPos, SlotSet *shared,
+                                                     std::vector<NamedTensor> *probes) {
+  const std::string where = "cpu sequence @" + signature_.name + ": ";
+  const StepRoles &roles = signature_.step;
+  if (!roles.present())
+    return makeError(where + "the function has no step roles (x, start_pos, output): use step()");
+  const ValueKind &xk = signature_.args[static_cast<size_t>(roles.x)];
+  if (x.elementType() != xk.elem)
+    return makeError(where + "x: element type " + interp::elementTypeName(x.elementType()) + ", expected " +
+                     interp::elementTypeName(xk.elem) + " (" + xk.typeString + ")");
+  if (x.shape().size() != xk.shape.size())
+    return makeError(where + "x: shape " + shapeText(x.shape()) + " has rank " + std::to_string(x.rank()) +
+                     ", expected " + xk.typeString);
+  for (size_t d = 0; d < xk.shape.size(); ++d)
+    if (xk.shape[d] >= 0 && x.dim(static_cast<int64_t>(d)) != xk.shape[d])
+      return makeError(where + "x: shape " + shapeText(x.shape()) + ", expected " + xk.typeString +
+                       " (dimension " + std::to_string(d) + ")");
+  const int64_t s = x.dim(0);
+  if (s < 1)
+    return makeError(where + "x: a step needs at least one token row (shape " + shapeText(x.shape()) + ")");
+  if (startPos < 0)
+    return makeError(where + "start_pos: " + std::to_string(startPos) + " is negative");
+  if (startPos != position_)
+    return makeError(where + "start_pos: " + std::to_string(startPos) + " is not the sequence's next position " +
+                     std::to_string(position_) + " (steps run in order, each starting where the last ended)");
+  if (startPos > std::numeric_limits<int64_t>::max() - s)
+    return makeError(where + "start_pos: " + std::to_string(startPos) + " + " + std::to_string(s) +
+                     " tokens overflows int64");
+  if (roles.maxSeqLen >= 0 && startPos + s > roles.maxSeqLen)
+    return makeError(where + "max_seq_len: positions " + std::to_string(startPos) + " .. " +
+                     std::to_string(startPos + s - 1) + " exceed the capacity of " + std::to_string(roles.maxSeqLen) +
+                     " positions (max_seq_len)");
+  const bool split = startPos > 0 && s > 1;
+  if (!roles.shared.empty()) {
+    if (!shared)
+      return makeError(where + "shared: the layer reads and publishes " + std::to_string(roles.shared.size()) +
+                       " shared slots, none given");
+    if (shared->size() != roles.shared.size())
+      return makeError(where + "shared: " + std::to_string(shared->size()) + " slots given, the layer takes " +
+                       std::to_string(roles.shared.size()));
+    if (split)
+      return makeError(where + "shared: a step of " + std::to_string(s) + " tokens at start_pos " +
+                       std::to_string(startPos) + " > 0 of a layer with shared slots cannot be split per layer (as "
+                       "token-by-token decode, token t reads slots published by later layers at token t - 1): "
+                       "step the model one token at a time through every layer");
+  }
+
+  std::vector<CPUValue> args = args_;
+  SlotSet slots = shared ? *shared : SlotSet();
+  std::vector<interp::Tensor> outputs, results;
+  std::vector<NamedTensor> stepProbes;
+  const int64_t steps = split ? s : 1;
+  for (int64_t t = 0; t < steps; ++t) {
+    args[static_cast<size_t>(roles.x)] = CPUValue(split ? sliceRows(x, t, 1) : x);
+    args[static_cast<size_t>(roles.startPos)] = CPUValue(interp::Tensor::scalarI64(startPos + t));
+    for (size_t i = 0; i < roles.shared.size(); ++i)
+      args[static_cast<size_t>(roles.shared[i].arg)] = slots[i];
+    Result<std::vector<interp::Tensor>> r = runner_(args, probes ? &stepProbes : nullptr);
+    if (!r)
+      return makeError(split ? where + "token " + std::to_string(t) + " (position " + std::to_string(startPos + t) +
+                                   ") of the " + std::to_string(s) + "-token step: " + r.error()
+                             : r.error());
+    results = r.take();
+    if (results.size() < signature_.numResults)
+      return makeError(where + "the function returned " + std::to_string(results.size()) + " results, expected " +
+                       std::to_string(signature_.numResults));
+    for (const StateBinding &b : signature_.state)
+      args[static_cast<size_t>(b.arg)] = CPUValue(results[static_cast<size_t>(b.result)]);
+    for (size_t i = 0; i < roles.shared.size(); ++i)
+      slots[i] = CPUValue(results[static_cast<size_t>(roles.shared[i].result)]);
+    if (split)
+      outputs.push_back(results[static_cast<size_t>(roles.output)]);
+  }
+  if (split) {
+    Result<interp::Tensor> out = concatRows(outputs, where + "output");
+    if (!out)
+      return makeError(out.error());
+    results[static_cast<size_t>(roles.output)] = out.take();
+  }
+  // Success: commit the state, the position and the slots.
+  for (const StateBinding &b : signature_.state)
+    args_[static_cast<size_t>(b.arg)] = args[static_cast<size_t>(b.arg)];
+  position_ = startPos + s;
+  if (shared && !roles.shared.empty())
+    *shared = std::move(slots);
+  if (probes)
+    for (NamedTensor &p : stepProbes)
+      probes->push_back(std::move(p));
+  return results;
 }
 
 Result<std::vector<interp::Tensor>> CPUSequence::step(const std::vector<std::pair<size_t, CPUValue>> &stepArgs,

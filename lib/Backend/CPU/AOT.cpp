@@ -15,8 +15,10 @@
 #include "Lowering.h"
 
 #include "dsa/Backend/CPU/RuntimeErrors.h"
+#include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -93,7 +95,60 @@ void defineFailHook(llvm::Module &m) {
   b.CreateRetVoid();
 }
 
+/// The index of `v` among `f`'s entry-block arguments, or -1.
+int64_t argumentIndex(mlir::func::FuncOp f, mlir::Value v) {
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
+  return arg && arg.getOwner() == &f.front() ? static_cast<int64_t>(arg.getArgNumber()) : -1;
+}
+
+/// The index of the first returned value equal to `v`, or -1.
+int64_t resultIndex(mlir::func::ReturnOp ret, mlir::Value v) {
+  for (auto [i, r] : llvm::enumerate(ret.getOperands()))
+    if (r == v)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
 } // namespace
+
+void addStepRoles(mlir::ModuleOp module, FunctionSignature &signature) {
+  auto f = module.lookupSymbol<mlir::func::FuncOp>(signature.name);
+  if (!f || f.isDeclaration() || !f.getBody().hasOneBlock())
+    return;
+  auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(f.front().getTerminator());
+  llvm::SmallVector<mlir::dsa::AttentionOp> layers;
+  f.walk([&](mlir::dsa::AttentionOp op) { layers.push_back(op); });
+  if (!ret || layers.size() != 1)
+    return;
+  mlir::dsa::AttentionOp att = layers.front();
+  StepRoles roles;
+  roles.x = argumentIndex(f, att.getX());
+  roles.startPos = argumentIndex(f, att.getStartPos());
+  roles.output = resultIndex(ret, att.getOut());
+  if (roles.x < 0 || roles.startPos < 0 || roles.output < 0 ||
+      roles.output >= static_cast<int64_t>(signature.numResults))
+    return;
+  mlir::dsa::AttnConfigAttr config = att.getConfig();
+  if (config.getCompressRatio() > 0 && config.getCompress())
+    roles.maxSeqLen = config.getCompress().getMaxSeqLen();
+  // The shared slots, only when every one is an argument in and a result out.
+  for (auto [in, out] : llvm::zip(att.getShared(), att.getNewShared())) {
+    StateBinding b{argumentIndex(f, in), resultIndex(ret, out)};
+    if (b.arg < 0 || b.result < 0) {
+      roles.shared.clear();
+      break;
+    }
+    roles.shared.push_back(b);
+  }
+  signature.step = roles;
+  // The compressor's score_state (state[1] of a ratio >= 2 kv source) starts at -inf (section 5), the rest at 0.
+  if (config.getCompressRatio() >= 2 && att.getState().size() == 4) {
+    const int64_t scoreState = argumentIndex(f, att.getState()[1]);
+    for (StateBinding &b : signature.state)
+      if (b.arg == scoreState)
+        b.init = StateInit::NegInf;
+  }
+}
 
 Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string &directory,
                                        const std::string &baseName, const CPUCompileOptions &options) {
@@ -183,6 +238,8 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   description.targetCpu = cpu;
   description.parallel = options.parallel;
   description.functions = lowered->functions;
+  for (FunctionSignature &f : description.functions)
+    addStepRoles(module, f);
   std::ofstream json(jsonPath);
   json << describeStepLibrary(description);
   if (!json)

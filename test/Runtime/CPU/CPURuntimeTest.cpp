@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <map>
 
 namespace cpu = ::dsa::cpu;
 namespace interp = ::dsa::interp;
@@ -108,7 +110,12 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   cpu::FunctionSignature sig = scaleSignature();
   sig.results.push_back(cpu::ValueKind{true, ElementType::I32, {-1, -1}, "tensor<?x?xi32>"});
   sig.probeNames = {"L0.sa_topk_idxs"};
-  sig.state = {{0, 0}};
+  sig.state = {{0, 0, cpu::StateInit::NegInf}};
+  sig.step.x = 0;
+  sig.step.startPos = 1;
+  sig.step.output = 0;
+  sig.step.maxSeqLen = 64;
+  sig.step.shared = {{0, 1}};
   d.functions = {sig};
   const std::string text = cpu::describeStepLibrary(d);
   auto back = cpu::parseStepLibrary(text);
@@ -127,6 +134,20 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   EXPECT_EQ(f.numResults, 2u);
   EXPECT_EQ(f.probeNames, std::vector<std::string>{"L0.sa_topk_idxs"});
   ASSERT_EQ(f.state.size(), 1u);
+  EXPECT_EQ(f.state[0].init, cpu::StateInit::NegInf);
+  EXPECT_EQ(f.step.x, 0);
+  EXPECT_EQ(f.step.startPos, 1);
+  EXPECT_EQ(f.step.output, 0);
+  EXPECT_EQ(f.step.maxSeqLen, 64);
+  ASSERT_EQ(f.step.shared.size(), 1u);
+  EXPECT_EQ(f.step.shared[0].arg, 0);
+  EXPECT_EQ(f.step.shared[0].result, 1);
+  // Without a capacity, "max_seq_len" is null and reads back as -1.
+  d.functions[0].step.maxSeqLen = -1;
+  auto noCap = cpu::parseStepLibrary(cpu::describeStepLibrary(d));
+  ASSERT_TRUE(noCap.ok()) << noCap.error();
+  EXPECT_EQ(noCap->functions[0].step.maxSeqLen, -1);
+  EXPECT_NE(cpu::describeStepLibrary(d).find("\"max_seq_len\": null"), std::string::npos);
 
   auto expectError = [](const std::string &json, const std::string &needle) {
     auto r = cpu::parseStepLibrary(json);
@@ -135,7 +156,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   };
   expectError("[1, 2", "not a JSON object");
   expectError(R"({"format": "other", "version": 1})", "format: expected \"dsa-cpu-step-library\"");
-  expectError(R"({"format": "dsa-cpu-step-library", "version": 2})", "version: expected 1");
+  expectError(R"({"format": "dsa-cpu-step-library", "version": 3})", "version: expected 1 or 2");
   const std::string head = R"({"format": "dsa-cpu-step-library", "version": 1, "library": "l.so", "functions": [)";
   expectError(head + R"({"name": "f", "args": [{"element": "f16", "shape": [2]}], "results": [], "num_results": 0}]})",
               "functions[0].args[0].element: unknown element type 'f16'");
@@ -147,6 +168,30 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
               "functions[0]: num_results (0) + probes (0) != results (1)");
   expectError(head + R"({"name": "f", "args": [], "results": [], "num_results": 0, "state": [{"arg": 0, "result": 0}]}]})",
               "functions[0].state[0]: arg 0 / result 0 out of range");
+  // Version 2: state init and the step roles, each bad field named.
+  const std::string head2 = R"({"format": "dsa-cpu-step-library", "version": 2, "library": "l.so", "functions": [)";
+  const std::string fn = R"({"name": "f", "args": [{"element": "bf16", "shape": [-1, 2]}, {"element": "i64", "shape": null}, {"element": "f32", "shape": [3]}], "results": [{"element": "bf16", "shape": [-1, 2]}, {"element": "f32", "shape": [3]}], "num_results": 2)";
+  auto withStep = [&](const std::string &step) { return head2 + fn + R"(, "step": )" + step + "}]}"; };
+  auto good = cpu::parseStepLibrary(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null})"));
+  ASSERT_TRUE(good.ok()) << good.error();
+  EXPECT_TRUE(good->functions[0].step.present());
+  expectError(withStep(R"([])"), "functions[0].step: expected an object");
+  expectError(withStep(R"({"start_pos": 1, "output": 0})"), "functions[0].step.x: missing or not an integer");
+  expectError(withStep(R"({"x": 3, "start_pos": 1, "output": 0})"),
+              "functions[0].step.x: 3 is not one of the function's 3 arguments");
+  expectError(withStep(R"({"x": 1, "start_pos": 1, "output": 0})"),
+              "functions[0].step.x: argument #1 (i64) is not a tensor of token rows");
+  expectError(withStep(R"({"x": 0, "start_pos": 2, "output": 0})"),
+              "functions[0].step.start_pos: argument #2 (f32) is not an i64 scalar");
+  expectError(withStep(R"({"x": 0, "start_pos": 1, "output": 2})"),
+              "functions[0].step.output: 2 is not one of the function's 2 results");
+  expectError(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "max_seq_len": 0})"),
+              "functions[0].step.max_seq_len: expected a positive integer or null");
+  expectError(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "shared": [{"arg": 2, "result": 5}]})"),
+              "functions[0].step.shared[0]: arg 2 / result 5 out of range");
+  expectError(head2 + fn + R"(, "state": [{"arg": 2, "result": 1, "init": "ones"}]}]})",
+              "functions[0].state[0].init: expected \"zeros\" or \"-inf\"");
+  expectError(head + fn + R"(, "step": {"x": 0, "start_pos": 1, "output": 0}}]})", "functions[0].step: needs version 2");
 }
 
 TEST(CPURuntime, OpenReportsMissingFilesAndLibraries) {
@@ -195,6 +240,291 @@ TEST(CPURuntime, SequenceThreadsStateAndKeepsItOnErrors) {
   auto badCount = cpu::CPUSequence::create(sig, runner, {Tensor::scalarI64(0)});
   ASSERT_FALSE(badCount.ok());
   EXPECT_NE(badCount.error().find("1 initial arguments, the function takes 2"), std::string::npos);
+}
+
+/// A stand-in for a compiled dsa.attention layer with the compiled code's step rules, written from the definition:
+/// @layer(x: tensor<?x2xf32>, start_pos: i64, ring: tensor<3x2xf32>, w: tensor<2xf32>, score: tensor<2xf32>)
+///   -> (out: tensor<?x2xf32>, ring': tensor<3x2xf32>, score': tensor<2xf32>)
+/// Token t at position p = start_pos + t writes its row into ring slot p % 3 (the window ring), then
+/// out[t] = x[t] * w + (sum of the ring's rows) * 0.5 + p, and score' = max(score, x[t]) elementwise (state that
+/// starts at -inf). Like the compiled code it refuses a multi-token step at start_pos > 0 and an empty step.
+struct ToyLayer {
+  int calls = 0;
+  std::vector<int64_t> tokensPerCall;
+  static cpu::FunctionSignature signature() {
+    cpu::FunctionSignature sig;
+    sig.name = "layer";
+    cpu::ValueKind rows{true, ElementType::F32, {-1, 2}, "tensor<?x2xf32>"};
+    cpu::ValueKind ring{true, ElementType::F32, {3, 2}, "tensor<3x2xf32>"};
+    cpu::ValueKind vec{true, ElementType::F32, {2}, "tensor<2xf32>"};
+    sig.args = {rows, cpu::ValueKind{false, ElementType::I64, {}, "i64"}, ring, vec, vec};
+    sig.results = {rows, ring, vec};
+    sig.numResults = 3;
+    sig.state = {{2, 1, cpu::StateInit::Zeros}, {4, 2, cpu::StateInit::NegInf}};
+    sig.step.x = 0;
+    sig.step.startPos = 1;
+    sig.step.output = 0;
+    sig.step.maxSeqLen = 10;
+    return sig;
+  }
+  dsa::Result<std::vector<Tensor>> operator()(const std::vector<cpu::CPUValue> &args,
+                                              std::vector<cpu::NamedTensor> *probes) {
+    ++calls;
+    const Tensor &x = *args[0].tensor();
+    const int64_t startPos = args[1].tensor()->scalarInt();
+    Tensor ring = *args[2].tensor(), score = *args[4].tensor();
+    const Tensor w = args[3].tensor() ? *args[3].tensor() : Tensor();
+    const float *wv = args[3].tensor() ? w.floats() : static_cast<const float *>(args[3].buffer()->data());
+    const int64_t s = x.dim(0);
+    tokensPerCall.push_back(s);
+    if (s == 0 || (s > 1 && startPos > 0))
+      return dsa::makeError("run-time check failed: toy layer step of " + std::to_string(s) + " tokens at " +
+                            std::to_string(startPos));
+    Tensor out(ElementType::F32, {s, 2});
+    for (int64_t t = 0; t < s; ++t) {
+      const int64_t p = startPos + t;
+      for (int64_t c = 0; c < 2; ++c) {
+        ring.floats()[(p % 3) * 2 + c] = x.floats()[t * 2 + c];
+        score.floats()[c] = std::max(score.floats()[c], x.floats()[t * 2 + c]);
+      }
+      for (int64_t c = 0; c < 2; ++c) {
+        float sum = 0.0f;
+        for (int64_t r = 0; r < 3; ++r)
+          sum += ring.floats()[r * 2 + c];
+        out.floats()[t * 2 + c] = x.floats()[t * 2 + c] * wv[c] + sum * 0.5f + static_cast<float>(p);
+      }
+    }
+    if (probes)
+      probes->push_back(cpu::NamedTensor{"L0.toy", Tensor::scalarI64(startPos)});
+    return std::vector<Tensor>{out, ring, score};
+  }
+};
+
+Tensor rowsOf(std::vector<float> values) {
+  const int64_t n = static_cast<int64_t>(values.size()) / 2;
+  return Tensor::fromFloats(ElementType::F32, {n, 2}, std::move(values));
+}
+
+bool sameBits(const Tensor &a, const Tensor &b) {
+  if (a.shape() != b.shape() || a.elementType() != b.elementType())
+    return false;
+  return a.numElements() == 0 ||
+         std::memcmp(a.floats(), b.floats(), sizeof(float) * static_cast<size_t>(a.numElements())) == 0;
+}
+
+cpu::CPUSequence startToy(ToyLayer &toy) {
+  auto seq = cpu::CPUSequence::start(
+      ToyLayer::signature(),
+      [&toy](const std::vector<cpu::CPUValue> &a, std::vector<cpu::NamedTensor> *p) { return toy(a, p); },
+      {{3, cpu::CPUBuffer::fromTensor(Tensor::fromFloats(ElementType::F32, {2}, {2.0f, -1.0f}))}});
+  EXPECT_TRUE(seq.ok()) << seq.error();
+  return seq.take();
+}
+
+TEST(CPURuntime, SequenceStartsStateFromItsInit) {
+  ToyLayer toy;
+  cpu::CPUSequence seq = startToy(toy);
+  EXPECT_EQ(seq.position(), 0);
+  EXPECT_EQ(seq.state(2)->tensor()->floatVector(), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(seq.state(4)->tensor()->floatVector(), std::vector<float>(2, -std::numeric_limits<float>::infinity()));
+  // A prefill at 0, checked by hand: ring rows 0,1 = x; sums (1+3, 2+4) * 0.5 = (2, 3).
+  auto r = seq.run(rowsOf({1, 2, 3, 4}), 0);
+  ASSERT_TRUE(r.ok()) << r.error();
+  // token 0 (p 0): ring = [1,2],[0,0],[0,0]: out = (1*2 + 0.5, 2*-1 + 1) = (2.5, -1)
+  // token 1 (p 1): ring = [1,2],[3,4],[0,0]: out = (3*2 + 2 + 1, 4*-1 + 3 + 1) = (9, 0)
+  EXPECT_EQ((*r)[0].floatVector(), (std::vector<float>{2.5f, -1.0f, 9.0f, 0.0f}));
+  EXPECT_EQ(seq.position(), 2);
+  EXPECT_EQ(seq.state(4)->tensor()->floatVector(), (std::vector<float>{3.0f, 4.0f}));
+  seq.reset();
+  EXPECT_EQ(seq.position(), 0);
+  EXPECT_EQ(seq.state(2)->tensor()->floatVector(), std::vector<float>(6, 0.0f));
+
+  // start() errors name the argument.
+  auto expectStartError = [](std::map<size_t, cpu::CPUValue> fixed, const std::string &needle) {
+    auto s = cpu::CPUSequence::start(ToyLayer::signature(), ToyLayer(), std::move(fixed));
+    ASSERT_FALSE(s.ok()) << needle;
+    EXPECT_NE(s.error().find(needle), std::string::npos) << s.error();
+  };
+  const Tensor w = Tensor::fromFloats(ElementType::F32, {2}, {1.0f, 1.0f});
+  expectStartError({}, "argument #3 (tensor<2xf32>) is missing");
+  expectStartError({{3, w}, {2, Tensor(ElementType::F32, {3, 2})}},
+                   "argument #2 (tensor<3x2xf32>) is state, which the sequence supplies");
+  expectStartError({{3, w}, {0, rowsOf({1, 2})}}, "argument #0 (tensor<?x2xf32>) is x, which the sequence supplies");
+  expectStartError({{3, w}, {9, w}}, "argument #9 does not exist");
+}
+
+/// A multi-token step at start_pos > 0 equals the same tokens stepped one by one: outputs (concatenated), state
+/// and probes bit for bit; the function only ever sees 1-token steps there.
+TEST(CPURuntime, MultiTokenStepAtPositionIsTokenByTokenDecode) {
+  ToyLayer toyA, toyB;
+  cpu::CPUSequence a = startToy(toyA), b = startToy(toyB);
+  const Tensor prefill = rowsOf({0.5f, -1.25f, 3.0f, 0.75f});
+  ASSERT_TRUE(a.run(prefill, 0).ok());
+  ASSERT_TRUE(b.run(prefill, 0).ok());
+  const std::vector<float> tokens = {1.5f, 2.0f, -3.0f, 0.125f, 7.0f, -0.5f, 0.25f, 9.0f};
+  std::vector<cpu::NamedTensor> probesA, probesB;
+  auto whole = a.run(rowsOf(tokens), 2, nullptr, &probesA);
+  ASSERT_TRUE(whole.ok()) << whole.error();
+  EXPECT_EQ(toyA.tokensPerCall, (std::vector<int64_t>{2, 1, 1, 1, 1}));
+  std::vector<float> oneByOne;
+  for (int64_t t = 0; t < 4; ++t) {
+    auto r = b.run(rowsOf({tokens[2 * t], tokens[2 * t + 1]}), 2 + t, nullptr, &probesB);
+    ASSERT_TRUE(r.ok()) << r.error();
+    oneByOne.insert(oneByOne.end(), (*r)[0].floats(), (*r)[0].floats() + 2);
+  }
+  ASSERT_EQ((*whole)[0].shape(), (std::vector<int64_t>{4, 2}));
+  EXPECT_TRUE(sameBits((*whole)[0], rowsOf(oneByOne)));
+  EXPECT_TRUE(sameBits((*whole)[1], *b.state(2)->tensor()));
+  EXPECT_TRUE(sameBits((*whole)[2], *b.state(4)->tensor()));
+  EXPECT_TRUE(sameBits(*a.state(2)->tensor(), *b.state(2)->tensor()));
+  EXPECT_TRUE(sameBits(*a.state(4)->tensor(), *b.state(4)->tensor()));
+  EXPECT_EQ(a.position(), 6);
+  EXPECT_EQ(b.position(), 6);
+  ASSERT_EQ(probesA.size(), 4u);
+  for (size_t p = 0; p < 4; ++p) {
+    EXPECT_EQ(probesA[p].name, probesB[p].name);
+    EXPECT_EQ(probesA[p].value.scalarInt(), probesB[p].value.scalarInt());
+  }
+  // By hand for the last token (position 5, ring slot 2): the ring after it holds rows of positions 3, 4, 5 =
+  // (-3, 0.125), (7, -0.5), (0.25, 9); out = (0.25*2 + 4.25*0.5 + 5, 9*-1 + 8.625*0.5 + 5) = (7.625, 0.3125).
+  EXPECT_EQ((*whole)[0].floats()[6], 7.625f);
+  EXPECT_EQ((*whole)[0].floats()[7], 0.3125f);
+  // A single decode after the split step continues the sequence.
+  auto next = a.run(rowsOf({1.0f, 1.0f}), 6);
+  ASSERT_TRUE(next.ok()) << next.error();
+}
+
+/// Every error names its field and leaves the state, the position and the slots as they were.
+TEST(CPURuntime, SequenceRunErrorsNameTheFieldAndKeepState) {
+  ToyLayer toy;
+  cpu::CPUSequence seq = startToy(toy);
+  ASSERT_TRUE(seq.run(rowsOf({1, 2, 3, 4, 5, 6}), 0).ok());
+  const Tensor ring = *seq.state(2)->tensor(), score = *seq.state(4)->tensor();
+  const int callsBefore = toy.calls;
+  auto expectError = [&](const Tensor &x, int64_t startPos, const std::string &needle) {
+    auto r = seq.run(x, startPos);
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
+    EXPECT_EQ(seq.position(), 3) << needle;
+    EXPECT_TRUE(sameBits(*seq.state(2)->tensor(), ring)) << needle;
+    EXPECT_TRUE(sameBits(*seq.state(4)->tensor(), score)) << needle;
+  };
+  expectError(rowsOf({1, 2}), 2, "@layer: start_pos: 2 is not the sequence's next position 3");
+  expectError(rowsOf({1, 2}), 4, "start_pos: 4 is not the sequence's next position 3");
+  expectError(rowsOf({1, 2}), -1, "start_pos: -1 is negative");
+  expectError(rowsOf({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}), 3,
+              "max_seq_len: positions 3 .. 10 exceed the capacity of 10 positions (max_seq_len)");
+  expectError(Tensor(ElementType::F32, {0, 2}), 3, "x: a step needs at least one token row");
+  expectError(Tensor(ElementType::BF16, {1, 2}), 3, "x: element type bf16, expected f32 (tensor<?x2xf32>)");
+  expectError(Tensor(ElementType::F32, {1, 3}), 3, "x: shape [1, 3], expected tensor<?x2xf32> (dimension 1)");
+  expectError(Tensor(ElementType::F32, {2}), 3, "x: shape [2] has rank 1, expected tensor<?x2xf32>");
+  EXPECT_EQ(toy.calls, callsBefore); // none of these reached the function
+  // The capacity is exactly max_seq_len: positions 0 .. 9 fit, 10 does not.
+  cpu::CPUSequence full = startToy(toy);
+  ASSERT_TRUE(full.run(rowsOf(std::vector<float>(20, 1.0f)), 0).ok());
+  auto over = full.run(rowsOf({1, 1}), 10);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.error().find("max_seq_len: positions 10 .. 10 exceed the capacity"), std::string::npos);
+
+  // A failure on a later token of a split step: nothing is committed, the error names the token.
+  cpu::FunctionSignature sig = ToyLayer::signature();
+  int failAt = -1, calls = 0;
+  ToyLayer inner;
+  auto failing = [&](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *p)
+      -> dsa::Result<std::vector<Tensor>> {
+    if (calls++ == failAt)
+      return dsa::makeError("run-time check failed: injected");
+    return inner(args, p);
+  };
+  auto seq2 = cpu::CPUSequence::start(sig, failing, {{3, Tensor::fromFloats(ElementType::F32, {2}, {1.0f, 1.0f})}});
+  ASSERT_TRUE(seq2.ok()) << seq2.error();
+  ASSERT_TRUE(seq2->run(rowsOf({1, 2}), 0).ok());
+  const Tensor ring2 = *seq2->state(2)->tensor(), score2 = *seq2->state(4)->tensor();
+  failAt = calls + 2; // the third token of the next step
+  std::vector<cpu::NamedTensor> probes;
+  auto r = seq2->run(rowsOf({5, 6, 7, 8, 9, 10}), 1, nullptr, &probes);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("token 2 (position 3) of the 3-token step: run-time check failed: injected"),
+            std::string::npos)
+      << r.error();
+  EXPECT_EQ(seq2->position(), 1);
+  EXPECT_TRUE(sameBits(*seq2->state(2)->tensor(), ring2));
+  EXPECT_TRUE(sameBits(*seq2->state(4)->tensor(), score2));
+  EXPECT_TRUE(probes.empty());
+  // Without roles run() refuses; with roles the old step() still works as the low-level call.
+  cpu::FunctionSignature plain = sig;
+  plain.step = cpu::StepRoles();
+  auto noRoles = cpu::CPUSequence::start(plain, ToyLayer(), {});
+  ASSERT_FALSE(noRoles.ok());
+  EXPECT_NE(noRoles.error().find("the function has no step roles"), std::string::npos);
+}
+
+/// Shared slots: passed in, replaced by what the layer returns, untouched on errors; a split step of a layer with
+/// slots is refused (the model driver must split it).
+TEST(CPURuntime, SequenceThreadsSharedSlots) {
+  // @pub(x: tensor<?x1xi64>, start_pos: i64, count: tensor<1xi64>, slot: tensor<?xi64>)
+  //   -> (out: tensor<?x1xi64>, count': tensor<1xi64>, slot': tensor<?xi64>)
+  // slot' = slot ++ [x rows]; out[t] = x[t] + len(slot); count' = count + s.
+  cpu::FunctionSignature sig;
+  sig.name = "pub";
+  cpu::ValueKind rows{true, ElementType::I64, {-1, 1}, "tensor<?x1xi64>"};
+  cpu::ValueKind one{true, ElementType::I64, {1}, "tensor<1xi64>"};
+  cpu::ValueKind slot{true, ElementType::I64, {-1}, "tensor<?xi64>"};
+  sig.args = {rows, cpu::ValueKind{false, ElementType::I64, {}, "i64"}, one, slot};
+  sig.results = {rows, one, slot};
+  sig.numResults = 3;
+  sig.state = {{2, 1}};
+  sig.step.x = 0;
+  sig.step.startPos = 1;
+  sig.step.output = 0;
+  sig.step.shared = {{3, 2}};
+  auto runner = [](const std::vector<cpu::CPUValue> &a, std::vector<cpu::NamedTensor> *)
+      -> dsa::Result<std::vector<Tensor>> {
+    const Tensor &x = *a[0].tensor(), &count = *a[2].tensor(), &slot = *a[3].tensor();
+    std::vector<int64_t> out, slotOut = slot.intVector();
+    for (int64_t t = 0; t < x.dim(0); ++t) {
+      out.push_back(x.ints()[t] + slot.dim(0));
+      slotOut.push_back(x.ints()[t]);
+    }
+    return std::vector<Tensor>{Tensor::fromInts(ElementType::I64, {x.dim(0), 1}, out),
+                               Tensor::fromInts(ElementType::I64, {1}, {count.ints()[0] + x.dim(0)}),
+                               Tensor::fromInts(ElementType::I64, {static_cast<int64_t>(slotOut.size())}, slotOut)};
+  };
+  auto slots = cpu::CPUSequence::initialSlots(sig);
+  ASSERT_TRUE(slots.ok()) << slots.error();
+  ASSERT_EQ(slots->size(), 1u);
+  EXPECT_EQ((*slots)[0].tensor()->shape(), std::vector<int64_t>{0});
+  auto l0 = cpu::CPUSequence::start(sig, runner, {});
+  auto l1 = cpu::CPUSequence::start(sig, runner, {});
+  ASSERT_TRUE(l0.ok() && l1.ok());
+  auto x = Tensor::fromInts(ElementType::I64, {2, 1}, {10, 20});
+  ASSERT_TRUE(l0->run(x, 0, &*slots).ok());
+  auto r1 = l1->run(x, 0, &*slots); // layer 1 reads what layer 0 published
+  ASSERT_TRUE(r1.ok()) << r1.error();
+  EXPECT_EQ((*r1)[0].intVector(), (std::vector<int64_t>{12, 22}));
+  EXPECT_EQ((*slots)[0].tensor()->intVector(), (std::vector<int64_t>{10, 20, 10, 20}));
+
+  const cpu::CPUSequence::SlotSet before = *slots;
+  auto missing = l0->run(Tensor::fromInts(ElementType::I64, {1, 1}, {1}), 2);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("shared: the layer reads and publishes 1 shared slots, none given"),
+            std::string::npos);
+  cpu::CPUSequence::SlotSet two = {before[0], before[0]};
+  auto count = l0->run(Tensor::fromInts(ElementType::I64, {1, 1}, {1}), 2, &two);
+  ASSERT_FALSE(count.ok());
+  EXPECT_NE(count.error().find("shared: 2 slots given, the layer takes 1"), std::string::npos);
+  auto split = l0->run(Tensor::fromInts(ElementType::I64, {2, 1}, {1, 2}), 2, &*slots);
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.error().find("shared: a step of 2 tokens at start_pos 2 > 0 of a layer with shared slots"),
+            std::string::npos)
+      << split.error();
+  EXPECT_EQ((*slots)[0].tensor()->intVector(), before[0].tensor()->intVector());
+  EXPECT_EQ(l0->position(), 2);
+  EXPECT_EQ(l0->state(2)->tensor()->intVector(), std::vector<int64_t>{2});
+  // A decode continues: count 3, the slot grows by one row.
+  ASSERT_TRUE(l0->run(Tensor::fromInts(ElementType::I64, {1, 1}, {7}), 2, &*slots).ok());
+  EXPECT_EQ(l0->state(2)->tensor()->intVector(), std::vector<int64_t>{3});
+  EXPECT_EQ((*slots)[0].tensor()->intVector(), (std::vector<int64_t>{10, 20, 10, 20, 7}));
 }
 
 } // namespace

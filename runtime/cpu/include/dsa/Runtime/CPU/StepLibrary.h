@@ -8,16 +8,21 @@
 // This file reads/writes the description, loads the library (dlopen) and runs its functions on Tensors, and keeps
 // a sequence's state (e.g. the window ring of every layer) from step to step. Nothing here needs MLIR or LLVM.
 //
-// Description JSON (version 1):
-//   {"format": "dsa-cpu-step-library", "version": 1, "library": "l0.so", "target_cpu": "skylake-avx512",
+// Description JSON (version 2; version 1, without "step" and "init", is still read):
+//   {"format": "dsa-cpu-step-library", "version": 2, "library": "l0.so", "target_cpu": "skylake-avx512",
 //    "parallel": false,
 //    "functions": [{"name": "attention_L0", "symbol": "_mlir_attention_L0",
 //                   "args": [{"type": "tensor<?x64xbf16>", "element": "bf16", "shape": [-1, 64]},
 //                            {"type": "i64", "element": "i64", "shape": null}, ...],
 //                   "results": [...], "num_results": 2, "probes": ["L0.sa_q", ...],
-//                   "state": [{"arg": 2, "result": 1}]}]}
+//                   "state": [{"arg": 2, "result": 1, "init": "zeros"}],
+//                   "step": {"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null, "shared": []}}]}
 // "shape": null marks a scalar; -1 a dynamic dimension. "results" lists the function's own results, then one per
-// probe. Errors name the JSON field (e.g. "functions[0].args[2].element: unknown element type 'f16' ...").
+// probe. "state": result -> argument of the next step, "init" "zeros" or "-inf" (the first step's value).
+// "step" (optional, StepRoles): which argument is x (token rows) and start_pos, which result is the output,
+// the capacity max_seq_len (null: none) and the shared-slot bindings [{"arg": A, "result": R}] of a compressed
+// layer. Errors name the JSON field (e.g. "functions[0].args[2].element: unknown element type 'f16' ...",
+// "functions[0].step.x: ...").
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_RUNTIME_CPU_STEPLIBRARY_H
@@ -31,7 +36,7 @@
 namespace dsa::cpu {
 
 inline constexpr const char *kStepLibraryFormat = "dsa-cpu-step-library";
-inline constexpr int kStepLibraryVersion = 1;
+inline constexpr int kStepLibraryVersion = 2;
 
 struct StepLibraryDescription {
   std::string library;   ///< the shared object, relative to the description's directory
@@ -40,7 +45,7 @@ struct StepLibraryDescription {
   std::vector<FunctionSignature> functions;
 };
 
-/// The description as JSON text (version 1).
+/// The description as JSON text (version kStepLibraryVersion).
 std::string describeStepLibrary(const StepLibraryDescription &description);
 /// Parses a description; errors name the field.
 Result<StepLibraryDescription> parseStepLibrary(const std::string &jsonText);
@@ -72,25 +77,73 @@ private:
 /// One sequence's steps through one function whose signature has state bindings (FunctionSignature::state): the
 /// state arguments of each step are the bound results of the previous one. `runner` runs the function (a
 /// CPUStepLibrary's or a JIT CPUModule's).
+///
+/// Two ways to drive it:
+///   - run(x, start_pos, shared): for a function with step roles (FunctionSignature::step, a dsa.attention layer).
+///     The sequence owns its position: prefill at 0 (any length), decode, and a multi-token step at start_pos > 0,
+///     which is DEFINED as the same tokens fed one decode step at a time (attention-semantics.md section 13; the
+///     compiled code rejects it): run() splits it into 1-token steps, threads the state through them and
+///     concatenates their outputs. A multi-layer model keeps one sequence per layer and passes the shared slots
+///     (a SlotSet, from initialSlots()) from layer to layer: each run() reads them and replaces them with what
+///     the layer published.
+///   - step(stepArgs): the low-level call, any function with state bindings; no position or capacity checks.
+/// Errors of either leave the state (and the position, and the shared slots) as they were.
 class CPUSequence {
 public:
   using Runner = std::function<Result<std::vector<interp::Tensor>>(const std::vector<CPUValue> &,
                                                                    std::vector<NamedTensor> *)>;
+  /// The shared slots of a model's step, in a layer's `shared` argument order (compress_kv, index_k, topk_idxs,
+  /// candidates for dsa.attention).
+  using SlotSet = std::vector<CPUValue>;
+
   /// `initialArgs` is a full argument list; its state arguments are the first step's state (e.g. a zero ring), the
   /// others are kept for every step unless a step replaces them. Errors: a count that does not match `signature`,
   /// a state binding outside the argument or result lists.
   static Result<CPUSequence> create(FunctionSignature signature, Runner runner, std::vector<CPUValue> initialArgs);
+  /// For a function with step roles: the state arguments start from their StateBinding::init (their shapes must be
+  /// static), x / start_pos / shared slots are supplied by run(), and `fixed` gives every other argument (the
+  /// weights, by argument index; CPUBuffers to convert them once). Errors name the missing, extra or
+  /// role-taken argument, or a state argument with a dynamic shape.
+  static Result<CPUSequence> start(FunctionSignature signature, Runner runner, std::map<size_t, CPUValue> fixed);
+
+  /// The empty shared slots a model starts from (each slot argument of `signature` with its dynamic dimensions 0).
+  /// Errors: no step roles or no shared slots.
+  static Result<SlotSet> initialSlots(const FunctionSignature &signature);
+
+  /// Runs the tokens `x` ([s, ...], s >= 1) at positions start_pos .. start_pos + s - 1 and returns the function's
+  /// results: the output's rows of every token (concatenated along dimension 0 for a split step), the state after
+  /// the last token, other results from the last token. `shared`: required iff the layer has shared slots; read,
+  /// then replaced by the slots after this layer. A split step's probes are appended token by token.
+  /// Errors, each naming the field, state, position and slots unchanged:
+  ///   "x: ..."          wrong element type / rank / static size, no rows;
+  ///   "start_pos: ..."  not the sequence's next position (out of order or repeated), negative, int64 overflow;
+  ///   "max_seq_len: ..." start_pos + s beyond the capacity;
+  ///   "shared: ..."     missing or wrong number of slots; a multi-token step at start_pos > 0 of a layer with
+  ///                     shared slots (token-by-token decode of a stack reads, for token t, slots published by
+  ///                     LATER layers at token t - 1 (the index_k quirk), so such a step must be split by the
+  ///                     model driver, one token through every layer at a time);
+  ///   "token k (position p): ..." the function's own error on a sub-step of a split step;
+  ///   the function's error (a failed run-time check) otherwise.
+  Result<std::vector<interp::Tensor>> run(const interp::Tensor &x, int64_t startPos, SlotSet *shared = nullptr,
+                                          std::vector<NamedTensor> *probes = nullptr);
+  /// The next position run() accepts (tokens consumed so far).
+  int64_t position() const { return position_; }
+  /// Back to the initial state at position 0.
+  void reset();
+
   /// Runs one step with `stepArgs` replacing arguments by index (e.g. {{0, x}, {1, start_pos}}; a state argument
   /// may not be replaced); on success the state advances. Errors leave the state as it was.
   Result<std::vector<interp::Tensor>> step(const std::vector<std::pair<size_t, CPUValue>> &stepArgs,
                                            std::vector<NamedTensor> *probes = nullptr);
   /// The current value of state argument `arg` (after the last successful step), or null if `arg` is not state.
   const CPUValue *state(size_t arg) const;
+  const FunctionSignature &signature() const { return signature_; }
 
 private:
   FunctionSignature signature_;
   Runner runner_;
-  std::vector<CPUValue> args_;
+  std::vector<CPUValue> args_, initialArgs_;
+  int64_t position_ = 0;
 };
 
 } // namespace dsa::cpu

@@ -36,10 +36,32 @@ struct ValueKind {
   std::string typeString;     ///< the MLIR spelling, for messages (e.g. "tensor<?x64xbf16>")
 };
 
-/// A result of one step that is an argument of the next (the window ring: dsa.attention's new_ring -> ring).
+/// How a state argument starts a sequence (attention-semantics.md sections 4-5): zeros (the ring, the compressor's
+/// kv_state, the caches) or -inf (the compressor's score_state).
+enum class StateInit { Zeros, NegInf };
+
+/// A result of one step that is an argument of the next (the window ring: dsa.attention's new_ring -> ring). As a
+/// shared-slot binding (StepRoles::shared): the slot as it stands before the layer -> the slot after it.
 struct StateBinding {
   int64_t arg = 0;
   int64_t result = 0;
+  StateInit init = StateInit::Zeros; ///< the state's value before the first step (unused for shared slots)
+};
+
+/// Which arguments and results of a step function are what (a function around one dsa.attention), so that
+/// CPUSequence::run can check and split steps. Absent (x < 0) for other functions.
+struct StepRoles {
+  int64_t x = -1;        ///< argument: the step's token rows, [s, ...] (s = dimension 0)
+  int64_t startPos = -1; ///< argument: the step's first position, i64 scalar
+  int64_t output = -1;   ///< result: one row per token, [s, ...]
+  /// The sequence capacity in positions (dsa.attention's compress max_seq_len: a step must have
+  /// start_pos + s <= maxSeqLen); -1: none (window-only layers: positions up to INT64_MAX).
+  int64_t maxSeqLen = -1;
+  /// The shared runtime slots (section 8) of a compressed layer: argument = a slot as it stands before this layer,
+  /// result = the slot after it (what it published, or the argument passed through). Threaded between LAYERS of a
+  /// step by the caller, not between steps.
+  std::vector<StateBinding> shared;
+  bool present() const { return x >= 0; }
 };
 
 /// The signature of a compiled function.
@@ -51,6 +73,7 @@ struct FunctionSignature {
   size_t numResults = 0;               ///< the function's own results (the first ones of `results`)
   std::vector<std::string> probeNames; ///< the kept probes' names, in result order
   std::vector<StateBinding> state;     ///< state threaded from step to step (may be empty)
+  StepRoles step;                      ///< x / start_pos / output / capacity / shared slots, if known
 };
 
 /// A tensor in the compiled code's memory format, converted once from a Tensor and shared by any number of calls
