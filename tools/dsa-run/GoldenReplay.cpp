@@ -1,5 +1,6 @@
 //===- GoldenReplay.cpp - replay a DeepSeek golden through the dsa dialect ---===//
 #include "GoldenReplay.h"
+#include "EmitLibraries.h"
 
 #include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
@@ -40,6 +41,7 @@ struct Layer {
   int64_t id = 0;
   golden::LayerRole role;
   std::vector<Tensor> weights, compressor, indexKeys, indexer; // dsa.attention's operand groups
+  std::vector<std::string> weightNames; // the golden names of the four groups' tensors, in argument order
   Tensor ring;
   std::vector<Tensor> state; // kv sources: [kv_state, score_state (ratio >= 2)], kv cache, index-key cache
   func::FuncOp fn;
@@ -59,8 +61,9 @@ Result<Tensor> weight(const golden::GoldenFile &file, int64_t layer, const std::
 }
 
 Status loadWeights(const golden::GoldenFile &file, const std::vector<std::string> &suffixes, int64_t layer,
-                   std::vector<Tensor> &into) {
+                   std::vector<Tensor> &into, std::vector<std::string> &names) {
   for (const std::string &suffix : suffixes) {
+    names.push_back("layers." + std::to_string(layer) + "." + suffix);
     Result<Tensor> w = weight(file, layer, suffix);
     if (!w)
       return makeError(w.error());
@@ -160,7 +163,7 @@ Result<Layer> makeLayer(const golden::GoldenFile &file, int64_t l) {
   if (Status s = loadWeights(file,
                              {"attn.attn_sink", "attn.wq_a.weight", "attn.q_norm.weight", "attn.wq_b.weight",
                               "attn.wkv.weight", "attn.kv_norm.weight", "attn.wo_a.weight", "attn.wo_b.weight"},
-                             l, layer.weights);
+                             l, layer.weights, layer.weightNames);
       !s)
     return makeError(s.error());
   layer.ring = Tensor(ElementType::BF16, {f.windowSize, f.headDim});
@@ -170,9 +173,10 @@ Result<Layer> makeLayer(const golden::GoldenFile &file, int64_t l) {
     if (r >= 2)
       comp.push_back("attn.compressor.wgate.weight");
     comp.push_back("attn.compressor.norm.weight");
-    if (Status s = loadWeights(file, comp, l, layer.compressor); !s)
+    if (Status s = loadWeights(file, comp, l, layer.compressor, layer.weightNames); !s)
       return makeError(s.error());
-    if (Status s = loadWeights(file, {"attn.indexer.wk.weight", "attn.indexer.k_norm.weight"}, l, layer.indexKeys);
+    if (Status s = loadWeights(file, {"attn.indexer.wk.weight", "attn.indexer.k_norm.weight"}, l, layer.indexKeys,
+                               layer.weightNames);
         !s)
       return makeError(s.error());
     if (r >= 2) {
@@ -186,7 +190,7 @@ Result<Layer> makeLayer(const golden::GoldenFile &file, int64_t l) {
   }
   if (layer.role.isIndexSource)
     if (Status s = loadWeights(file, {"attn.indexer.wq_b.weight", "attn.indexer.weights_proj.weight"}, l,
-                               layer.indexer);
+                               layer.indexer, layer.weightNames);
         !s)
       return makeError(s.error());
   return layer;
@@ -314,6 +318,13 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   }
   if (options.emit == "attention")
     module->print(llvm::outs());
+  if (!options.emitLibraries.empty()) { // AOT step libraries of the layers (EmitLibraries.h), then stop
+    std::vector<LayerLibrary> libraries;
+    for (const Layer &layer : layers)
+      libraries.push_back(LayerLibrary{layer.id, layer.weightNames});
+    Status s = emitGoldenLayerLibraries(*module, libraries, fixture.nLayers, options.emitLibraries);
+    return s ? 0 : fail(s.error());
+  }
 
   PassManager pm(&context);
   pm.addPass(mlir::dsa::createDSADecomposeAttention());

@@ -38,6 +38,9 @@ struct GoldenReplayOptions {
   std::string backend = "interpret";
   /// "published_slot" (the reference, default) or "own_cache" (section 8's named correction).
   std::string indexKSource = "published_slot";
+  /// Non-empty: write the layers' AOT CPU step libraries and golden_layers.json into this directory
+  /// (EmitLibraries.h) instead of replaying; the MLIR-free tools/dsa-golden replays them.
+  std::string emitLibraries;
 };
 
 /// Runs the replay; returns the process exit status (0 iff every compared capture passed, 1 if one failed,

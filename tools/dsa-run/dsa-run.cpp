@@ -10,6 +10,9 @@
 // the flat row-major elements: floats with %.9g, integers as integers. Diagnostics go to stderr; the exit status
 // is 1 on any error (probes executed before the error are still printed).
 //
+// Golden mode: dsa-run --golden FILE [--layers ...] [--backend=cpu] ... (GoldenReplay.h); with
+// --emit-libraries=DIR it writes the layers' AOT CPU step libraries for tools/dsa-golden instead (EmitLibraries.h).
+//
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
@@ -170,6 +173,13 @@ cl::opt<std::string> indexKSource("index-k-source",
                                            "(attention-semantics.md section 8's named correction)"),
                                   cl::init("published_slot"), cl::cat(runCategory));
 
+cl::opt<std::string> emitLibraries("emit-libraries",
+                                   cl::desc("With --golden: write each layer's AOT CPU step library "
+                                            "(DIR/attention_L<l>.{so,json}) and DIR/golden_layers.json for the "
+                                            "MLIR-free replay `dsa-golden --golden FILE --libraries DIR`, instead "
+                                            "of replaying"),
+                                   cl::value_desc("dir"), cl::cat(runCategory));
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -191,7 +201,7 @@ int main(int argc, char **argv) {
   }
   if (goldenPath.empty()) {
     const cl::Option *goldenOnly[] = {std::addressof(goldenLayers), &emitStage, &goldenVerbose, &goldenResync,
-                                      &indexKSource, &backendName};
+                                      &indexKSource, &backendName, &emitLibraries};
     for (const cl::Option *option : goldenOnly)
       if (option->getNumOccurrences() > 0) {
         llvm::errs() << "dsa-run: error: --" << option->ArgStr << " only applies with --golden\n";
@@ -212,6 +222,7 @@ int main(int argc, char **argv) {
     options.resync = goldenResync;
     options.indexKSource = indexKSource;
     options.backend = backendName;
+    options.emitLibraries = emitLibraries;
     return ::dsa::tools::runGoldenReplay(options);
   }
 

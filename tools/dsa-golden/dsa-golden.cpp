@@ -1,0 +1,263 @@
+//===- dsa-golden.cpp - replay a DeepSeek golden on AOT CPU step libraries, without MLIR -------===//
+//
+//   dsa-golden --golden FILE --libraries DIR [--verbose]
+//
+// The MLIR-free counterpart of `dsa-run --golden FILE --backend=cpu`: the whole model of FILE (the tiny-model harness,
+// dsa::golden::TinyModel) with every layer's attention run by the CPU step library that
+// `dsa-run --golden FILE --emit-libraries=DIR` wrote (DIR/golden_layers.json + DIR/attention_L<l>.{so,json}),
+// through the runtime's sequence API (dsa/Runtime/CPU/StepLibrary.h: one CPUSequence per layer, owning its ring,
+// compressor state and caches; the four shared slots passed from layer to layer). Links DSAGolden and DSACPURuntime
+// only (builds with -DDSA_ENABLE_MLIR=OFF).
+//
+// Prints what dsa-run --golden prints in whole-model mode: one verdict line per capture of the golden (section 12
+// tolerance; the stale decode `shared.L<l>.candidates` of layers before the candidate source not compared), then
+// `golden: N passed, M failed`. Exit status: 0 all passed, 1 a capture failed, 2 an error stopped the replay (bad
+// arguments, golden, manifest, library, or a step's error).
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Golden/Golden.h"
+#include "dsa/Golden/ModelConfig.h"
+#include "dsa/Golden/TinyModel.h"
+#include "dsa/Runtime/CPU/StepLibrary.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+namespace cpu = ::dsa::cpu;
+namespace golden = ::dsa::golden;
+using dsa::interp::Tensor;
+
+namespace {
+
+int fail(const std::string &message) {
+  std::cout.flush();
+  std::cerr << "dsa-golden: error: " << message << "\n";
+  return 2;
+}
+
+const char *const kUsage =
+    "usage: dsa-golden --golden FILE --libraries DIR [--verbose]\n"
+    "  Replays the golden FILE's whole model with each layer's attention run by the CPU step libraries in DIR\n"
+    "  (written by `dsa-run --golden FILE --emit-libraries=DIR`), without MLIR, and prints one verdict per capture.\n"
+    "  --verbose  print each layer's library and step roles first\n";
+
+/// One layer: its loaded library and its sequence.
+struct LayerRun {
+  int64_t layer = 0;
+  std::unique_ptr<cpu::CPUStepLibrary> library;
+  std::unique_ptr<cpu::CPUSequence> sequence;
+  bool hasShared = false;
+};
+
+/// Captures not to compare (tiny-model-harness.md "Known quirks"): in decode, `shared.L<l>.candidates` of a layer
+/// before the candidate source holds the previous step's mask. Same rule and text as dsa-run --golden.
+std::string skipReason(const golden::Fixture &f, const golden::Regime &regime, const std::string &name) {
+  const std::string prefix = "shared.L", suffix = ".candidates";
+  if (regime.startPos > 0 && name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    int64_t l = std::stoll(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+    if (f.candidateSourceLayer >= 0 && l < f.candidateSourceLayer)
+      return "stale: holds the previous step's candidate mask (tiny-model-harness.md, known quirks)";
+  }
+  return "";
+}
+
+/// Reads DIR/golden_layers.json (tools/dsa-run/EmitLibraries.h) and builds one sequence per layer of `file`.
+dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, const std::string &dir, bool verbose) {
+  const std::string path = dir + "/golden_layers.json";
+  std::ifstream in(path);
+  if (!in)
+    return dsa::makeError("cannot read '" + path + "' (write it with dsa-run --golden FILE --emit-libraries=" + dir +
+                          ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return dsa::makeError(path + ": not a JSON object");
+  if (!j.contains("format") || j["format"] != "dsa-golden-layers")
+    return dsa::makeError(path + ": format: expected \"dsa-golden-layers\"");
+  if (!j.contains("version") || j["version"] != 1)
+    return dsa::makeError(path + ": version: expected 1");
+  const int64_t nLayers = file.fixture().nLayers;
+  if (!j.contains("layers") || !j["layers"].is_array())
+    return dsa::makeError(path + ": layers: missing or not an array");
+  std::vector<LayerRun> layers(static_cast<size_t>(nLayers));
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < j["layers"].size(); ++i) {
+    const nlohmann::json &lj = j["layers"][i];
+    const std::string where = path + ": layers[" + std::to_string(i) + "]";
+    if (!lj.is_object() || !lj.contains("layer") || !lj["layer"].is_number_integer())
+      return dsa::makeError(where + ".layer: missing or not an integer");
+    const int64_t l = lj["layer"].get<int64_t>();
+    if (l < 0 || l >= nLayers || !seen.insert(l).second)
+      return dsa::makeError(where + ".layer: " + std::to_string(l) + " is not a new layer of the golden's " +
+                            std::to_string(nLayers));
+    for (const char *key : {"description", "function"})
+      if (!lj.contains(key) || !lj[key].is_string())
+        return dsa::makeError(where + "." + key + ": missing or not a string");
+    if (!lj.contains("weights") || !lj["weights"].is_array())
+      return dsa::makeError(where + ".weights: missing or not an array");
+    LayerRun &run = layers[static_cast<size_t>(l)];
+    run.layer = l;
+    dsa::Result<std::unique_ptr<cpu::CPUStepLibrary>> lib =
+        cpu::CPUStepLibrary::open(dir + "/" + lj["description"].get<std::string>());
+    if (!lib)
+      return dsa::makeError("layer " + std::to_string(l) + ": " + lib.error());
+    run.library = lib.take();
+    const std::string function = lj["function"].get<std::string>();
+    const cpu::FunctionSignature *sig = run.library->signature(function);
+    if (!sig)
+      return dsa::makeError(where + ".function: the library has no @" + function);
+    if (!sig->step.present())
+      return dsa::makeError("layer " + std::to_string(l) + ": @" + function +
+                            " has no step roles (a version 1 description? re-emit the libraries)");
+    // The weight arguments: every argument that is not x, start_pos, state or a shared slot, in order.
+    std::set<int64_t> roles = {sig->step.x, sig->step.startPos};
+    for (const cpu::StateBinding &b : sig->state)
+      roles.insert(b.arg);
+    for (const cpu::StateBinding &b : sig->step.shared)
+      roles.insert(b.arg);
+    std::map<size_t, cpu::CPUValue> weights;
+    size_t next = 0;
+    for (size_t a = 0; a < sig->args.size(); ++a) {
+      if (roles.count(static_cast<int64_t>(a)))
+        continue;
+      if (next >= lj["weights"].size() || !lj["weights"][next].is_string())
+        return dsa::makeError(where + ".weights[" + std::to_string(next) + "]: missing or not a string (@" +
+                              function + " argument #" + std::to_string(a) + ")");
+      const std::string name = lj["weights"][next++].get<std::string>();
+      const golden::WeightMeta *meta = file.weight(name);
+      if (!meta)
+        return dsa::makeError(where + ".weights: the golden has no weight '" + name + "' in weights_meta");
+      dsa::Result<Tensor> w = golden::regenerateWeight(*meta);
+      if (!w)
+        return dsa::makeError(w.error());
+      weights.emplace(a, cpu::CPUBuffer::fromTensor(*w));
+    }
+    if (next != lj["weights"].size())
+      return dsa::makeError(where + ".weights: " + std::to_string(lj["weights"].size()) + " names, @" + function +
+                            " has " + std::to_string(next) + " weight arguments");
+    const cpu::CPUStepLibrary *library = run.library.get();
+    dsa::Result<cpu::CPUSequence> seq = cpu::CPUSequence::start(
+        *sig,
+        [library, function](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *probes) {
+          return library->run(function, args, probes);
+        },
+        std::move(weights));
+    if (!seq)
+      return dsa::makeError("layer " + std::to_string(l) + ": " + seq.error());
+    run.sequence = std::make_unique<cpu::CPUSequence>(seq.take());
+    run.hasShared = !sig->step.shared.empty();
+    if (verbose)
+      std::cout << "layer " << l << ": " << dir << "/" << lj["description"].get<std::string>() << " @" << function
+                << " x #" << sig->step.x << ", start_pos #" << sig->step.startPos << ", " << sig->state.size()
+                << " state, " << sig->step.shared.size() << " shared slots, max_seq_len "
+                << (sig->step.maxSeqLen < 0 ? std::string("none") : std::to_string(sig->step.maxSeqLen)) << "\n";
+  }
+  for (int64_t l = 0; l < nLayers; ++l)
+    if (!seen.count(l))
+      return dsa::makeError(path + ": layers: no library for layer " + std::to_string(l) + " of the golden's " +
+                            std::to_string(nLayers));
+  return layers;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string goldenPath, dir;
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string &flag, std::string &into) {
+      if (a.rfind(flag + "=", 0) == 0) {
+        into = a.substr(flag.size() + 1);
+        return true;
+      }
+      if (a == flag && i + 1 < argc) {
+        into = argv[++i];
+        return true;
+      }
+      return false;
+    };
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (a == "--verbose")
+      verbose = true;
+    else if (!value("--golden", goldenPath) && !value("--libraries", dir))
+      return fail("unknown argument '" + a + "'\n" + kUsage);
+  }
+  if (goldenPath.empty() || dir.empty())
+    return fail(std::string("--golden and --libraries are required\n") + kUsage);
+
+  dsa::Result<golden::GoldenFile> loaded = golden::GoldenFile::load(goldenPath);
+  if (!loaded)
+    return fail(loaded.error());
+  const golden::GoldenFile &file = *loaded;
+  const golden::Fixture &fixture = file.fixture();
+  if (dsa::Status s = golden::validateModelConfig(fixture); !s)
+    return fail("invalid model configuration: " + s.error());
+  dsa::Result<std::vector<LayerRun>> layers = loadLayers(file, dir, verbose);
+  if (!layers)
+    return fail(layers.error());
+  cpu::CPUSequence::SlotSet slots;
+  for (const LayerRun &run : *layers)
+    if (run.hasShared) {
+      dsa::Result<cpu::CPUSequence::SlotSet> initial = cpu::CPUSequence::initialSlots(run.sequence->signature());
+      if (!initial)
+        return fail(initial.error());
+      slots = initial.take();
+      break;
+    }
+  dsa::Result<golden::TinyModel> model = golden::TinyModel::create(file);
+  if (!model)
+    return fail(model.error());
+
+  std::vector<golden::Verdict> verdicts;
+  for (const golden::Regime &regime : file.regimes()) {
+    dsa::Result<std::vector<int64_t>> ids = golden::regimeInputIds(fixture, regime);
+    if (!ids)
+      return fail(ids.error());
+    golden::CaptureMap produced;
+    golden::AttentionFn attention = [&](int64_t l, const Tensor &attnIn, int64_t startPos) -> dsa::Result<Tensor> {
+      LayerRun &run = (*layers)[static_cast<size_t>(l)];
+      std::vector<cpu::NamedTensor> probes;
+      dsa::Result<std::vector<Tensor>> r =
+          run.sequence->run(attnIn, startPos, run.hasShared ? &slots : nullptr, &probes);
+      if (!r)
+        return dsa::makeError(r.error());
+      for (cpu::NamedTensor &p : probes)
+        produced[p.name] = std::move(p.value);
+      return (*r)[static_cast<size_t>(run.sequence->signature().step.output)];
+    };
+    dsa::Result<golden::StepOutputs> step = model->step(*ids, regime.startPos, attention, golden::recordInto(produced));
+    if (!step)
+      return fail("regime '" + regime.name + "': " + step.error());
+    for (const std::string &name : regime.captureOrder) {
+      dsa::Result<const golden::Capture *> want = file.capture(regime.name, name);
+      if (!want)
+        return fail(want.error());
+      const std::string skip = skipReason(fixture, regime, name);
+      auto it = produced.find(name);
+      if (!skip.empty()) {
+        verdicts.push_back(golden::notCompared(regime.name, name, skip));
+      } else if (it != produced.end()) {
+        verdicts.push_back(golden::compareCapture(regime.name, **want, it->second));
+      } else {
+        verdicts.push_back(golden::notCompared(regime.name, name, "nothing produced this capture"));
+        verdicts.back().status = golden::Verdict::Fail;
+      }
+      std::cout << golden::formatVerdict(verdicts.back()) << "\n";
+    }
+  }
+  golden::Summary summary = golden::summarize(verdicts);
+  std::cout << golden::formatSummary(summary) << "\n";
+  return summary.allPassed() ? 0 : 1;
+}

@@ -1,0 +1,42 @@
+//===- EmitLibraries.h - dsa-run --golden --emit-libraries: per-layer AOT step libraries -----===//
+//
+// Writes, for a golden's layer functions (`@attention_L<l>`, one dsa.attention each, before decomposition), one CPU
+// step library per layer (dsa::cpu::emitCPUStepLibrary, probes kept as results): DIR/attention_L<l>.{o,so,json}, and
+// the manifest DIR/golden_layers.json that tells the MLIR-free replay (tools/dsa-golden) which golden weight each
+// weight argument is:
+//   {"format": "dsa-golden-layers", "version": 1, "n_layers": 6,
+//    "layers": [{"layer": 0, "description": "attention_L0.json", "function": "attention_L0",
+//                "weights": ["layers.0.attn.attn_sink", ...]}, ...]}
+// "weights" lists, in argument order, the arguments that are not x, start_pos, state or a shared slot (the
+// description's step roles and state bindings), each as its name in the golden's weights_meta.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#ifndef DSA_TOOLS_DSA_RUN_EMITLIBRARIES_H
+#define DSA_TOOLS_DSA_RUN_EMITLIBRARIES_H
+
+#include "dsa/Support/Result.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dsa::tools {
+
+struct LayerLibrary {
+  int64_t layer = 0;
+  std::vector<std::string> weights; ///< golden weight names of the weight arguments, in argument order
+};
+
+inline constexpr const char *kGoldenLayersManifest = "golden_layers.json";
+
+/// Emits the step library of every layer in `layers` from `module` (which holds `@attention_L<l>` for each) into
+/// `directory` and writes the manifest. Prints one line per library written on stdout. Errors: the compiler's, a
+/// weight count that does not match the function's non-role arguments, an unwritable directory.
+Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLibrary> &layers, int64_t nLayers,
+                                const std::string &directory);
+
+} // namespace dsa::tools
+
+#endif
