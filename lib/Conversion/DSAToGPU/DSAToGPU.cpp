@@ -34,6 +34,7 @@
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Dialect/DSA/IR/RopeParams.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
+#include "dsa/Backend/CPU/RuntimeFunctions.h"
 #include "dsa/Interpreter/Kernels.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -48,6 +49,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -230,6 +232,29 @@ private:
   LogicalResult lowerSparseAttn(SparseAttnOp op);
   LogicalResult lowerGroupedOutput(GroupedOutputOp op);
   Value ropeTable(ApplyRopeOp op);
+  // Compressed attention (sections 2, 5-9).
+  LogicalResult lowerLinearF32(LinearOp op);
+  LogicalResult lowerCompressPool(CompressPoolOp op);
+  LogicalResult lowerFp4Quant(Operation *op, Value xOld, Value result, int64_t block, bool e4m3Scale);
+  LogicalResult lowerCacheWrite(CacheWriteOp op);
+  LogicalResult lowerIndexerScores(IndexerScoresOp op);
+  LogicalResult lowerCompressVisibility(CompressVisibilityOp op);
+  LogicalResult lowerApplyCandidates(ApplyCandidatesOp op);
+  LogicalResult lowerSelectCandidateBlocks(SelectCandidateBlocksOp op);
+  LogicalResult lowerIndexerTopk(IndexerTopkOp op);
+  LogicalResult lowerElementwiseCast(Operation *op);
+  LogicalResult lowerExtractSlice(tensor::ExtractSliceOp op);
+  LogicalResult lowerConcat(tensor::ConcatOp op);
+  /// The checks of the scores consumers (step checks, then width == (start_pos + s) // ratio), as cf.asserts
+  /// naming the op; returns s and width.
+  std::pair<Value, Value> scoresChecks(Operation *op, Value scores, Value start, int64_t ratio);
+  /// The host top-k: downloads `values` (device f32 [rows, n]), runs the runtime's dsa_cpu_topk_set (torch's CPU
+  /// tie order, section 9) on the host, uploads and returns the picks (device i64 [rows, k], each row ascending).
+  Value hostTopk(StringRef opName, Value values, Value rows, Value n, Value k);
+  Value i64c(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
+  Value toI64(Value index) { return arith::IndexCastOp::create(b, loc, b.getI64Type(), index); }
+  Value toIndex(Value i64) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), i64); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) { return arith::CmpIOp::create(b, loc, p, x, y); }
 
   func::FuncOp func;
   gpu::GPUModuleOp kernels;
@@ -241,6 +266,9 @@ private:
   llvm::SetVector<Value> allocs;
   DenseMap<Value, SmallVector<Value>> roots; ///< the allocations a memref value may alias
   DenseMap<Operation *, Value> deviceTables; ///< rope table global -> its device copy
+
+public:
+  bool needsTopk = false; ///< a host top-k call was emitted (the module declares dsa_cpu_topk_set)
 };
 
 LogicalResult FunctionLowering::lowerPositions(PositionsOp op) {
@@ -258,8 +286,8 @@ LogicalResult FunctionLowering::lowerPositions(PositionsOp op) {
 
 LogicalResult FunctionLowering::lowerLinear(LinearOp op) {
   auto xt = cast<RankedTensorType>(op.getX().getType());
-  if (!xt.getElementType().isBF16())
-    return op.emitOpError("dsa-to-gpu: f32 linear (the ratio >= 2 compressor's) is not lowered to the GPU yet");
+  if (xt.getElementType().isF32())
+    return lowerLinearF32(op);
   Value x = lookup(op.getX()), w = lookup(op.getWeight());
   const int64_t r = xt.getRank();
   Value K = dim(x, r - 1), N = dim(w, 0);
@@ -491,9 +519,366 @@ LogicalResult FunctionLowering::lowerGroupedOutput(GroupedOutputOp op) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Compressed attention (sections 2, 5-9; design-compressed.md)
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionLowering::lowerLinearF32(LinearOp op) {
+  auto xt = cast<RankedTensorType>(op.getX().getType());
+  Value x = lookup(op.getX()), w = lookup(op.getWeight());
+  const int64_t r = xt.getRank();
+  Value K = dim(x, r - 1), N = dim(w, 0);
+  checkEq(dim(w, 1), K, "dsa.linear: operand 'weight' has a column count that differs from x's last dimension");
+  Value M = dimProduct(x, 0, r - 1);
+  SmallVector<Value> shape;
+  for (int64_t i = 0; i + 1 < r; ++i)
+    shape.push_back(dim(x, i));
+  shape.push_back(N);
+  Value y = allocLike(op.getResult(), shape);
+  launch("dsa_linear_f32", {ceilDiv(mul(M, N), kElementwiseBlock), idx(1), idx(1)}, {kElementwiseBlock, 1, 1},
+         {flat(x), flat(w), flat(y), M, N, K});
+  setResult(op.getResult(), y);
+  return success();
+}
+
+/// The step checks of the compressed kernels (compress_detail::checkStep): start_pos >= 0, s >= 1, one token
+/// when start_pos > 0.
+static void stepChecks(FunctionLowering &, OpBuilder &b, Location loc, StringRef name, StringRef rowsOperand,
+                       Value start, Value s) {
+  Value zero64 = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+  cf::AssertOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, start, zero64),
+                       (name + ": operand 'start_pos' must be >= 0").str());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  cf::AssertOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, s, zero),
+                       (name + ": operand '" + rowsOperand + "' has no rows (an empty step)").str());
+  Value prefill = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, start, zero64);
+  Value one = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s, arith::ConstantIndexOp::create(b, loc, 1));
+  cf::AssertOp::create(b, loc, arith::OrIOp::create(b, loc, prefill, one),
+                       (name + ": a step of several tokens (operand '" + rowsOperand +
+                        "') at start_pos > 0: multi-token steps at start_pos > 0 are split into decode steps by the "
+                        "runtime")
+                           .str());
+}
+
+LogicalResult FunctionLowering::lowerCompressPool(CompressPoolOp op) {
+  const int64_t r = static_cast<int64_t>(op.getRatio());
+  if (r < 2)
+    return op.emitOpError("dsa-to-gpu: attribute 'ratio' must be >= 2");
+  Value kv = lookup(op.getKv()), score = lookup(op.getScore()), kvState = lookup(op.getKvState()),
+        scoreState = lookup(op.getScoreState()), start = lookup(op.getStartPos());
+  Value s = dim(kv, 0), hd = dim(kv, 1);
+  checkEq(dim(score, 0), s, "dsa.compress_pool: operand 'score' has a row count that differs from kv's");
+  checkEq(dim(score, 1), hd, "dsa.compress_pool: operand 'score' has a row width that differs from kv's");
+  checkEq(dim(kvState, 0), idx(r), "dsa.compress_pool: operand 'kv_state' does not have ratio rows");
+  checkEq(dim(kvState, 1), hd, "dsa.compress_pool: operand 'kv_state' has a row width that differs from kv's");
+  checkEq(dim(scoreState, 0), idx(r), "dsa.compress_pool: operand 'score_state' does not have ratio rows");
+  checkEq(dim(scoreState, 1), hd,
+          "dsa.compress_pool: operand 'score_state' has a row width that differs from kv's");
+  stepChecks(*this, b, loc, "dsa.compress_pool", "kv", start, s);
+  Value newKv = allocLike(op.getNewKvState(), {idx(r), hd});
+  Value newScore = allocLike(op.getNewScoreState(), {idx(r), hd});
+  launch("dsa_compress_state", {ceilDiv(mul(idx(r), hd), kElementwiseBlock), idx(1), idx(1)},
+         {kElementwiseBlock, 1, 1},
+         {flat(kv), flat(score), flat(kvState), flat(scoreState), flat(newKv), flat(newScore), idx(r), hd, s, start});
+  // Completed groups: s // r in prefill; in decode one when (start_pos + 1) % r == 0 (pooling the new state).
+  Value prefill = cmp(arith::CmpIPredicate::eq, start, i64c(0));
+  Value completes = cmp(arith::CmpIPredicate::eq,
+                        arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, i64c(1)), i64c(r)),
+                        i64c(0));
+  Value g = arith::SelectOp::create(b, loc, prefill, divu(s, idx(r)),
+                                    arith::SelectOp::create(b, loc, completes, idx(1), idx(0)));
+  auto rt = cast<RankedTensorType>(op.getPooled().getType());
+  if (!rt.isDynamicDim(0))
+    checkEq(g, idx(rt.getDimSize(0)), "dsa.compress_pool: the result 'pooled' has a static row count that differs "
+                                      "from this step's completed groups");
+  Value pooled = allocLike(op.getPooled(), {g, hd});
+  Value srcKv = arith::SelectOp::create(b, loc, prefill, flat(kv), flat(newKv));
+  Value srcScore = arith::SelectOp::create(b, loc, prefill, flat(score), flat(newScore));
+  launch("dsa_compress_pool", {ceilDiv(mul(g, hd), kElementwiseBlock), idx(1), idx(1)}, {kElementwiseBlock, 1, 1},
+         {srcKv, srcScore, flat(pooled), g, idx(r), hd});
+  setResult(op.getPooled(), pooled);
+  setResult(op.getNewKvState(), newKv);
+  setResult(op.getNewScoreState(), newScore);
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerFp4Quant(Operation *op, Value xOld, Value result, int64_t block,
+                                              bool e4m3Scale) {
+  auto xt = cast<RankedTensorType>(xOld.getType());
+  if (!xt.getElementType().isBF16())
+    return op->emitOpError("dsa-to-gpu: the fp4 round trip of an f32 x is not lowered to the GPU (the model "
+                           "quantises bf16 values)");
+  if (block <= 0)
+    return op->emitOpError("dsa-to-gpu: attribute 'block_size' must be > 0");
+  Value x = lookup(xOld);
+  const int64_t r = xt.getRank();
+  Value D = dim(x, r - 1);
+  checkEq(arith::RemUIOp::create(b, loc, D, idx(block)), idx(0),
+          (op->getName().getStringRef() + ": operand 'x''s last dimension is not a multiple of block_size").str());
+  Value nblocks = divu(numel(x), idx(block));
+  SmallVector<Value> shape;
+  for (int64_t i = 0; i < r; ++i)
+    shape.push_back(dim(x, i));
+  Value y = allocLike(result, shape);
+  launch("dsa_fp4_quant", {ceilDiv(nblocks, kQuantBlock), idx(1), idx(1)}, {kQuantBlock, 1, 1},
+         {flat(x), flat(y), nblocks, idx(block), i32c(e4m3Scale ? 1 : 0)});
+  setResult(result, y);
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerCacheWrite(CacheWriteOp op) {
+  const int64_t ratio = static_cast<int64_t>(op.getRatio());
+  if (ratio < 1)
+    return op.emitOpError("dsa-to-gpu: attribute 'ratio' must be >= 1");
+  Value cache = lookup(op.getCache()), rows = lookup(op.getRows()), start = lookup(op.getStartPos());
+  Value C = dim(cache, 0), w = dim(cache, 1), g = dim(rows, 0);
+  check(cmp(arith::CmpIPredicate::sge, start, i64c(0)), "dsa.cache_write: operand 'start_pos' must be >= 0");
+  checkEq(dim(rows, 1), w, "dsa.cache_write: operand 'rows' has a row width that differs from the cache's");
+  Value first = toIndex(arith::DivUIOp::create(b, loc, start, i64c(ratio)));
+  check(cmp(arith::CmpIPredicate::ule, arith::AddIOp::create(b, loc, first, g), C),
+        "dsa.cache_write: operand 'rows' overflows the cache capacity (start_pos // ratio + its row count exceeds "
+        "the cache's rows)");
+  Value out = allocLike(op.getResult(), {C, w});
+  launch("dsa_cache_write", {ceilDiv(mul(C, w), kElementwiseBlock), idx(1), idx(1)}, {kElementwiseBlock, 1, 1},
+         {flat(cache), flat(rows), flat(out), C, w, first, g});
+  setResult(op.getResult(), out);
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerIndexerScores(IndexerScoresOp op) {
+  const int64_t ratio = static_cast<int64_t>(op.getRatio());
+  if (ratio < 1)
+    return op.emitOpError("dsa-to-gpu: attribute 'ratio' must be >= 1");
+  float scale = op.getWeightScale().convertToFloat();
+  if (!std::isfinite(scale))
+    return op.emitOpError("dsa-to-gpu: attribute 'weight_scale' must be finite");
+  Value iq = lookup(op.getIq()), w = lookup(op.getWeights()), keys = lookup(op.getKeys()),
+        start = lookup(op.getStartPos());
+  Value s = dim(iq, 0), IH = dim(iq, 1), ihd = dim(iq, 2), n = dim(keys, 0);
+  check(cmp(arith::CmpIPredicate::sge, start, i64c(0)), "dsa.indexer_scores: operand 'start_pos' must be >= 0");
+  checkEq(dim(w, 0), s, "dsa.indexer_scores: operand 'weights' has a row count that differs from iq's token count");
+  checkEq(dim(w, 1), IH, "dsa.indexer_scores: operand 'weights' has a column count that differs from iq's heads");
+  checkEq(dim(keys, 1), ihd, "dsa.indexer_scores: operand 'keys' has a row width that differs from iq's head dim");
+  Value width = toIndex(arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, toI64(s)), i64c(ratio)));
+  check(cmp(arith::CmpIPredicate::uge, n, width),
+        "dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio");
+  auto rt = cast<RankedTensorType>(op.getResult().getType());
+  if (!rt.isDynamicDim(1))
+    checkEq(width, idx(rt.getDimSize(1)),
+            "dsa.indexer_scores: the result's static width differs from (start_pos + s) // ratio");
+  Value out = allocLike(op.getResult(), {s, width});
+  launch("dsa_indexer_scores", {ceilDiv(mul(s, width), kElementwiseBlock), idx(1), idx(1)},
+         {kElementwiseBlock, 1, 1}, {flat(iq), flat(w), flat(keys), flat(out), s, IH, ihd, width, f32c(scale)});
+  setResult(op.getResult(), out);
+  return success();
+}
+
+std::pair<Value, Value> FunctionLowering::scoresChecks(Operation *op, Value scores, Value start, int64_t ratio) {
+  std::string name = op->getName().getStringRef().str();
+  Value s = dim(scores, 0), width = dim(scores, 1);
+  stepChecks(*this, b, loc, name, "scores", start, s);
+  Value want = toIndex(arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, toI64(s)), i64c(ratio)));
+  checkEq(width, want, name + ": operand 'scores' has a width that differs from (start_pos + s) // ratio");
+  return {s, width};
+}
+
+LogicalResult FunctionLowering::lowerCompressVisibility(CompressVisibilityOp op) {
+  const int64_t ratio = static_cast<int64_t>(op.getRatio());
+  if (ratio < 1)
+    return op.emitOpError("dsa-to-gpu: attribute 'ratio' must be >= 1");
+  Value scores = lookup(op.getScores()), start = lookup(op.getStartPos());
+  auto [s, width] = scoresChecks(op, scores, start, ratio);
+  Value out = allocLike(op.getResult(), {s, width});
+  launch("dsa_compress_visibility", {ceilDiv(mul(s, width), kElementwiseBlock), idx(1), idx(1)},
+         {kElementwiseBlock, 1, 1}, {flat(scores), flat(out), s, width, start, i64c(ratio)});
+  setResult(op.getResult(), out);
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerApplyCandidates(ApplyCandidatesOp op) {
+  Value scores = lookup(op.getScores()), mask = lookup(op.getMask());
+  Value s = dim(scores, 0), width = dim(scores, 1);
+  checkEq(dim(mask, 0), s, "dsa.apply_candidates: operand 'mask' has a row count that differs from the scores'");
+  checkEq(dim(mask, 1), width, "dsa.apply_candidates: operand 'mask' has a width that differs from the scores'");
+  Value out = allocLike(op.getResult(), {s, width});
+  Value n = mul(s, width);
+  launch("dsa_apply_candidates", {ceilDiv(n, kElementwiseBlock), idx(1), idx(1)}, {kElementwiseBlock, 1, 1},
+         {flat(scores), flat(mask), flat(out), n});
+  setResult(op.getResult(), out);
+  return success();
+}
+
+Value FunctionLowering::hostTopk(StringRef opName, Value values, Value rows, Value n, Value k) {
+  MLIRContext *ctx = b.getContext();
+  auto valuesType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
+  auto picksType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getI64Type());
+  Value hostValues = memref::AllocOp::create(b, loc, valuesType, ValueRange{rows, n});
+  gpu::MemcpyOp::create(b, loc, /*asyncToken=*/Type(), ValueRange{}, hostValues, values);
+  Value hostPicks = memref::AllocOp::create(b, loc, picksType, ValueRange{rows, k});
+  auto call = func::CallOp::create(b, loc, FlatSymbolRefAttr::get(ctx, ::dsa::cpu::kTopkSymbol), TypeRange{b.getI32Type()},
+                                   ValueRange{hostValues, toI64(k), hostPicks});
+  check(cmp(arith::CmpIPredicate::eq, call.getResult(0), i32c(0)),
+        (opName + ": the host top-k (the runtime's dsa_cpu_topk_set, torch's CPU tie order) failed").str());
+  Value picks = alloc(picksType, {rows, k});
+  gpu::MemcpyOp::create(b, loc, /*asyncToken=*/Type(), ValueRange{}, picks, hostPicks);
+  memref::DeallocOp::create(b, loc, hostValues);
+  memref::DeallocOp::create(b, loc, hostPicks);
+  needsTopk = true;
+  return picks;
+}
+
+LogicalResult FunctionLowering::lowerSelectCandidateBlocks(SelectCandidateBlocksOp op) {
+  if (op.getTieOrder() != TieOrder::torch_cpu)
+    return op.emitOpError("dsa-to-gpu implements only tie_order = torch_cpu (a host top-k, section 9)");
+  const int64_t ratio = static_cast<int64_t>(op.getRatio());
+  const int64_t bs = static_cast<int64_t>(op.getBlockSize());
+  const int64_t topkBlocks = static_cast<int64_t>(op.getTopkBlocks());
+  if (ratio < 1 || bs < 1 || topkBlocks < 0)
+    return op.emitOpError("dsa-to-gpu: attributes 'ratio' and 'block_size' must be >= 1, 'topk_blocks' >= 0");
+  Value scores = lookup(op.getScores()), start = lookup(op.getStartPos());
+  auto [s, width] = scoresChecks(op, scores, start, ratio);
+  Value nBlocks = ceilDiv(width, bs);
+  Value k = arith::MinUIOp::create(b, loc, nBlocks, idx(topkBlocks));
+  Value blockScores = alloc(MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type()),
+                            {s, nBlocks});
+  launch("dsa_candidate_block_scores", {ceilDiv(mul(s, nBlocks), kElementwiseBlock), idx(1), idx(1)},
+         {kElementwiseBlock, 1, 1},
+         {flat(scores), flat(blockScores), s, width, nBlocks, idx(bs), start, i64c(ratio)});
+  Value picks = hostTopk("dsa.select_candidate_blocks", blockScores, s, nBlocks, k);
+  Value mask = allocLike(op.getResult(), {s, width});
+  launch("dsa_candidate_mask", {ceilDiv(mul(s, width), kElementwiseBlock), idx(1), idx(1)},
+         {kElementwiseBlock, 1, 1}, {flat(blockScores), flat(picks), flat(mask), s, width, nBlocks, k, idx(bs)});
+  setResult(op.getResult(), mask);
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerIndexerTopk(IndexerTopkOp op) {
+  if (op.getTieOrder() != TieOrder::torch_cpu)
+    return op.emitOpError("dsa-to-gpu implements only tie_order = torch_cpu (a host top-k, section 9)");
+  const int64_t ratio = static_cast<int64_t>(op.getRatio());
+  const int64_t indexTopk = static_cast<int64_t>(op.getIndexTopk());
+  const int64_t window = static_cast<int64_t>(op.getWindowSize());
+  if (ratio < 1 || window < 1 || indexTopk < 0)
+    return op.emitOpError("dsa-to-gpu: attributes 'ratio' and 'window_size' must be >= 1, 'index_topk' >= 0");
+  Value scores = lookup(op.getScores()), start = lookup(op.getStartPos());
+  auto [s, width] = scoresChecks(op, scores, start, ratio);
+  Value k = arith::MinUIOp::create(b, loc, width, idx(indexTopk));
+  auto rt = cast<RankedTensorType>(op.getResult().getType());
+  if (!rt.isDynamicDim(1))
+    checkEq(k, idx(rt.getDimSize(1)), "dsa.indexer_topk: the result's static width differs from "
+                                      "min(index_topk, width)");
+  // The host top-k reads f32 values (torchCpuTopkSet's input): widen the bf16 scores on the device first.
+  Value values = alloc(MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type()), {s, width});
+  Value n = mul(s, width);
+  launch("dsa_extf_bf16_f32", {ceilDiv(n, kElementwiseBlock), idx(1), idx(1)}, {kElementwiseBlock, 1, 1},
+         {flat(scores), flat(values), n});
+  Value picks = hostTopk("dsa.indexer_topk", values, s, width, k);
+  Value prefill = cmp(arith::CmpIPredicate::eq, start, i64c(0));
+  Value offset = arith::SelectOp::create(b, loc, prefill, toI64(s), i64c(window));
+  Value out = allocLike(op.getResult(), {s, k});
+  launch("dsa_topk_map", {ceilDiv(mul(s, k), kElementwiseBlock), idx(1), idx(1)}, {kElementwiseBlock, 1, 1},
+         {flat(picks), flat(out), s, k, start, i64c(ratio), offset});
+  setResult(op.getResult(), out);
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerElementwiseCast(Operation *op) {
+  auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto outType = cast<RankedTensorType>(op->getResult(0).getType());
+  const char *kernelName = nullptr;
+  if (isa<arith::ExtFOp>(op) && in.getElementType().isBF16() && outType.getElementType().isF32())
+    kernelName = "dsa_extf_bf16_f32";
+  else if (isa<arith::TruncFOp>(op) && in.getElementType().isF32() && outType.getElementType().isBF16())
+    kernelName = "dsa_truncf_f32_bf16";
+  if (!kernelName)
+    return op->emitOpError("dsa-to-gpu: only bf16 -> f32 extf and f32 -> bf16 truncf on tensors are lowered");
+  Value x = lookup(op->getOperand(0));
+  SmallVector<Value> shape;
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    shape.push_back(dim(x, i));
+  Value y = allocLike(op->getResult(0), shape);
+  Value n = numel(x);
+  launch(kernelName, {ceilDiv(n, kElementwiseBlock), idx(1), idx(1)}, {kElementwiseBlock, 1, 1},
+         {flat(x), flat(y), n});
+  setResult(op->getResult(0), y);
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerExtractSlice(tensor::ExtractSliceOp op) {
+  // Only the leading rows of a row-major tensor (compress_kv[0 .. end//r), design-compressed.md): a view of the
+  // same buffer, no copy.
+  auto srcType = op.getSourceType();
+  auto resType = op.getResultType();
+  const int64_t r = srcType.getRank();
+  bool prefix = resType.getRank() == r && r >= 1;
+  for (int64_t i = 0; prefix && i < r; ++i) {
+    prefix = op.isDynamicOffset(i) == false && op.getStaticOffset(i) == 0 && !op.isDynamicStride(i) &&
+             op.getStaticStride(i) == 1;
+    if (prefix && i >= 1)
+      prefix = !op.isDynamicSize(i) && !srcType.isDynamicDim(i) && op.getStaticSize(i) == srcType.getDimSize(i);
+  }
+  if (!prefix)
+    return op.emitOpError("dsa-to-gpu: only a slice of the leading rows of a tensor (offsets 0, strides 1, every "
+                          "other dimension whole and static) is lowered");
+  Value src = lookup(op.getSource());
+  Value rows = op.isDynamicSize(0) ? lookup(op.getDynamicSizes().front()) : idx(op.getStaticSize(0));
+  check(cmp(arith::CmpIPredicate::ule, rows, dim(src, 0)),
+        "tensor.extract_slice: the slice has more rows than its source");
+  SmallVector<OpFoldResult> sizes{rows};
+  SmallVector<OpFoldResult> strides(r, b.getIndexAttr(1));
+  int64_t stride = 1;
+  for (int64_t i = r - 1; i >= 1; --i) {
+    sizes.insert(sizes.begin() + 1, b.getIndexAttr(srcType.getDimSize(i)));
+    strides[i] = b.getIndexAttr(stride);
+    stride *= srcType.getDimSize(i);
+  }
+  strides[0] = b.getIndexAttr(stride);
+  Value v = memref::ReinterpretCastOp::create(b, loc, memrefFor(resType), src, b.getIndexAttr(0), sizes, strides);
+  setResult(op.getResult(), v, {src});
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerConcat(tensor::ConcatOp op) {
+  if (op.getInputs().size() != 2)
+    return op.emitOpError("dsa-to-gpu: only a concatenation of two tensors is lowered");
+  auto type = cast<RankedTensorType>(op.getType());
+  const int64_t r = type.getRank();
+  const int64_t d = static_cast<int64_t>(op.getDim());
+  Value a = lookup(op.getInputs()[0]), c = lookup(op.getInputs()[1]);
+  if (d == 0 && type.getElementType().isBF16()) {
+    SmallVector<Value> shape{arith::AddIOp::create(b, loc, dim(a, 0), dim(c, 0))};
+    for (int64_t i = 1; i < r; ++i) {
+      checkEq(dim(c, i), dim(a, i), "tensor.concat: the inputs' trailing dimensions differ");
+      shape.push_back(dim(a, i));
+    }
+    Value out = allocLike(op.getResult(), shape);
+    Value na = numel(a), nb = numel(c);
+    launch("dsa_concat_rows_bf16", {ceilDiv(arith::AddIOp::create(b, loc, na, nb), kElementwiseBlock), idx(1), idx(1)},
+           {kElementwiseBlock, 1, 1}, {flat(a), flat(c), flat(out), na, nb});
+    setResult(op.getResult(), out);
+    return success();
+  }
+  if (d == 1 && r == 2 && type.getElementType().isInteger(32)) {
+    Value rows = dim(a, 0), wa = dim(a, 1), wb = dim(c, 1);
+    checkEq(dim(c, 0), rows, "tensor.concat: the inputs' row counts differ");
+    Value w = arith::AddIOp::create(b, loc, wa, wb);
+    Value out = allocLike(op.getResult(), {rows, w});
+    launch("dsa_concat_cols_i32", {ceilDiv(mul(rows, w), kElementwiseBlock), idx(1), idx(1)},
+           {kElementwiseBlock, 1, 1}, {flat(a), flat(c), flat(out), rows, wa, wb});
+    setResult(op.getResult(), out);
+    return success();
+  }
+  return op.emitOpError("dsa-to-gpu: only bf16 concatenation along dim 0 and i32 [rows, w] along dim 1 are "
+                        "lowered");
+}
+
 LogicalResult FunctionLowering::lower(Operation *op) {
   loc = op->getLoc();
   if (isa<ProbeOp>(op))
+    return success();
+  // A pure op whose result nobody reads (e.g. the decomposition's unused slot prefix) would only add launches and
+  // checks that the step does not need.
+  if (isOpTriviallyDead(op))
     return success();
   if (auto o = dyn_cast<PositionsOp>(op))
     return lowerPositions(o);
@@ -515,11 +900,50 @@ LogicalResult FunctionLowering::lower(Operation *op) {
     return lowerSparseAttn(o);
   if (auto o = dyn_cast<GroupedOutputOp>(op))
     return lowerGroupedOutput(o);
+  if (auto o = dyn_cast<CompressPoolOp>(op))
+    return lowerCompressPool(o);
+  if (auto o = dyn_cast<Fp4QuantE8M0Op>(op))
+    return lowerFp4Quant(op, o.getX(), o.getResult(), o.getBlockSizeAttr().getInt(), /*e4m3Scale=*/false);
+  if (auto o = dyn_cast<Fp4QuantE4M3Op>(op))
+    return lowerFp4Quant(op, o.getX(), o.getResult(), o.getBlockSizeAttr().getInt(), /*e4m3Scale=*/true);
+  if (auto o = dyn_cast<CacheWriteOp>(op))
+    return lowerCacheWrite(o);
+  if (auto o = dyn_cast<IndexerScoresOp>(op))
+    return lowerIndexerScores(o);
+  if (auto o = dyn_cast<CompressVisibilityOp>(op))
+    return lowerCompressVisibility(o);
+  if (auto o = dyn_cast<ApplyCandidatesOp>(op))
+    return lowerApplyCandidates(o);
+  if (auto o = dyn_cast<SelectCandidateBlocksOp>(op))
+    return lowerSelectCandidateBlocks(o);
+  if (auto o = dyn_cast<IndexerTopkOp>(op))
+    return lowerIndexerTopk(o);
   if (isa<AttentionOp>(op))
     return op->emitOpError("dsa-to-gpu: run dsa-decompose-attention first (--dsa-gpu-pipeline does)");
   if (isa<DSADialect>(op->getDialect()))
-    return op->emitOpError("dsa-to-gpu: the compressed-attention primitives are not lowered to the GPU yet (only "
-                           "the window-only families are)");
+    return op->emitOpError("dsa-to-gpu: this dsa op is not lowered to the GPU");
+  if (isa<arith::ExtFOp, arith::TruncFOp>(op) && hasTensor(op->getResultTypes()))
+    return lowerElementwiseCast(op);
+  if (auto c = dyn_cast<tensor::CastOp>(op)) {
+    Value src = lookup(c.getSource());
+    Value v = memref::CastOp::create(b, loc, memrefFor(c.getType()), src);
+    setResult(c.getResult(), v, {src});
+    return success();
+  }
+  if (auto sel = dyn_cast<arith::SelectOp>(op); sel && isa<RankedTensorType>(sel.getType())) {
+    // A choice between two buffers on the host (the index_k slot republication, design-compressed.md).
+    if (!sel.getCondition().getType().isInteger(1))
+      return op->emitOpError("dsa-to-gpu: an elementwise select on tensors is not lowered (only a scalar i1 "
+                             "condition choosing between two tensors)");
+    Value t = lookup(sel.getTrueValue()), f = lookup(sel.getFalseValue());
+    Value v = arith::SelectOp::create(b, loc, lookup(sel.getCondition()), t, f);
+    setResult(sel.getResult(), v, {t, f});
+    return success();
+  }
+  if (auto e = dyn_cast<tensor::ExtractSliceOp>(op))
+    return lowerExtractSlice(e);
+  if (auto c = dyn_cast<tensor::ConcatOp>(op))
+    return lowerConcat(c);
   if (auto d = dyn_cast<tensor::DimOp>(op)) {
     mapping.map(d.getResult(), memref::DimOp::create(b, loc, lookup(d.getSource()), lookup(d.getIndex())));
     return success();
@@ -541,7 +965,9 @@ LogicalResult FunctionLowering::lower(Operation *op) {
   }
   if (hasTensor(op->getOperandTypes()) || hasTensor(op->getResultTypes()) || op->getNumRegions() != 0)
     return op->emitOpError("dsa-to-gpu: unsupported op on the host side (the GPU backend lowers straight-line "
-                           "functions of dsa primitives, tensor.dim/expand_shape/collapse_shape and scalar ops)");
+                           "functions of dsa primitives, tensor.dim/expand_shape/collapse_shape/cast, leading-row "
+                           "extract_slice, two-input concat, a scalar select of tensors, bf16<->f32 extf/truncf and "
+                           "scalar ops)");
   b.clone(*op, mapping);
   return success();
 }
@@ -608,6 +1034,30 @@ LogicalResult FunctionLowering::run() {
   return success();
 }
 
+/// Declares the host top-k of the runtime (include/dsa/Backend/CPU/RuntimeFunctions.h):
+/// `func.func private @dsa_cpu_topk_set(memref<?x?xf32>, i64, memref<?x?xi64>) -> i32 {llvm.emit_c_interface}`,
+/// which the LLVM lowering turns into a call of `_mlir_ciface_dsa_cpu_topk_set` with the descriptors by pointer.
+LogicalResult declareTopk(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  auto dyn2 = [&](Type t) { return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t); };
+  Builder bb(ctx);
+  auto type = FunctionType::get(ctx, {dyn2(bb.getF32Type()), bb.getI64Type(), dyn2(bb.getI64Type())},
+                                {bb.getI32Type()});
+  if (Operation *existing = module.lookupSymbol(::dsa::cpu::kTopkSymbol)) {
+    auto f = dyn_cast<func::FuncOp>(existing);
+    if (!f || f.getFunctionType() != type)
+      return existing->emitOpError("dsa-to-gpu: the symbol '")
+             << ::dsa::cpu::kTopkSymbol << "' is taken by something other than the top-k runtime's declaration "
+             << type;
+    return success();
+  }
+  OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+  auto decl = func::FuncOp::create(mb, module.getLoc(), ::dsa::cpu::kTopkSymbol, type);
+  decl.setPrivate();
+  decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), UnitAttr::get(ctx));
+  return success();
+}
+
 struct ConvertDSAToGPUPass : impl::ConvertDSAToGPUBase<ConvertDSAToGPUPass> {
   void getDependentDialects(DialectRegistry &registry) const override {
     impl::ConvertDSAToGPUBase<ConvertDSAToGPUPass>::getDependentDialects(registry);
@@ -635,11 +1085,15 @@ struct ConvertDSAToGPUPass : impl::ConvertDSAToGPUBase<ConvertDSAToGPUPass> {
     auto kernels = gpu::GPUModuleOp::create(mb, module.getLoc(), kKernelModuleName);
 
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+    bool needsTopk = false;
     for (func::FuncOp f : funcs) {
       FunctionLowering lowering(f, kernels, *library, module);
       if (failed(lowering.run()))
         return signalPassFailure();
+      needsTopk |= lowering.needsTopk;
     }
+    if (needsTopk && failed(declareTopk(module)))
+      return signalPassFailure();
     if (kernels.getBody()->without_terminator().empty())
       kernels.erase();
     else

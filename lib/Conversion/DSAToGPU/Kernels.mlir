@@ -771,6 +771,645 @@ gpu.module @dsa_kernels {
     gpu.return
   }
 
+  //===--------------------------------------------------------------------------------------------------------===//
+  // Compressed attention (sections 2, 5-9; design-compressed.md). Reference kernels: lib/Interpreter/Kernels/
+  // {Compressor,Indexer}.cpp and lib/Numerics/Quant.cpp. The top-k SETS are not taken here: the host downloads the
+  // values, runs the reference's top-k (the runtime's dsa_cpu_topk_set, torch's CPU tie order, section 9) and
+  // uploads the picks, which dsa_topk_map / dsa_candidate_mask consume.
+  //===--------------------------------------------------------------------------------------------------------===//
+
+  // dotF32 of a[abase .. abase+n) and b[bbase .. bbase+n) (f32), the reference's order (as @dsa_dot_bf16).
+  func.func private @dsa_dot_f32(%a: memref<?xf32>, %abase: index, %b: memref<?xf32>, %bbase: index,
+                                 %n: index) -> f32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    %rem = arith.remui %n, %c8 : index
+    %n8 = arith.subi %n, %rem : index
+    %l:8 = scf.for %k = %c0 to %n8 step %c8
+        iter_args(%a0 = %zero, %a1 = %zero, %a2 = %zero, %a3 = %zero, %a4 = %zero, %a5 = %zero, %a6 = %zero,
+                  %a7 = %zero) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+      %ia = arith.addi %abase, %k : index
+      %ib = arith.addi %bbase, %k : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      %c6 = arith.constant 6 : index
+      %c7 = arith.constant 7 : index
+      %p0 = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c0) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %p1 = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c1) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %p2 = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c2) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %p3 = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c3) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %p4 = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c4) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %p5 = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c5) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %p6 = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c6) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %p7 = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c7) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %s0 = arith.addf %a0, %p0 : f32
+      %s1 = arith.addf %a1, %p1 : f32
+      %s2 = arith.addf %a2, %p2 : f32
+      %s3 = arith.addf %a3, %p3 : f32
+      %s4 = arith.addf %a4, %p4 : f32
+      %s5 = arith.addf %a5, %p5 : f32
+      %s6 = arith.addf %a6, %p6 : f32
+      %s7 = arith.addf %a7, %p7 : f32
+      scf.yield %s0, %s1, %s2, %s3, %s4, %s5, %s6, %s7 : f32, f32, f32, f32, f32, f32, f32, f32
+    }
+    %tail = scf.for %k = %n8 to %n step %c1 iter_args(%t = %zero) -> (f32) {
+      %ia = arith.addi %abase, %k : index
+      %ib = arith.addi %bbase, %k : index
+      %p = func.call @dsa_prod_f32(%a, %ia, %b, %ib, %c0) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      %t1 = arith.addf %t, %p : f32
+      scf.yield %t1 : f32
+    }
+    %s = func.call @dsa_combine_lanes(%l#0, %l#1, %l#2, %l#3, %l#4, %l#5, %l#6, %l#7, %tail)
+        : (f32, f32, f32, f32, f32, f32, f32, f32, f32) -> f32
+    return %s : f32
+  }
+
+  // a[ia + j] * b[ib + j] (f32).
+  func.func private @dsa_prod_f32(%a: memref<?xf32>, %ia: index, %b: memref<?xf32>, %ib: index, %j: index) -> f32 {
+    %i = arith.addi %ia, %j : index
+    %k = arith.addi %ib, %j : index
+    %x = memref.load %a[%i] : memref<?xf32>
+    %y = memref.load %b[%k] : memref<?xf32>
+    %p = arith.mulf %x, %y : f32
+    return %p : f32
+  }
+
+  // f32(bf16(v)): round to bf16 (RNE) and widen back.
+  func.func private @dsa_round_bf16(%v: f32) -> f32 {
+    %b = arith.truncf %v : f32 to bf16
+    %r = arith.extf %b : bf16 to f32
+    return %r : f32
+  }
+
+  // e2m1(v) (E2M1.h roundE2M1): the grid index is the number of decision points below |v| (ties to the even code:
+  // strict > at 0.25, 1.25, 2.5, 5; >= at 0.75, 1.75, 3.5), the magnitude {0, .5, 1, 1.5, 2, 3, 4, 6}[index] with
+  // v's sign (also on zero); magnitudes above 6 and infinities give 6; NaN passes through unchanged.
+  func.func private @dsa_round_e2m1(%v: f32) -> f32 {
+    %u = arith.bitcast %v : f32 to i32
+    %absMask = arith.constant 0x7FFFFFFF : i32
+    %signMask = arith.constant 0x80000000 : i32
+    %au = arith.andi %u, %absMask : i32
+    %a = arith.bitcast %au : i32 to f32
+    %p0 = arith.constant 0.25 : f32
+    %p1 = arith.constant 0.75 : f32
+    %p2 = arith.constant 1.25 : f32
+    %p3 = arith.constant 1.75 : f32
+    %p4 = arith.constant 2.5 : f32
+    %p5 = arith.constant 3.5 : f32
+    %p6 = arith.constant 5.0 : f32
+    %g1 = arith.constant 0.5 : f32
+    %g2 = arith.constant 1.0 : f32
+    %g3 = arith.constant 1.5 : f32
+    %g4 = arith.constant 2.0 : f32
+    %g5 = arith.constant 3.0 : f32
+    %g6 = arith.constant 4.0 : f32
+    %g7 = arith.constant 6.0 : f32
+    %zero = arith.constant 0.0 : f32
+    // The magnitude rises one grid step per decision point passed (the points are increasing, so a chain of
+    // selects from the top gives the same value as counting them).
+    %b0 = arith.cmpf ogt, %a, %p0 : f32
+    %b1 = arith.cmpf oge, %a, %p1 : f32
+    %b2 = arith.cmpf ogt, %a, %p2 : f32
+    %b3 = arith.cmpf oge, %a, %p3 : f32
+    %b4 = arith.cmpf ogt, %a, %p4 : f32
+    %b5 = arith.cmpf oge, %a, %p5 : f32
+    %b6 = arith.cmpf ogt, %a, %p6 : f32
+    %m0 = arith.select %b0, %g1, %zero : f32
+    %m1 = arith.select %b1, %g2, %m0 : f32
+    %m2 = arith.select %b2, %g3, %m1 : f32
+    %m3 = arith.select %b3, %g4, %m2 : f32
+    %m4 = arith.select %b4, %g5, %m3 : f32
+    %m5 = arith.select %b5, %g6, %m4 : f32
+    %m6 = arith.select %b6, %g7, %m5 : f32
+    %mb = arith.bitcast %m6 : f32 to i32
+    %sign = arith.andi %u, %signMask : i32
+    %rb = arith.ori %mb, %sign : i32
+    %r = arith.bitcast %rb : i32 to f32
+    %isNan = arith.cmpf uno, %v, %v : f32
+    %out = arith.select %isNan, %v, %r : f32
+    return %out : f32
+  }
+
+  // compress_len[t] (section 6 step 5) of query t of a step of s tokens at start (>= 0, checked by the host):
+  // (t + 1) // ratio in prefill (start == 0), (start + s) // ratio in decode.
+  func.func private @dsa_compress_len(%t: index, %s: index, %start: i64, %ratio: i64) -> i64 {
+    %z = arith.constant 0 : i64
+    %one = arith.constant 1 : i64
+    %t64 = arith.index_cast %t : index to i64
+    %s64 = arith.index_cast %s : index to i64
+    %t1 = arith.addi %t64, %one : i64
+    %pl = arith.divui %t1, %ratio : i64
+    %e = arith.addi %start, %s64 : i64
+    %dl = arith.divui %e, %ratio : i64
+    %prefill = arith.cmpi eq, %start, %z : i64
+    %len = arith.select %prefill, %pl, %dl : i64
+    return %len : i64
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // linear, f32 (section 2; the ratio >= 2 compressor's wkv / wgate): y[m, n] = dotF32(x[m, 0..K), w[n, 0..K)), no
+  // rounding. One thread per output element (the reference order needs no tiling).
+  // Grid: ceil(M*N / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_linear_f32(%x: memref<?xf32>, %w: memref<?xf32>, %y: memref<?xf32>, %M: index, %N: index,
+                           %K: index) kernel {
+    %i = gpu.global_id x
+    %total = arith.muli %M, %N : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %m = arith.divui %i, %N : index
+      %n = arith.remui %i, %N : index
+      %xb = arith.muli %m, %K : index
+      %wb = arith.muli %n, %K : index
+      %d = func.call @dsa_dot_f32(%x, %xb, %w, %wb, %K) : (memref<?xf32>, index, memref<?xf32>, index, index) -> f32
+      memref.store %d, %y[%i] : memref<?xf32>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // arith.extf / arith.truncf on tensors (the ratio >= 2 compressor's f32 input and bf16 pooled rows; indexer_topk's
+  // f32 copy of the scores for the host top-k): n elements. truncf is cvt.rn.bf16.f32 (RNE).
+  // Grid: ceil(n / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_extf_bf16_f32(%x: memref<?xbf16>, %y: memref<?xf32>, %n: index) kernel {
+    %i = gpu.global_id x
+    %in = arith.cmpi ult, %i, %n : index
+    scf.if %in {
+      %v = memref.load %x[%i] : memref<?xbf16>
+      %f = arith.extf %v : bf16 to f32
+      memref.store %f, %y[%i] : memref<?xf32>
+    }
+    gpu.return
+  }
+
+  gpu.func @dsa_truncf_f32_bf16(%x: memref<?xf32>, %y: memref<?xbf16>, %n: index) kernel {
+    %i = gpu.global_id x
+    %in = arith.cmpi ult, %i, %n : index
+    scf.if %in {
+      %v = memref.load %x[%i] : memref<?xf32>
+      %b = arith.truncf %v : f32 to bf16
+      memref.store %b, %y[%i] : memref<?xbf16>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // compress_pool, state update (section 5): kv, score [s, hd] f32, kv_state, score_state [r, hd] -> new states.
+  // Prefill (start == 0): slot j < rem = s % r takes row cut + j (cut = s - rem); decode: slot start % r takes
+  // row 0; other slots keep the state. The host checks start >= 0, s >= 1 and s == 1 when start > 0.
+  // Grid: ceil(r*hd / 256) x 256 threads (the new states alias nothing).
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_compress_state(%kv: memref<?xf32>, %score: memref<?xf32>, %kvState: memref<?xf32>,
+                               %scoreState: memref<?xf32>, %newKv: memref<?xf32>, %newScore: memref<?xf32>,
+                               %r: index, %hd: index, %s: index, %start: i64) kernel {
+    %c0 = arith.constant 0 : index
+    %z64 = arith.constant 0 : i64
+    %i = gpu.global_id x
+    %total = arith.muli %r, %hd : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %j = arith.divui %i, %hd : index
+      %d = arith.remui %i, %hd : index
+      %prefill = arith.cmpi eq, %start, %z64 : i64
+      %rem = arith.remui %s, %r : index
+      %cut = arith.subi %s, %rem : index
+      %r64 = arith.index_cast %r : index to i64
+      %slot64 = arith.remui %start, %r64 : i64
+      %slot = arith.index_cast %slot64 : i64 to index
+      %inRem = arith.cmpi ult, %j, %rem : index
+      %isSlot = arith.cmpi eq, %j, %slot : index
+      %take = arith.select %prefill, %inRem, %isSlot : i1
+      %pr = arith.addi %cut, %j : index
+      %row = arith.select %prefill, %pr, %c0 : index
+      %o0 = arith.muli %row, %hd : index
+      %o = arith.addi %o0, %d : index
+      %kvv, %scv = scf.if %take -> (f32, f32) {
+        %a = memref.load %kv[%o] : memref<?xf32>
+        %b = memref.load %score[%o] : memref<?xf32>
+        scf.yield %a, %b : f32, f32
+      } else {
+        %a = memref.load %kvState[%i] : memref<?xf32>
+        %b = memref.load %scoreState[%i] : memref<?xf32>
+        scf.yield %a, %b : f32, f32
+      }
+      memref.store %kvv, %newKv[%i] : memref<?xf32>
+      memref.store %scv, %newScore[%i] : memref<?xf32>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // compress_pool, pooling (section 5; poolGroup): group gi of kv, score (rows gi*r .. gi*r + r - 1, each hd
+  // wide: the step's rows in prefill, the updated state in decode) -> pooled [g, hd] f32. Per (gi, d), members
+  // j ascending: m = fmax over j; den = sum_j exp(score_j - m) from 0; acc = sum_j kv_j * (exp(score_j - m) / den)
+  // from 0 (exp: @dsa_exp).
+  // Grid: ceil(g*hd / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_compress_pool(%kv: memref<?xf32>, %score: memref<?xf32>, %pooled: memref<?xf32>, %g: index,
+                              %r: index, %hd: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %i = gpu.global_id x
+    %total = arith.muli %g, %hd : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %gi = arith.divui %i, %hd : index
+      %d = arith.remui %i, %hd : index
+      %base = arith.muli %gi, %r : index
+      %o0a = arith.muli %base, %hd : index
+      %o0 = arith.addi %o0a, %d : index
+      %m0 = memref.load %score[%o0] : memref<?xf32>
+      %m = scf.for %j = %c1 to %r step %c1 iter_args(%mm = %m0) -> (f32) {
+        %rj = arith.addi %base, %j : index
+        %oa = arith.muli %rj, %hd : index
+        %o = arith.addi %oa, %d : index
+        %v = memref.load %score[%o] : memref<?xf32>
+        %mx = arith.maxnumf %mm, %v : f32
+        scf.yield %mx : f32
+      }
+      %den = scf.for %j = %c0 to %r step %c1 iter_args(%acc = %zero) -> (f32) {
+        %rj = arith.addi %base, %j : index
+        %oa = arith.muli %rj, %hd : index
+        %o = arith.addi %oa, %d : index
+        %v = memref.load %score[%o] : memref<?xf32>
+        %dv = arith.subf %v, %m : f32
+        %e = func.call @dsa_exp(%dv) : (f32) -> f32
+        %a1 = arith.addf %acc, %e : f32
+        scf.yield %a1 : f32
+      }
+      %out = scf.for %j = %c0 to %r step %c1 iter_args(%acc = %zero) -> (f32) {
+        %rj = arith.addi %base, %j : index
+        %oa = arith.muli %rj, %hd : index
+        %o = arith.addi %oa, %d : index
+        %v = memref.load %score[%o] : memref<?xf32>
+        %kvv = memref.load %kv[%o] : memref<?xf32>
+        %dv = arith.subf %v, %m : f32
+        %e = func.call @dsa_exp(%dv) : (f32) -> f32
+        %w = arith.divf %e, %den : f32
+        %p = arith.mulf %kvv, %w : f32
+        %a1 = arith.addf %acc, %p : f32
+        scf.yield %a1 : f32
+      }
+      memref.store %out, %pooled[%i] : memref<?xf32>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // fp4_quant_e8m0 / fp4_quant_e4m3 (section 2; Quant.cpp roundTripBlocks) on nblocks consecutive blocks of
+  // `block` bf16 elements: amax = max(max|x|, floor) (NaN if an element is NaN), s = scale(amax / 6),
+  // y = bf16(e2m1(clamp(x / s, -6, 6)) * s), with
+  //   e4m3Scale == 0 (e8m0): floor 6*2^-126, scale pow2_ceil;   e4m3Scale != 0: floor 6*2^-9, scale e4m3.
+  // (amax / 6 >= 2^-126 resp. 2^-9, so pow2_ceil sees a normal number and e4m3 never rounds the scale to 0.)
+  // Grid: ceil(nblocks / 128) x 128 threads, one block of elements per thread.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_fp4_quant(%x: memref<?xbf16>, %y: memref<?xbf16>, %nblocks: index, %block: index,
+                          %e4m3Scale: i32) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %i0 = arith.constant 0 : i32
+    %zero = arith.constant 0.0 : f32
+    %floorE8 = arith.constant 0x01C00000 : f32 // 6 * 2^-126
+    %floorE4 = arith.constant 0.01171875 : f32 // 6 * 2^-9
+    %fmax = arith.constant 6.0 : f32
+    %nfmax = arith.constant -6.0 : f32
+    %nan = arith.constant 0x7FC00000 : f32
+    %false = arith.constant false
+    %b = gpu.global_id x
+    %in = arith.cmpi ult, %b, %nblocks : index
+    scf.if %in {
+      %useE4 = arith.cmpi ne, %e4m3Scale, %i0 : i32
+      %floor = arith.select %useE4, %floorE4, %floorE8 : f32
+      %base = arith.muli %b, %block : index
+      %am:2 = scf.for %j = %c0 to %block step %c1 iter_args(%amax = %zero, %anyNan = %false) -> (f32, i1) {
+        %i = arith.addi %base, %j : index
+        %v = memref.load %x[%i] : memref<?xbf16>
+        %f = arith.extf %v : bf16 to f32
+        %a = math.absf %f : f32
+        %isNan = arith.cmpf uno, %a, %a : f32
+        %nn = arith.ori %anyNan, %isNan : i1
+        %gt = arith.cmpf ogt, %a, %amax : f32
+        %m = arith.select %gt, %a, %amax : f32
+        scf.yield %m, %nn : f32, i1
+      }
+      %aboveFloor = arith.cmpf ogt, %am#0, %floor : f32
+      %fl = arith.select %aboveFloor, %am#0, %floor : f32
+      %amax = arith.select %am#1, %nan, %fl : f32
+      %q = arith.divf %amax, %fmax : f32
+      %s8 = func.call @dsa_pow2_ceil(%q) : (f32) -> f32
+      %s4 = func.call @dsa_round_e4m3(%q) : (f32) -> f32
+      %sc = arith.select %useE4, %s4, %s8 : f32
+      scf.for %j = %c0 to %block step %c1 {
+        %i = arith.addi %base, %j : index
+        %v = memref.load %x[%i] : memref<?xbf16>
+        %f = arith.extf %v : bf16 to f32
+        %u = arith.divf %f, %sc : f32
+        %hi = arith.cmpf ogt, %u, %fmax : f32
+        %lo = arith.cmpf olt, %u, %nfmax : f32
+        %u1 = arith.select %hi, %fmax, %u : f32
+        %u2 = arith.select %lo, %nfmax, %u1 : f32
+        %e = func.call @dsa_round_e2m1(%u2) : (f32) -> f32
+        %r = arith.mulf %e, %sc : f32
+        %rb = arith.truncf %r : f32 to bf16
+        memref.store %rb, %y[%i] : memref<?xbf16>
+      }
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // cache_write (sections 6 step 1, 8 step 3): cache [C, w], rows [g, w] -> out [C, w] with rows first .. first+g-1
+  // replaced (first = start_pos // ratio; the host checks start_pos >= 0 and first + g <= C).
+  // Grid: ceil(C*w / 256) x 256 threads (out aliases neither input).
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_cache_write(%cache: memref<?xbf16>, %rows: memref<?xbf16>, %out: memref<?xbf16>, %C: index,
+                            %w: index, %first: index, %g: index) kernel {
+    %i = gpu.global_id x
+    %total = arith.muli %C, %w : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %row = arith.divui %i, %w : index
+      %ge = arith.cmpi uge, %row, %first : index
+      %end = arith.addi %first, %g : index
+      %lt = arith.cmpi ult, %row, %end : index
+      %written = arith.andi %ge, %lt : i1
+      %v = scf.if %written -> (bf16) {
+        %off = arith.muli %first, %w : index
+        %j = arith.subi %i, %off : index
+        %rv = memref.load %rows[%j] : memref<?xbf16>
+        scf.yield %rv : bf16
+      } else {
+        %cv = memref.load %cache[%i] : memref<?xbf16>
+        scf.yield %cv : bf16
+      }
+      memref.store %v, %out[%i] : memref<?xbf16>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // indexer_scores (section 6 steps 3-4), the kernel's order: iq [s, IH, ihd], w [s, IH], keys [n, ihd] bf16 ->
+  // out [s, width] bf16; w' = bf16(w * weight_scale); out[t, p] = bf16(sum_h bf16(fmax(bf16(dot), 0) * w'[t, h]))
+  // with dot = sum_d iq[t,h,d] * keys[p,d] sequential from 0 (NOT dotF32: the reference loop is sequential), the
+  // h-sum ascending from 0. The host checks weights [s, IH] and n >= width.
+  // Grid: ceil(s*width / 256) x 256 threads, one score each.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_indexer_scores(%iq: memref<?xbf16>, %w: memref<?xbf16>, %keys: memref<?xbf16>,
+                               %out: memref<?xbf16>, %s: index, %IH: index, %ihd: index, %width: index,
+                               %scale: f32) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %i = gpu.global_id x
+    %total = arith.muli %s, %width : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %t = arith.divui %i, %width : index
+      %p = arith.remui %i, %width : index
+      %kb = arith.muli %p, %ihd : index
+      %sum = scf.for %h = %c0 to %IH step %c1 iter_args(%acc = %zero) -> (f32) {
+        %th0 = arith.muli %t, %IH : index
+        %th = arith.addi %th0, %h : index
+        %qb = arith.muli %th, %ihd : index
+        %dot = scf.for %d = %c0 to %ihd step %c1 iter_args(%da = %zero) -> (f32) {
+          %qi = arith.addi %qb, %d : index
+          %ki = arith.addi %kb, %d : index
+          %qv = memref.load %iq[%qi] : memref<?xbf16>
+          %kv = memref.load %keys[%ki] : memref<?xbf16>
+          %qf = arith.extf %qv : bf16 to f32
+          %kf = arith.extf %kv : bf16 to f32
+          %pr = arith.mulf %qf, %kf : f32
+          %d1 = arith.addf %da, %pr : f32
+          scf.yield %d1 : f32
+        }
+        %wv = memref.load %w[%th] : memref<?xbf16>
+        %wf = arith.extf %wv : bf16 to f32
+        %ws0 = arith.mulf %wf, %scale : f32
+        %ws = func.call @dsa_round_bf16(%ws0) : (f32) -> f32
+        %db = func.call @dsa_round_bf16(%dot) : (f32) -> f32
+        %relu = arith.maxnumf %db, %zero : f32
+        %term0 = arith.mulf %relu, %ws : f32
+        %term = func.call @dsa_round_bf16(%term0) : (f32) -> f32
+        %a1 = arith.addf %acc, %term : f32
+        scf.yield %a1 : f32
+      }
+      %sb = arith.truncf %sum : f32 to bf16
+      memref.store %sb, %out[%i] : memref<?xbf16>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // compress_visibility (section 6 step 5): scores [s, width] bf16 -> out, -inf where p >= compress_len[t].
+  // Grid: ceil(s*width / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_compress_visibility(%scores: memref<?xbf16>, %out: memref<?xbf16>, %s: index, %width: index,
+                                    %start: i64, %ratio: i64) kernel {
+    %ninf = arith.constant 0xFF80 : bf16
+    %i = gpu.global_id x
+    %total = arith.muli %s, %width : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %t = arith.divui %i, %width : index
+      %p = arith.remui %i, %width : index
+      %len = func.call @dsa_compress_len(%t, %s, %start, %ratio) : (index, index, i64, i64) -> i64
+      %p64 = arith.index_cast %p : index to i64
+      %visible = arith.cmpi slt, %p64, %len : i64
+      %v = memref.load %scores[%i] : memref<?xbf16>
+      %o = arith.select %visible, %v, %ninf : bf16
+      memref.store %o, %out[%i] : memref<?xbf16>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // apply_candidates (section 6 step 6): scores bf16, mask i1 (one byte per element), n elements -> out, -inf where
+  // the mask is false. Grid: ceil(n / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_apply_candidates(%scores: memref<?xbf16>, %mask: memref<?xi1>, %out: memref<?xbf16>,
+                                 %n: index) kernel {
+    %ninf = arith.constant 0xFF80 : bf16
+    %i = gpu.global_id x
+    %in = arith.cmpi ult, %i, %n : index
+    scf.if %in {
+      %v = memref.load %scores[%i] : memref<?xbf16>
+      %m = memref.load %mask[%i] : memref<?xi1>
+      %o = arith.select %m, %v, %ninf : bf16
+      memref.store %o, %out[%i] : memref<?xbf16>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // select_candidate_blocks, block scores (section 7): scores [s, width] bf16 -> out [s, nBlocks] f32. Block b's
+  // score is the max over positions b*bs .. min(width, (b+1)*bs) - 1 in order from -inf (m = m < v ? v : m; the
+  // first NaN wins and ends the block, as the reference); the block (compress_len[t] - 1) // bs is +inf when
+  // compress_len[t] > 0. Grid: ceil(s*nBlocks / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_candidate_block_scores(%scores: memref<?xbf16>, %out: memref<?xf32>, %s: index, %width: index,
+                                       %nBlocks: index, %bs: index, %start: i64, %ratio: i64) kernel {
+    %c1 = arith.constant 1 : index
+    %z64 = arith.constant 0 : i64
+    %one64 = arith.constant 1 : i64
+    %ninf = arith.constant 0xFF800000 : f32
+    %pinf = arith.constant 0x7F800000 : f32
+    %false = arith.constant false
+    %i = gpu.global_id x
+    %total = arith.muli %s, %nBlocks : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %t = arith.divui %i, %nBlocks : index
+      %blk = arith.remui %i, %nBlocks : index
+      %lo = arith.muli %blk, %bs : index
+      %hi0 = arith.addi %lo, %bs : index
+      %hi = arith.minui %hi0, %width : index
+      %rowBase = arith.muli %t, %width : index
+      %mf:2 = scf.for %p = %lo to %hi step %c1 iter_args(%m = %ninf, %seen = %false) -> (f32, i1) {
+        %pi = arith.addi %rowBase, %p : index
+        %vb = memref.load %scores[%pi] : memref<?xbf16>
+        %v = arith.extf %vb : bf16 to f32
+        %isNan = arith.cmpf uno, %v, %v : f32
+        %lt = arith.cmpf olt, %m, %v : f32
+        %larger = arith.select %lt, %v, %m : f32
+        %m1 = arith.select %isNan, %v, %larger : f32
+        %m2 = arith.select %seen, %m, %m1 : f32
+        %seen1 = arith.ori %seen, %isNan : i1
+        scf.yield %m2, %seen1 : f32, i1
+      }
+      %len = func.call @dsa_compress_len(%t, %s, %start, %ratio) : (index, index, i64, i64) -> i64
+      %lm1 = arith.subi %len, %one64 : i64
+      %bs64 = arith.index_cast %bs : index to i64
+      %pinned = arith.divsi %lm1, %bs64 : i64
+      %blk64 = arith.index_cast %blk : index to i64
+      %hasLen = arith.cmpi sgt, %len, %z64 : i64
+      %isPinned = arith.cmpi eq, %blk64, %pinned : i64
+      %pin = arith.andi %hasLen, %isPinned : i1
+      %v = arith.select %pin, %pinf, %mf#0 : f32
+      memref.store %v, %out[%i] : memref<?xf32>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // select_candidate_blocks, mask (section 7): blockScores [s, nBlocks] f32, picks [s, k] i64 (the host's top-k
+  // set of each row) -> mask [s, width] i1: true where p's block b = p // bs is among row t's picks and its score
+  // is > -inf (a pick of value -inf or NaN only filled k). Grid: ceil(s*width / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_candidate_mask(%blockScores: memref<?xf32>, %picks: memref<?xi64>, %mask: memref<?xi1>,
+                               %s: index, %width: index, %nBlocks: index, %k: index, %bs: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %ninf = arith.constant 0xFF800000 : f32
+    %false = arith.constant false
+    %i = gpu.global_id x
+    %total = arith.muli %s, %width : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %t = arith.divui %i, %width : index
+      %p = arith.remui %i, %width : index
+      %blk = arith.divui %p, %bs : index
+      %blk64 = arith.index_cast %blk : index to i64
+      %pb = arith.muli %t, %k : index
+      %picked = scf.for %j = %c0 to %k step %c1 iter_args(%acc = %false) -> (i1) {
+        %pj = arith.addi %pb, %j : index
+        %v = memref.load %picks[%pj] : memref<?xi64>
+        %eq = arith.cmpi eq, %v, %blk64 : i64
+        %a1 = arith.ori %acc, %eq : i1
+        scf.yield %a1 : i1
+      }
+      %bb0 = arith.muli %t, %nBlocks : index
+      %bb = arith.addi %bb0, %blk : index
+      %score = memref.load %blockScores[%bb] : memref<?xf32>
+      %reachable = arith.cmpf ogt, %score, %ninf : f32
+      %m = arith.andi %picked, %reachable : i1
+      memref.store %m, %mask[%i] : memref<?xi1>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // indexer_topk, index mapping (section 6 step 7): picks [s, k] i64 (the host's top-k set of each row, ascending)
+  // -> out [s, k] i32: p + offset when p < compress_len[t], else -1 (offset: s in prefill, window_size in decode).
+  // Grid: ceil(s*k / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_topk_map(%picks: memref<?xi64>, %out: memref<?xi32>, %s: index, %k: index, %start: i64,
+                         %ratio: i64, %offset: i64) kernel {
+    %m1 = arith.constant -1 : i64
+    %i = gpu.global_id x
+    %total = arith.muli %s, %k : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %t = arith.divui %i, %k : index
+      %p = memref.load %picks[%i] : memref<?xi64>
+      %len = func.call @dsa_compress_len(%t, %s, %start, %ratio) : (index, index, i64, i64) -> i64
+      %visible = arith.cmpi slt, %p, %len : i64
+      %po = arith.addi %p, %offset : i64
+      %v = arith.select %visible, %po, %m1 : i64
+      %v32 = arith.trunci %v : i64 to i32
+      memref.store %v32, %out[%i] : memref<?xi32>
+    }
+    gpu.return
+  }
+
+  //===--------------------------------------------------------------------------------------------------------===//
+  // tensor.concat (the compressed layers' window rows ++ compressed rows, window indices ++ compressed indices):
+  //   rows: a [na] ++ b [nb] flat bf16 (concatenation along dim 0 of row-major tensors);
+  //   cols: a [rows, wa] ++ b [rows, wb] i32 along dim 1.
+  // Grid: ceil(total / 256) x 256 threads.
+  //===--------------------------------------------------------------------------------------------------------===//
+  gpu.func @dsa_concat_rows_bf16(%a: memref<?xbf16>, %b: memref<?xbf16>, %out: memref<?xbf16>, %na: index,
+                                 %nb: index) kernel {
+    %i = gpu.global_id x
+    %total = arith.addi %na, %nb : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %fromA = arith.cmpi ult, %i, %na : index
+      %v = scf.if %fromA -> (bf16) {
+        %x = memref.load %a[%i] : memref<?xbf16>
+        scf.yield %x : bf16
+      } else {
+        %j = arith.subi %i, %na : index
+        %x = memref.load %b[%j] : memref<?xbf16>
+        scf.yield %x : bf16
+      }
+      memref.store %v, %out[%i] : memref<?xbf16>
+    }
+    gpu.return
+  }
+
+  gpu.func @dsa_concat_cols_i32(%a: memref<?xi32>, %b: memref<?xi32>, %out: memref<?xi32>, %rows: index,
+                                %wa: index, %wb: index) kernel {
+    %i = gpu.global_id x
+    %w = arith.addi %wa, %wb : index
+    %total = arith.muli %rows, %w : index
+    %in = arith.cmpi ult, %i, %total : index
+    scf.if %in {
+      %r = arith.divui %i, %w : index
+      %c = arith.remui %i, %w : index
+      %fromA = arith.cmpi ult, %c, %wa : index
+      %v = scf.if %fromA -> (i32) {
+        %o0 = arith.muli %r, %wa : index
+        %o = arith.addi %o0, %c : index
+        %x = memref.load %a[%o] : memref<?xi32>
+        scf.yield %x : i32
+      } else {
+        %o0 = arith.muli %r, %wb : index
+        %cb = arith.subi %c, %wa : index
+        %o = arith.addi %o0, %cb : index
+        %x = memref.load %b[%o] : memref<?xi32>
+        scf.yield %x : i32
+      }
+      memref.store %v, %out[%i] : memref<?xi32>
+    }
+    gpu.return
+  }
+
   // libdevice's IEEE round-to-nearest f32 square root (math.sqrt would become libdevice's approximate sqrtf, and
   // llvm.intr.sqrt is not accepted by convert-gpu-to-nvvm); gpu-module-to-binary links libdevice. Declared
   // as an llvm.func so that it keeps its name (a func.func declaration would get a _mlir_ciface_ wrapper).
