@@ -1,0 +1,313 @@
+//===- CPURuntimeAOTTest.cpp - the runtime's sequences on real AOT step libraries (MLIR builds) ---===//
+//
+// Layers built with mlir::dsa::buildAttentionFunction (random weights and inputs, fixed seeds), written as step
+// libraries by emitCPUStepLibrary, then run by the MLIR-free runtime's CPUSequence::run. Expected values come from
+// the reference interpreter on the decomposed layer, stepped one token at a time with the state threaded by this
+// test (the definition of a multi-token step at start_pos > 0, attention-semantics.md section 13), and from the
+// same library stepped token by token.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
+#include "dsa/Dialect/DSA/IR/DSADialect.h"
+#include "dsa/Dialect/DSA/Transforms/Passes.h"
+#include "dsa/Interpreter/Interpreter.h"
+#include "dsa/Runtime/CPU/StepLibrary.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include <unistd.h>
+
+namespace cpu = ::dsa::cpu;
+namespace interp = ::dsa::interp;
+using interp::ElementType;
+using interp::Tensor;
+using namespace mlir;
+
+namespace {
+
+bool sameBits(const Tensor &a, const Tensor &b) {
+  if (a.shape() != b.shape() || a.elementType() != b.elementType())
+    return false;
+  if (a.isFloat())
+    return a.numElements() == 0 ||
+           std::memcmp(a.floats(), b.floats(), sizeof(float) * static_cast<size_t>(a.numElements())) == 0;
+  return a.intVector() == b.intVector();
+}
+
+Tensor randomTensor(std::mt19937_64 &rng, ElementType type, std::vector<int64_t> shape, float scale) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = u(rng);
+  return Tensor::fromFloats(type, std::move(shape), std::move(v));
+}
+
+/// A random weight of the static tensor type `t` (bf16 or f32).
+Tensor randomWeight(std::mt19937_64 &rng, Type t) {
+  auto rt = llvm::cast<RankedTensorType>(t);
+  std::vector<int64_t> shape(rt.getShape().begin(), rt.getShape().end());
+  const float scale = shape.size() == 2 ? std::sqrt(3.0f / static_cast<float>(shape[1])) : 0.5f;
+  return randomTensor(rng, rt.getElementType().isBF16() ? ElementType::BF16 : ElementType::F32, shape, scale);
+}
+
+/// The tiny golden's geometry (dim 64, 4 heads of 32, window 8).
+mlir::dsa::AttentionLayerConfig tinyLayer(int64_t ratio) {
+  mlir::dsa::AttentionLayerConfig c;
+  c.layerId = 7;
+  c.dim = 64;
+  c.nHeads = 4;
+  c.headDim = 32;
+  c.ropeHeadDim = 8;
+  c.qLoraRank = 16;
+  c.oGroups = 2;
+  c.oLoraRank = 16;
+  c.windowSize = 8;
+  c.compressRatio = ratio;
+  c.normEps = 1e-20;
+  c.ropeTheta = ratio == 0 ? 10000.0 : 40000.0;
+  if (ratio > 0) {
+    c.yarn = mlir::dsa::AttentionYarn{32, 2.0, 32.0, 1.0};
+    mlir::dsa::AttentionCompress cc;
+    cc.isKvSource = true;
+    cc.isIndexSource = true;
+    cc.indexNHeads = 2;
+    cc.indexHeadDim = 32;
+    cc.indexTopk = 6;
+    cc.candidateTopkBlocks = 3;
+    cc.candidateBlockSize = 2;
+    cc.maxSeqLen = 16;
+    c.compress = cc;
+  }
+  return c;
+}
+
+class CPURuntimeAOTTest : public ::testing::Test {
+protected:
+  CPURuntimeAOTTest() {
+    context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+    handler = std::make_unique<ScopedDiagnosticHandler>(&context, [this](Diagnostic &d) {
+      diagnostics += d.str() + "\n";
+      return success();
+    });
+  }
+
+  /// Builds the layer, emits its step library (probes as results) and opens it; `weights` receives random weights
+  /// (weights, compressor, index_keys, indexer groups in argument order) and `decomposed` the interpreter's module.
+  void build(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed) {
+    module = ModuleOp::create(UnknownLoc::get(&context));
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    FailureOr<mlir::dsa::AttentionOperandTypes> types =
+        mlir::dsa::canonicalAttentionOperandTypes(module->getLoc(), config);
+    ASSERT_TRUE(succeeded(types)) << diagnostics;
+    ASSERT_TRUE(succeeded(mlir::dsa::buildAttentionFunction(builder, module->getLoc(), config))) << diagnostics;
+    std::mt19937_64 rng(seed);
+    weights.clear();
+    for (const auto *group : {&types->weights, &types->compressor, &types->indexKeys, &types->indexer})
+      for (Type t : *group)
+        weights.push_back(randomWeight(rng, t));
+    cpu::CPUCompileOptions options;
+    options.probesAsResults = true;
+    const std::string dir = ::testing::TempDir() + "dsa-cpu-runtime-aot-" + std::to_string(::getpid());
+    ::dsa::Result<std::string> json = cpu::emitCPUStepLibrary(*module, dir, "layer_r" +
+                                                              std::to_string(config.compressRatio), options);
+    ASSERT_TRUE(json.ok()) << json.error();
+    auto lib = cpu::CPUStepLibrary::open(*json);
+    ASSERT_TRUE(lib.ok()) << lib.error();
+    library = lib.take();
+    name = config.functionName();
+    decomposed = OwningOpRef<ModuleOp>(module->clone());
+    PassManager pm(&context);
+    pm.addPass(mlir::dsa::createDSADecomposeAttention());
+    ASSERT_TRUE(succeeded(pm.run(*decomposed))) << diagnostics;
+  }
+
+  /// A sequence over the library with the weights at arguments 3.. (after x, start_pos, ring).
+  cpu::CPUSequence sequence() {
+    std::map<size_t, cpu::CPUValue> fixed;
+    for (size_t i = 0; i < weights.size(); ++i)
+      fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(weights[i]));
+    const cpu::CPUStepLibrary *lib = library.get();
+    const std::string fn = name;
+    auto seq = cpu::CPUSequence::start(
+        *library->signature(name),
+        [lib, fn](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *probes) {
+          return lib->run(fn, args, probes);
+        },
+        std::move(fixed));
+    EXPECT_TRUE(seq.ok()) << seq.error();
+    return seq.take();
+  }
+
+  /// One interpreter step: args = x, start_pos, then `state` = ring, state..., slots...; returns the results and
+  /// replaces `state` by the updated values (results 1..).
+  std::vector<Tensor> interpret(const Tensor &x, int64_t startPos, std::vector<Tensor> &state, size_t numState) {
+    std::vector<Tensor> args = {x, Tensor::scalarI64(startPos), state[0]};
+    args.insert(args.end(), weights.begin(), weights.end());
+    args.insert(args.end(), state.begin() + 1, state.end());
+    (void)numState;
+    FailureOr<std::vector<Tensor>> r =
+        interp::interpretFunction(decomposed->lookupSymbol<func::FuncOp>(name), args, nullptr);
+    EXPECT_TRUE(succeeded(r)) << diagnostics;
+    if (failed(r))
+      return {};
+    for (size_t i = 0; i < state.size(); ++i)
+      state[i] = (*r)[1 + i];
+    return *r;
+  }
+
+  MLIRContext context;
+  std::unique_ptr<ScopedDiagnosticHandler> handler;
+  std::string diagnostics;
+  OwningOpRef<ModuleOp> module, decomposed;
+  std::vector<Tensor> weights;
+  std::unique_ptr<cpu::CPUStepLibrary> library;
+  std::string name;
+};
+
+Tensor rows(const Tensor &x, int64_t begin, int64_t count) {
+  std::vector<int64_t> shape = x.shape();
+  const int64_t width = x.numElements() / shape[0];
+  shape[0] = count;
+  return Tensor::fromFloats(x.elementType(), shape,
+                            std::vector<float>(x.floats() + begin * width, x.floats() + (begin + count) * width));
+}
+
+/// A window-only layer: multi-token steps at start_pos > 0 (inside the window, across it, longer than it) equal the
+/// interpreter stepped one token at a time, and the same library stepped one token at a time, bit for bit.
+TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreTokenByTokenDecode) {
+  build(tinyLayer(0), 11);
+  const cpu::FunctionSignature *sig = library->signature(name);
+  ASSERT_TRUE(sig && sig->step.present());
+  EXPECT_EQ(sig->step.x, 0);
+  EXPECT_EQ(sig->step.startPos, 1);
+  EXPECT_EQ(sig->step.output, 0);
+  EXPECT_EQ(sig->step.maxSeqLen, -1);
+  EXPECT_TRUE(sig->step.shared.empty());
+  cpu::CPUSequence whole = sequence(), single = sequence();
+  std::mt19937_64 rng(12);
+  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32})};
+  int64_t pos = 0;
+  for (int64_t tokens : {5, 2, 6, 1, 11}) { // a prefill, then steps of 2, 6 (crossing W = 8), 1, 11 (> W)
+    SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
+    const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    auto got = whole.run(x, pos);
+    ASSERT_TRUE(got.ok()) << got.error();
+    std::vector<float> want, oneByOne;
+    const int64_t pieces = pos == 0 ? 1 : tokens;
+    for (int64_t t = 0; t < pieces; ++t) {
+      const Tensor xt = pos == 0 ? x : rows(x, t, 1);
+      std::vector<Tensor> r = interpret(xt, pos + t, state, 1);
+      ASSERT_FALSE(r.empty());
+      want.insert(want.end(), r[0].floats(), r[0].floats() + r[0].numElements());
+      auto s = single.run(xt, pos + t);
+      ASSERT_TRUE(s.ok()) << s.error();
+      oneByOne.insert(oneByOne.end(), (*s)[0].floats(), (*s)[0].floats() + (*s)[0].numElements());
+    }
+    const Tensor wantOut = Tensor::fromFloats(ElementType::BF16, {tokens, 64}, want);
+    EXPECT_TRUE(std::any_of(want.begin(), want.end(), [](float v) { return v != 0.0f; })) << "degenerate data";
+    EXPECT_TRUE(std::all_of(want.begin(), want.end(), [](float v) { return std::isfinite(v); }));
+    EXPECT_TRUE(sameBits((*got)[0], wantOut)) << "out vs the interpreter";
+    EXPECT_TRUE(sameBits((*got)[0], Tensor::fromFloats(ElementType::BF16, {tokens, 64}, oneByOne)))
+        << "out vs one by one";
+    EXPECT_TRUE(sameBits((*got)[1], state[0])) << "new_ring";
+    EXPECT_TRUE(sameBits(*whole.state(2)->tensor(), state[0])) << "the sequence's ring";
+    EXPECT_TRUE(sameBits(*single.state(2)->tensor(), state[0])) << "the one-by-one sequence's ring";
+    pos += tokens;
+    EXPECT_EQ(whole.position(), pos);
+  }
+  // The compiled code alone still refuses such a step: the split is the runtime's.
+  std::vector<cpu::CPUValue> args = {Tensor(ElementType::BF16, {2, 64}), Tensor::scalarI64(3), state[0]};
+  for (const Tensor &w : weights)
+    args.push_back(w);
+  EXPECT_FALSE(library->run(name, args).ok());
+}
+
+/// A compressed layer (ratio 2, kv + index source): the sequence starts its five state tensors from their init
+/// (score_state at -inf), threads them and the four shared slots like the interpreter; capacity, order and split
+/// errors name the field and change nothing.
+TEST_F(CPURuntimeAOTTest, CompressedLayerThreadsStateAndSlotsAndReportsErrors) {
+  build(tinyLayer(2), 21);
+  const cpu::FunctionSignature *sig = library->signature(name);
+  ASSERT_TRUE(sig && sig->step.present());
+  EXPECT_EQ(sig->step.maxSeqLen, 16);
+  ASSERT_EQ(sig->step.shared.size(), 4u);
+  ASSERT_EQ(sig->state.size(), 5u);
+  EXPECT_EQ(sig->state[2].init, cpu::StateInit::NegInf); // ring, kv_state, score_state, caches
+  for (size_t i : {0, 1, 3, 4})
+    EXPECT_EQ(sig->state[i].init, cpu::StateInit::Zeros);
+  cpu::CPUSequence seq = sequence();
+  auto slots = cpu::CPUSequence::initialSlots(*sig);
+  ASSERT_TRUE(slots.ok()) << slots.error();
+
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::F32, {2, 32}),
+                               Tensor::fromFloats(ElementType::F32, {2, 32}, std::vector<float>(64, -inf)),
+                               Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::BF16, {8, 32}),
+                               Tensor(ElementType::BF16, {0, 32}), Tensor(ElementType::BF16, {0, 32}),
+                               Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+  std::mt19937_64 rng(22);
+  int64_t pos = 0;
+  for (int64_t tokens : {10, 1, 1, 1}) {
+    SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
+    const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    auto got = seq.run(x, pos, &*slots);
+    ASSERT_TRUE(got.ok()) << got.error();
+    std::vector<Tensor> want = interpret(x, pos, state, 5);
+    ASSERT_EQ(want.size(), 10u);
+    ASSERT_EQ(got->size(), 10u);
+    for (size_t r = 0; r < 10; ++r)
+      EXPECT_TRUE(sameBits((*got)[r], want[r])) << "result " << r;
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_TRUE(sameBits(*(*slots)[i].tensor(), state[5 + i])) << "slot " << i;
+    pos += tokens;
+  }
+  // The threaded state is not trivial: the compressed-KV cache holds 6 pooled rows (positions 0 .. 12, ratio 2),
+  // the published topk_idxs slot has a row.
+  const Tensor &cache = *seq.state(20)->tensor();
+  EXPECT_TRUE(std::any_of(cache.floats(), cache.floats() + 6 * 32, [](float v) { return v != 0.0f; }));
+  EXPECT_TRUE(std::all_of(cache.floats() + 6 * 32, cache.floats() + 8 * 32, [](float v) { return v == 0.0f; }));
+  EXPECT_EQ((*slots)[2].tensor()->dim(0), 1);
+  // Errors: nothing changes.
+  const std::vector<Tensor> before = {*seq.state(2)->tensor(), *seq.state(18)->tensor(), *seq.state(19)->tensor(),
+                                      *seq.state(20)->tensor(), *seq.state(21)->tensor()};
+  const cpu::CPUSequence::SlotSet slotsBefore = *slots;
+  auto expectError = [&](const Tensor &x, int64_t startPos, const std::string &needle) {
+    auto r = seq.run(x, startPos, &*slots);
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
+    EXPECT_EQ(seq.position(), 13);
+    size_t i = 0;
+    for (size_t arg : {2, 18, 19, 20, 21})
+      EXPECT_TRUE(sameBits(*seq.state(arg)->tensor(), before[i++])) << needle << ": state argument " << arg;
+    for (size_t s = 0; s < 4; ++s)
+      EXPECT_TRUE(sameBits(*(*slots)[s].tensor(), *slotsBefore[s].tensor())) << needle << ": slot " << s;
+  };
+  expectError(Tensor(ElementType::BF16, {4, 64}), 13, "max_seq_len: positions 13 .. 16 exceed the capacity of 16");
+  expectError(Tensor(ElementType::BF16, {2, 64}), 13, "shared: a step of 2 tokens at start_pos 13 > 0");
+  expectError(Tensor(ElementType::BF16, {1, 64}), 12, "start_pos: 12 is not the sequence's next position 13");
+  expectError(Tensor(ElementType::BF16, {1, 32}), 13, "x: shape [1, 32], expected tensor<?x64xbf16>");
+  // Within the capacity the sequence goes on.
+  auto last = seq.run(randomTensor(rng, ElementType::BF16, {1, 64}, 1.0f), 13, &*slots);
+  ASSERT_TRUE(last.ok()) << last.error();
+}
+
+} // namespace
