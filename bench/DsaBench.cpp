@@ -1,11 +1,15 @@
-//===- DsaBench.cpp - one V4.1-Flash window-only layer: CPU backend vs interpreter vs memory floor ---===//
+//===- DsaBench.cpp - V4.1-Flash attention layers: CPU backend vs interpreter vs memory floor ---===//
 //
-// Google Benchmark program (docs/benchmarks.md). One window-only `dsa.attention` layer (compress_ratio 0) at
-// DeepSeek-V4.1-Flash geometry (dim 5120, 64 heads, head_dim 512, rope 64, q_lora 1280, o_lora 1024, 8 groups,
-// window 128), batch 1, seeded random bf16 weights, compiled by the CPU backend (compileForCPU, weights passed as
-// prepared CPUBuffers) and run for:
-//   - a decode step (1 token at start_pos 1000, well past the window; the ring is full of random rows);
-//   - a 512-token prefill (start_pos 0).
+// Google Benchmark program (docs/benchmarks.md). DeepSeek-V4.1-Flash geometry (dim 5120, 64 heads, head_dim 512,
+// rope 64, q_lora 1280, o_lora 1024, 8 groups, window 128), batch 1, seeded random weights, each layer built by
+// mlir::dsa::buildAttentionFunction, compiled by the CPU backend (compileForCPU, weights and state passed as prepared
+// CPUBuffers) and run for:
+//   - a window-only layer (compress_ratio 0): a decode step (1 token at start_pos 1000, well past the window; the
+//     ring is full of random rows) and a 512-token prefill (start_pos 0);
+//   - an index-source layer (compress_ratio 4, kv + index source: compressor, index-key cache, indexer with 32 heads
+//     x 128 and index_topk 512; max_seq_len 65536 + 1024): one decode step at start_pos = 4096 and 65536 (the
+//     contexts; --dsa_index_contexts), its state (ring, kv_state / score_state, compressed-KV and index-key caches,
+//     the shared slots) filled with seeded random values as if that many tokens had been processed (IndexLayer).
 // In the same run it measures
 //   - the reference interpreter (interp::interpretFunction on the same module, decomposed, same inputs);
 //   - the machine's streaming read bandwidth (a buffer of 1 GiB, far larger than the caches), one thread and all
@@ -17,18 +21,24 @@
 //   interp_ms      the interpreter's wall-clock time per step (interp_cpu_ms: its process CPU time);
 //   speedup_interp interp_ms / step_ms: how many times faster than the interpreter (speedup_interp_cpu: the same
 //                  from CPU times, serial only);
-//   bytes_MB       the bytes the step must move at least: every attention weight in bf16 (attn_sink in f32) read once,
-//                  the ring read once and the new ring written once (x and out are noise);
+//   bytes_MB       the bytes the step must move at least: every weight it uses read once (bf16; attn_sink and the
+//                  ratio-4 compressor's wkv / wgate f32), the ring read once and the new ring written once (x and out
+//                  are noise); for the index-source layer also kv_state / score_state read and written, the
+//                  index-key cache rows the indexer scores (context/4 x 128 bf16) and the compressed-KV rows
+//                  attention gathers (512 x 512 bf16) (IndexLayer::stepBytes);
 //   floor_ms       bytes_MB / the machine's read bandwidth (the better of one thread and all hardware threads);
 //   x_mem_floor    step_ms / floor_ms (1.0 = running at the machine's memory-read floor; issue 4's decode target
 //                  is <= 2); x_mem_floor_cpu: cpu_ms / floor_ms (serial only);
 //   GFLOPs         floating-point rate from step_ms (2 flops per multiply-add of the linears and the attention).
+//   context, index_rows  (index-source layer) start_pos of the decode step; compressed positions the indexer scores.
 // Flags of its own (besides Google Benchmark's): --dsa_skip_interpreter (no interpreter runs: no speedup_interp,
-// used by bench/torch_compare.py), --dsa_buffer_mib=N (size of the bandwidth buffer, default 1024).
+// used by bench/torch_compare.py), --dsa_buffer_mib=N (size of the bandwidth buffer, default 1024),
+// --dsa_index_contexts=A,B,... (the index-source layer's decode positions, default 4096,65536).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
 
+#include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Interpreter.h"
@@ -38,7 +48,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <benchmark/benchmark.h>
@@ -50,7 +60,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -70,6 +80,7 @@ namespace {
 
 bool gSkipInterpreter = false;
 size_t gBufferMiB = 1024;
+std::vector<int64_t> gIndexContexts = {4096, 65536};
 
 using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -141,9 +152,10 @@ unsigned hardwareThreads() { return std::max(1u, std::thread::hardware_concurren
 double machineBandwidth() { return std::max(readBandwidth(1), readBandwidth(hardwareThreads())); }
 
 //===----------------------------------------------------------------------------------------------------------===//
-// The layer
+// The layers
 //===----------------------------------------------------------------------------------------------------------===//
 
+/// DeepSeek-V4.1-Flash's attention geometry (attention-semantics.md section 1).
 struct Geometry {
   int64_t dim = 5120, nHeads = 64, headDim = 512, ropeDim = 64, qLora = 1280, oLora = 1024, oGroups = 8,
           window = 128;
@@ -153,6 +165,22 @@ struct Geometry {
   int64_t linearMacsPerToken() const {
     return qLora * dim + nHeads * headDim * qLora + headDim * dim + oGroups * oLora * groupWidth() +
            dim * oGroups * oLora;
+  }
+  /// The layer's configuration for the builder (ratio 0; the index-source layer adds its own fields).
+  mlir::dsa::AttentionLayerConfig config(int64_t layerId) const {
+    mlir::dsa::AttentionLayerConfig c;
+    c.layerId = layerId;
+    c.dim = dim;
+    c.nHeads = nHeads;
+    c.headDim = headDim;
+    c.ropeHeadDim = ropeDim;
+    c.qLoraRank = qLora;
+    c.oGroups = oGroups;
+    c.oLoraRank = oLora;
+    c.windowSize = window;
+    c.normEps = normEps;
+    c.ropeTheta = ropeTheta;
+    return c;
   }
 };
 
@@ -182,92 +210,60 @@ Tensor randomTensor(Random &rng, ElementType type, std::vector<int64_t> shape, f
   return Tensor::fromFloats(type, std::move(shape), std::move(v));
 }
 
-std::string exactDouble(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17e", v);
-  return buf;
+/// A [rows, cols] tensor whose first `filled` rows are `scale * U[-1, 1)` and the rest zero (a cache that holds
+/// `filled` rows so far).
+Tensor partlyFilled(Random &rng, ElementType type, int64_t rows, int64_t cols, int64_t filled, float scale) {
+  std::vector<float> v(static_cast<size_t>(rows * cols), 0.0f);
+  for (size_t i = 0; i < static_cast<size_t>(filled * cols); ++i)
+    v[i] = scale * rng.symmetric();
+  return Tensor::fromFloats(type, {rows, cols}, std::move(v));
 }
 
-/// Everything one benchmark process holds: the module, its compiled forms, weights and inputs (built once).
-struct Layer {
-  Geometry g;
+float fanIn(int64_t k) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(k))); }
+
+int64_t byteSize(const Tensor &t) { return t.numElements() * (t.elementType() == ElementType::F32 ? 4 : 2); }
+
+/// dsa.attention's weights(...) group: attn_sink f32, wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b bf16.
+std::vector<Tensor> attentionWeights(Random &rng, const Geometry &g) {
+  std::vector<Tensor> w;
+  w.push_back(randomTensor(rng, ElementType::F32, {g.nHeads}, 0.5f));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.qLora, g.dim}, fanIn(g.dim)));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.qLora}, 0.1f, 1.0f));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.nHeads * g.headDim, g.qLora}, fanIn(g.qLora)));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.headDim, g.dim}, fanIn(g.dim)));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.headDim}, 0.1f, 1.0f));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.oGroups * g.oLora, g.groupWidth()}, fanIn(g.groupWidth())));
+  w.push_back(randomTensor(rng, ElementType::BF16, {g.dim, g.oGroups * g.oLora}, fanIn(g.oGroups * g.oLora)));
+  return w;
+}
+
+/// What both layers share: the module with one layer function (built by mlir::dsa::buildAttentionFunction), its
+/// decomposition for the interpreter and its CPU compilations.
+struct CompiledLayer {
   MLIRContext context;
   OwningOpRef<ModuleOp> module, decomposed;
   func::FuncOp interpFn;
   std::unique_ptr<cpu::CPUModule> serial, parallel;
-  std::vector<Tensor> weights;
-  std::vector<cpu::CPUValue> prepared;
-  Tensor ring, xDecode, xPrefill;
-  int64_t decodeStartPos = 1000;
-  int64_t prefillTokens = 512;
-  int64_t weightBytes = 0;
+  std::string fnName;
 
-  std::string text() const {
-    std::ostringstream os;
-    const std::string xType = "tensor<?x" + std::to_string(g.dim) + "xbf16>";
-    const std::string ringType = "tensor<" + std::to_string(g.window) + "x" + std::to_string(g.headDim) + "xbf16>";
-    os << "func.func @attention_L0(%x: " << xType << ", %start_pos: i64, %ring: " << ringType;
-    for (size_t i = 0; i < weights.size(); ++i)
-      os << ", %w" << i << ": " << weights[i].typeString();
-    os << ") -> (" << xType << ", " << ringType
-       << ") {\n  %out, %new_ring = dsa.attention %x, %start_pos, %ring weights(";
-    for (size_t i = 0; i < weights.size(); ++i)
-      os << (i ? ", " : "") << "%w" << i;
-    os << ") {config = #dsa.attn_config<layer_id = 0, dim = " << g.dim << ", n_heads = " << g.nHeads
-       << ", head_dim = " << g.headDim << ", rope_head_dim = " << g.ropeDim << ", q_lora_rank = " << g.qLora
-       << ", o_groups = " << g.oGroups << ", o_lora_rank = " << g.oLora << ", window_size = " << g.window
-       << ", compress_ratio = 0, norm_eps = " << exactDouble(g.normEps) << " : f32, rope = #dsa.rope<rope_dim = "
-       << g.ropeDim << ", theta = " << exactDouble(g.ropeTheta) << ">>}\n      : (" << xType << ", i64, "
-       << ringType;
-    for (const Tensor &w : weights)
-      os << ", " << w.typeString();
-    os << ") -> (" << xType << ", " << ringType << ")\n  return %out, %new_ring : " << xType << ", " << ringType
-       << "\n}\n";
-    return os.str();
-  }
-
-  Layer() {
-    Random rng(4);
-    auto fanIn = [](int64_t k) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(k))); };
-    // dsa.attention's weights(...) order: attn_sink, wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b.
-    weights.push_back(randomTensor(rng, ElementType::F32, {g.nHeads}, 0.5f));
-    weights.push_back(randomTensor(rng, ElementType::BF16, {g.qLora, g.dim}, fanIn(g.dim)));
-    weights.push_back(randomTensor(rng, ElementType::BF16, {g.qLora}, 0.1f, 1.0f));
-    weights.push_back(randomTensor(rng, ElementType::BF16, {g.nHeads * g.headDim, g.qLora}, fanIn(g.qLora)));
-    weights.push_back(randomTensor(rng, ElementType::BF16, {g.headDim, g.dim}, fanIn(g.dim)));
-    weights.push_back(randomTensor(rng, ElementType::BF16, {g.headDim}, 0.1f, 1.0f));
-    weights.push_back(
-        randomTensor(rng, ElementType::BF16, {g.oGroups * g.oLora, g.groupWidth()}, fanIn(g.groupWidth())));
-    weights.push_back(
-        randomTensor(rng, ElementType::BF16, {g.dim, g.oGroups * g.oLora}, fanIn(g.oGroups * g.oLora)));
-    for (const Tensor &w : weights) {
-      weightBytes += w.numElements() * (w.elementType() == ElementType::F32 ? 4 : 2);
-      prepared.push_back(cpu::CPUBuffer::fromTensor(w));
-    }
-    ring = randomTensor(rng, ElementType::BF16, {g.window, g.headDim}, 1.0f);
-    xDecode = randomTensor(rng, ElementType::BF16, {1, g.dim}, 1.0f);
-    xPrefill = randomTensor(rng, ElementType::BF16, {prefillTokens, g.dim}, 1.0f);
-
+  void build(const mlir::dsa::AttentionLayerConfig &config) {
     context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
-    module = parseSourceString<ModuleOp>(text(), &context);
-    if (!module)
-      die("could not parse the layer's module (see the diagnostic above)");
+    module = ModuleOp::create(UnknownLoc::get(&context));
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    fnName = config.functionName();
+    if (failed(mlir::dsa::buildAttentionFunction(builder, module->getLoc(), config)))
+      die("could not build the layer's function (see the diagnostic above)");
     decomposed = OwningOpRef<ModuleOp>(module->clone());
     PassManager pm(&context);
     pm.addPass(mlir::dsa::createDSADecomposeAttention());
     if (failed(pm.run(*decomposed)))
       die("dsa-decompose-attention failed (see the diagnostic above)");
-    interpFn = decomposed->lookupSymbol<func::FuncOp>("attention_L0");
-    serial = compile(false);
-  }
-
-  std::unique_ptr<cpu::CPUModule> compile(bool par) {
+    interpFn = decomposed->lookupSymbol<func::FuncOp>(fnName);
     cpu::CPUCompileOptions options;
-    options.parallel = par;
     ::dsa::Result<std::unique_ptr<cpu::CPUModule>> m = cpu::compileForCPU(*module, options);
     if (!m)
-      die(std::string("compileForCPU") + (par ? " (parallel=true)" : "") + ": " + m.error());
-    return m.take();
+      die("compileForCPU: " + m.error());
+    serial = m.take();
   }
 
   /// The OpenMP module, compiled on first use; null (with the reason in `why`) when there is no OpenMP runtime.
@@ -285,6 +281,45 @@ struct Layer {
     return parallel.get();
   }
 
+  void runCPU(const cpu::CPUModule &m, const std::vector<cpu::CPUValue> &args) const {
+    ::dsa::Result<std::vector<Tensor>> r = m.run(fnName, args);
+    if (!r)
+      die("CPU backend: " + r.error());
+    benchmark::DoNotOptimize(r->front().floats());
+  }
+
+  void runInterpreter(const std::vector<Tensor> &args) const {
+    FailureOr<std::vector<Tensor>> r = interp::interpretFunction(interpFn, args, nullptr);
+    if (failed(r))
+      die("interpreter failed (see the diagnostic above)");
+    benchmark::DoNotOptimize(r->front().floats());
+  }
+};
+
+/// The window-only layer (compress_ratio 0) and its decode and prefill inputs (built once).
+struct Layer {
+  Geometry g;
+  CompiledLayer compiled;
+  std::vector<Tensor> weights;
+  std::vector<cpu::CPUValue> prepared;
+  Tensor ring, xDecode, xPrefill;
+  int64_t decodeStartPos = 1000;
+  int64_t prefillTokens = 512;
+  int64_t weightBytes = 0;
+
+  Layer() {
+    Random rng(4);
+    weights = attentionWeights(rng, g);
+    for (const Tensor &w : weights) {
+      weightBytes += byteSize(w);
+      prepared.push_back(cpu::CPUBuffer::fromTensor(w));
+    }
+    ring = randomTensor(rng, ElementType::BF16, {g.window, g.headDim}, 1.0f);
+    xDecode = randomTensor(rng, ElementType::BF16, {1, g.dim}, 1.0f);
+    xPrefill = randomTensor(rng, ElementType::BF16, {prefillTokens, g.dim}, 1.0f);
+    compiled.build(g.config(0));
+  }
+
   const Tensor &input(bool prefill) const { return prefill ? xPrefill : xDecode; }
   int64_t startPos(bool prefill) const { return prefill ? 0 : decodeStartPos; }
   int64_t tokens(bool prefill) const { return prefill ? prefillTokens : 1; }
@@ -292,19 +327,13 @@ struct Layer {
   void runCPU(const cpu::CPUModule &m, bool prefill) const {
     std::vector<cpu::CPUValue> args = {input(prefill), Tensor::scalarI64(startPos(prefill)), ring};
     args.insert(args.end(), prepared.begin(), prepared.end());
-    ::dsa::Result<std::vector<Tensor>> r = m.run("attention_L0", args);
-    if (!r)
-      die("CPU backend: " + r.error());
-    benchmark::DoNotOptimize(r->front().floats());
+    compiled.runCPU(m, args);
   }
 
   void runInterpreter(bool prefill) const {
     std::vector<Tensor> args = {input(prefill), Tensor::scalarI64(startPos(prefill)), ring};
     args.insert(args.end(), weights.begin(), weights.end());
-    FailureOr<std::vector<Tensor>> r = interp::interpretFunction(interpFn, args, nullptr);
-    if (failed(r))
-      die("interpreter failed (see the diagnostic above)");
-    benchmark::DoNotOptimize(r->front().floats());
+    compiled.runInterpreter(args);
   }
 
   /// Bytes a step must move at least: the weights once, the ring read and the new ring written.
@@ -318,16 +347,183 @@ struct Layer {
   }
 };
 
+std::unique_ptr<Layer> gLayer;
 Layer &layer() {
-  static Layer *l = [] {
+  if (!gLayer) {
     auto t0 = Clock::now();
-    auto *created = new Layer();
+    gLayer = std::make_unique<Layer>();
     std::fprintf(stderr, "dsa-bench: V4.1-Flash window-only layer built and compiled in %.1f s (%.0f MB of bf16 "
                          "weights)\n",
-                 secondsSince(t0), static_cast<double>(created->weightBytes) / 1e6);
-    return created;
-  }();
-  return *l;
+                 secondsSince(t0), static_cast<double>(gLayer->weightBytes) / 1e6);
+  }
+  return *gLayer;
+}
+
+/// The index-source layer: compress_ratio 4, kv + index source (owns a compressor, an index-key cache and an
+/// indexer; not a candidate source, uses no candidates: like V4.1-Flash's layers 2, 8, 14 but at ratio 4), at
+/// V4.1-Flash geometry with its indexer (32 heads x 128, index_topk 512; candidate blocks 2048 x 8 configured, unused
+/// by this role), compress_rope_theta 1.6e5 with YaRN (65536, 16, 32, 1), max_seq_len 65536 + 1024. One decode step
+/// at start_pos = `context` for each context, from a state filled with seeded random values as if `context` tokens
+/// had been processed: the ring full, kv_state / score_state random (finite), the compressed-KV and index-key caches
+/// random in rows 0 .. context/4 - 1 (the groups completed so far) and zero beyond; shared slots as the previous step
+/// left them: compress_kv and index_k this layer's caches (it published them), topk_idxs and candidates empty (an
+/// index source that uses no candidates reads neither).
+struct IndexLayer {
+  static constexpr int64_t kRatio = 4, kIndexHeads = 32, kIndexHeadDim = 128, kIndexTopk = 512;
+  static constexpr int64_t kMaxSeqLen = 65536 + 1024;
+  Geometry g;
+  CompiledLayer compiled;
+  std::vector<Tensor> weights; // every weight operand, in argument order (weights, compressor, index_keys, indexer)
+  std::vector<cpu::CPUValue> prepared;
+  int64_t attentionWeightBytes = 0, compressorBytes = 0, indexKeyWeightBytes = 0, indexerBytes = 0;
+  Tensor xDecode;
+
+  /// One context's state (and shared slots), as Tensors for the interpreter and prepared for the CPU backend.
+  struct State {
+    std::vector<Tensor> tensors;      // ring, kv_state, score_state, kv cache, index-key cache, 4 slots
+    std::vector<cpu::CPUValue> prepared;
+  };
+  std::map<int64_t, State> states;
+
+  static int64_t capacity() { return (kMaxSeqLen + kRatio - 1) / kRatio; }
+
+  mlir::dsa::AttentionLayerConfig config() const {
+    mlir::dsa::AttentionLayerConfig c = g.config(2);
+    c.compressRatio = kRatio;
+    c.ropeTheta = 1.6e5; // compress_rope_theta
+    c.yarn = mlir::dsa::AttentionYarn{65536, 16.0, 32.0, 1.0};
+    mlir::dsa::AttentionCompress cc;
+    cc.isKvSource = true;
+    cc.isIndexSource = true;
+    cc.indexNHeads = kIndexHeads;
+    cc.indexHeadDim = kIndexHeadDim;
+    cc.indexTopk = kIndexTopk;
+    cc.candidateTopkBlocks = 2048;
+    cc.candidateBlockSize = 8;
+    cc.maxSeqLen = kMaxSeqLen;
+    c.compress = cc;
+    return c;
+  }
+
+  IndexLayer() {
+    Random rng(40);
+    weights = attentionWeights(rng, g);
+    for (const Tensor &w : weights)
+      attentionWeightBytes += byteSize(w);
+    auto add = [&](Tensor t, int64_t &bytes) {
+      bytes += byteSize(t);
+      weights.push_back(std::move(t));
+    };
+    // compressor (ratio >= 2): wkv, wgate [hd, dim] f32, norm [hd] bf16.
+    add(randomTensor(rng, ElementType::F32, {g.headDim, g.dim}, fanIn(g.dim)), compressorBytes);
+    add(randomTensor(rng, ElementType::F32, {g.headDim, g.dim}, fanIn(g.dim)), compressorBytes);
+    add(randomTensor(rng, ElementType::BF16, {g.headDim}, 0.1f, 1.0f), compressorBytes);
+    // index_keys: wk [ihd, hd], k_norm [ihd].
+    add(randomTensor(rng, ElementType::BF16, {kIndexHeadDim, g.headDim}, fanIn(g.headDim)), indexKeyWeightBytes);
+    add(randomTensor(rng, ElementType::BF16, {kIndexHeadDim}, 0.1f, 1.0f), indexKeyWeightBytes);
+    // indexer: wq_b [IH * ihd, q_lora], weights_proj [IH, dim].
+    add(randomTensor(rng, ElementType::BF16, {kIndexHeads * kIndexHeadDim, g.qLora}, fanIn(g.qLora)), indexerBytes);
+    add(randomTensor(rng, ElementType::BF16, {kIndexHeads, g.dim}, fanIn(g.dim)), indexerBytes);
+    for (const Tensor &w : weights)
+      prepared.push_back(cpu::CPUBuffer::fromTensor(w));
+    xDecode = randomTensor(rng, ElementType::BF16, {1, g.dim}, 1.0f);
+    compiled.build(config());
+  }
+
+  const State &state(int64_t context) {
+    auto it = states.find(context);
+    if (it != states.end())
+      return it->second;
+    if (context < g.window || context + 1 > kMaxSeqLen)
+      die("index-source decode: context " + std::to_string(context) + " outside [window, max_seq_len - 1]");
+    Random rng(1000 + static_cast<uint64_t>(context));
+    const int64_t groups = context / kRatio, cap = capacity();
+    State st;
+    st.tensors.push_back(randomTensor(rng, ElementType::BF16, {g.window, g.headDim}, 1.0f)); // ring (full)
+    st.tensors.push_back(randomTensor(rng, ElementType::F32, {kRatio, g.headDim}, 1.0f));    // kv_state
+    st.tensors.push_back(randomTensor(rng, ElementType::F32, {kRatio, g.headDim}, 1.0f));    // score_state
+    st.tensors.push_back(partlyFilled(rng, ElementType::BF16, cap, g.headDim, groups, 1.0f));      // kv cache
+    st.tensors.push_back(partlyFilled(rng, ElementType::BF16, cap, kIndexHeadDim, groups, 1.0f)); // index-key cache
+    st.tensors.push_back(st.tensors[3]); // compress_kv slot: the kv cache this layer published
+    st.tensors.push_back(st.tensors[4]); // index_k slot: its index-key cache (published at the last completed group)
+    st.tensors.push_back(Tensor(ElementType::I32, {0, 0})); // topk_idxs
+    st.tensors.push_back(Tensor(ElementType::I1, {0, 0}));  // candidates
+    for (const Tensor &t : st.tensors)
+      st.prepared.push_back(cpu::CPUBuffer::fromTensor(t));
+    return states.emplace(context, std::move(st)).first->second;
+  }
+
+  void runCPU(const cpu::CPUModule &m, int64_t context) {
+    const State &st = state(context);
+    std::vector<cpu::CPUValue> args = {xDecode, Tensor::scalarI64(context), st.prepared[0]};
+    args.insert(args.end(), prepared.begin(), prepared.end());
+    args.insert(args.end(), st.prepared.begin() + 1, st.prepared.end());
+    compiled.runCPU(m, args);
+  }
+
+  void runInterpreter(int64_t context) {
+    const State &st = state(context);
+    std::vector<Tensor> args = {xDecode, Tensor::scalarI64(context), st.tensors[0]};
+    args.insert(args.end(), weights.begin(), weights.end());
+    args.insert(args.end(), st.tensors.begin() + 1, st.tensors.end());
+    compiled.runInterpreter(args);
+  }
+
+  /// Whether the decode step at `startPos` completes a compressor group (section 5): then it also projects the
+  /// index key (wk) and writes one row to each cache.
+  static bool completesGroup(int64_t startPos) { return (startPos + 1) % kRatio == 0; }
+  /// Compressed positions the indexer scores (section 6: width = end // r, end = start_pos + 1).
+  static int64_t width(int64_t startPos) { return (startPos + 1) / kRatio; }
+  /// Compressed rows attention reads (the top-k set).
+  static int64_t compressedRows(int64_t startPos) { return std::min(kIndexTopk, width(startPos)); }
+
+  /// Bytes the decode step must touch at least: every weight it uses once (wk and k_norm only when a group
+  /// completes); the ring read and written; kv_state and score_state read and written; the index-key cache rows
+  /// the indexer scores (width x ihd); the compressed-KV rows attention gathers (min(index_topk, width) x hd); and,
+  /// when a group completes, one row written to each cache.
+  double stepBytes(int64_t startPos) const {
+    const bool group = completesGroup(startPos);
+    double b = static_cast<double>(attentionWeightBytes + compressorBytes + indexerBytes);
+    if (group)
+      b += static_cast<double>(indexKeyWeightBytes) + 2.0 * static_cast<double>(g.headDim + kIndexHeadDim);
+    b += 2.0 * static_cast<double>(g.window * g.headDim * 2);
+    b += 2.0 * static_cast<double>(2 * kRatio * g.headDim * 4);
+    b += static_cast<double>(width(startPos) * kIndexHeadDim * 2);
+    b += static_cast<double>(compressedRows(startPos) * g.headDim * 2);
+    return b;
+  }
+  /// 2 flops per multiply-add: the five linears, the compressor's two f32 projections, the indexer's query and head
+  /// weight projections (and wk when a group completes), the index scores (IH x width x ihd), q.k and p.v over the
+  /// window and compressed rows.
+  double stepFlops(int64_t startPos) const {
+    double macs = static_cast<double>(g.linearMacsPerToken());
+    macs += 2.0 * static_cast<double>(g.headDim * g.dim);
+    macs += static_cast<double>(kIndexHeads * kIndexHeadDim * g.qLora + kIndexHeads * g.dim);
+    if (completesGroup(startPos))
+      macs += static_cast<double>(kIndexHeadDim * g.headDim);
+    macs += static_cast<double>(kIndexHeads * width(startPos) * kIndexHeadDim);
+    macs += 2.0 * static_cast<double>(g.nHeads * (g.window + compressedRows(startPos)) * g.headDim);
+    return 2.0 * macs;
+  }
+  int64_t weightBytes() const {
+    return attentionWeightBytes + compressorBytes + indexKeyWeightBytes + indexerBytes;
+  }
+};
+
+std::unique_ptr<IndexLayer> gIndexLayer;
+IndexLayer &indexLayer() {
+  if (!gIndexLayer) {
+    // The window-only layer's benchmarks run first (registration order): free its weights (~0.8 GB) before this
+    // layer allocates its own, so that the process stays well under 4 GB.
+    gLayer.reset();
+    auto t0 = Clock::now();
+    gIndexLayer = std::make_unique<IndexLayer>();
+    std::fprintf(stderr, "dsa-bench: V4.1-Flash index-source layer (ratio %lld) built and compiled in %.1f s "
+                         "(%.0f MB of weights)\n",
+                 static_cast<long long>(IndexLayer::kRatio), secondsSince(t0),
+                 static_cast<double>(gIndexLayer->weightBytes()) / 1e6);
+  }
+  return *gIndexLayer;
 }
 
 /// Seconds per step: wall clock and process CPU time.
@@ -335,18 +531,18 @@ struct StepTime {
   double wall = 0, cpu = 0;
 };
 
-/// The interpreter's time per step, from its own benchmark when it ran first (registration order), else measured
-/// here once; zeros with --dsa_skip_interpreter.
-std::map<bool, StepTime> gInterpTime;
-StepTime interpreterTime(bool prefill) {
+/// The interpreter's time per step, by benchmark label, from its own benchmark when it ran first (registration
+/// order), else measured here once; zeros with --dsa_skip_interpreter.
+std::map<std::string, StepTime> gInterpTime;
+StepTime interpreterTime(const std::string &label, const std::function<void()> &run) {
   if (gSkipInterpreter)
     return {};
-  if (auto it = gInterpTime.find(prefill); it != gInterpTime.end())
+  if (auto it = gInterpTime.find(label); it != gInterpTime.end())
     return it->second;
   auto t0 = Clock::now();
   double c0 = processCpuSeconds();
-  layer().runInterpreter(prefill);
-  return gInterpTime[prefill] = {secondsSince(t0), processCpuSeconds() - c0};
+  run();
+  return gInterpTime[label] = {secondsSince(t0), processCpuSeconds() - c0};
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
@@ -363,76 +559,118 @@ void BM_ReadBandwidth(benchmark::State &state) {
   state.counters["buffer_MiB"] = static_cast<double>(gBufferMiB);
 }
 
-void BM_Interpreter(benchmark::State &state, bool prefill) {
-  if (gSkipInterpreter) {
-    state.SkipWithError("--dsa_skip_interpreter");
-    for (auto _ : state) {
-    }
-    return;
-  }
-  Layer &l = layer();
+/// Runs `step` once per benchmark iteration and returns the mean wall and process CPU time per step.
+StepTime timeSteps(benchmark::State &state, const std::function<void()> &step) {
   StepTime total;
   int64_t n = 0;
   for (auto _ : state) {
     auto t0 = Clock::now();
     double c0 = processCpuSeconds();
-    l.runInterpreter(prefill);
+    step();
     total.wall += secondsSince(t0);
     total.cpu += processCpuSeconds() - c0;
     ++n;
   }
-  StepTime &t = gInterpTime[prefill];
-  t = {total.wall / static_cast<double>(n), total.cpu / static_cast<double>(n)};
+  return {total.wall / static_cast<double>(n), total.cpu / static_cast<double>(n)};
+}
+
+bool skipInterpreterBenchmark(benchmark::State &state) {
+  if (!gSkipInterpreter)
+    return false;
+  state.SkipWithError("--dsa_skip_interpreter");
+  for (auto _ : state) {
+  }
+  return true;
+}
+
+void reportInterpreter(benchmark::State &state, const std::string &label, StepTime t, double flops) {
+  gInterpTime[label] = t;
   state.counters["step_ms"] = 1e3 * t.wall;
   state.counters["cpu_ms"] = 1e3 * t.cpu;
-  state.counters["GFLOPs"] = l.stepFlops(prefill) / t.wall / 1e9;
+  state.counters["GFLOPs"] = flops / t.wall / 1e9;
+}
+
+/// The counters of a CPU benchmark (see the file comment).
+void reportCPU(benchmark::State &state, StepTime t, double bytes, double flops, int64_t tokens, bool par,
+               StepTime interp) {
+  const double floor = bytes / machineBandwidth();
+  state.counters["step_ms"] = 1e3 * t.wall;
+  state.counters["bytes_MB"] = bytes / 1e6;
+  state.counters["floor_ms"] = 1e3 * floor;
+  state.counters["x_mem_floor"] = t.wall / floor;
+  state.counters["GFLOPs"] = flops / t.wall / 1e9;
+  state.counters["tokens"] = static_cast<double>(tokens);
+  state.counters["threads"] = par ? hardwareThreads() : 1u;
+  if (!par) {
+    state.counters["cpu_ms"] = 1e3 * t.cpu;
+    state.counters["x_mem_floor_cpu"] = t.cpu / floor;
+  }
+  if (interp.wall > 0) {
+    state.counters["interp_ms"] = 1e3 * interp.wall;
+    state.counters["interp_cpu_ms"] = 1e3 * interp.cpu;
+    state.counters["speedup_interp"] = interp.wall / t.wall;
+    if (!par)
+      state.counters["speedup_interp_cpu"] = interp.cpu / t.cpu;
+  }
+}
+
+/// The serial module, or the OpenMP one; null after marking the benchmark skipped when there is no OpenMP runtime.
+const cpu::CPUModule *moduleFor(benchmark::State &state, CompiledLayer &compiled, bool par) {
+  if (!par)
+    return compiled.serial.get();
+  std::string why;
+  const cpu::CPUModule *m = compiled.parallelModule(why);
+  if (!m) {
+    state.SkipWithError(("parallel=true unavailable: " + why).c_str());
+    for (auto _ : state) {
+    }
+  }
+  return m;
+}
+
+std::string windowLabel(bool prefill) { return prefill ? "prefill512" : "decode"; }
+std::string indexLabel(int64_t context) { return "index_decode" + std::to_string(context); }
+
+void BM_Interpreter(benchmark::State &state, bool prefill) {
+  if (skipInterpreterBenchmark(state))
+    return;
+  Layer &l = layer();
+  StepTime t = timeSteps(state, [&] { l.runInterpreter(prefill); });
+  reportInterpreter(state, windowLabel(prefill), t, l.stepFlops(prefill));
 }
 
 void BM_CPU(benchmark::State &state, bool prefill, bool par) {
   Layer &l = layer();
-  const cpu::CPUModule *m = l.serial.get();
-  if (par) {
-    std::string why;
-    m = l.parallelModule(why);
-    if (!m) {
-      state.SkipWithError(("parallel=true unavailable: " + why).c_str());
-      for (auto _ : state) {
-      }
-      return;
-    }
-  }
+  const cpu::CPUModule *m = moduleFor(state, l.compiled, par);
+  if (!m)
+    return;
   l.runCPU(*m, prefill); // warm-up: first-touch of the JIT's code and the allocator
-  StepTime total;
-  int64_t n = 0;
-  for (auto _ : state) {
-    auto t0 = Clock::now();
-    double c0 = processCpuSeconds();
-    l.runCPU(*m, prefill);
-    total.wall += secondsSince(t0);
-    total.cpu += processCpuSeconds() - c0;
-    ++n;
-  }
-  const double step = total.wall / static_cast<double>(n);
-  const double stepCpu = total.cpu / static_cast<double>(n);
-  const double floor = l.stepBytes() / machineBandwidth();
-  state.counters["step_ms"] = 1e3 * step;
-  state.counters["bytes_MB"] = l.stepBytes() / 1e6;
-  state.counters["floor_ms"] = 1e3 * floor;
-  state.counters["x_mem_floor"] = step / floor;
-  state.counters["GFLOPs"] = l.stepFlops(prefill) / step / 1e9;
-  state.counters["tokens"] = static_cast<double>(l.tokens(prefill));
-  state.counters["threads"] = par ? hardwareThreads() : 1u;
-  if (!par) {
-    state.counters["cpu_ms"] = 1e3 * stepCpu;
-    state.counters["x_mem_floor_cpu"] = stepCpu / floor;
-  }
-  if (StepTime interp = interpreterTime(prefill); interp.wall > 0) {
-    state.counters["interp_ms"] = 1e3 * interp.wall;
-    state.counters["interp_cpu_ms"] = 1e3 * interp.cpu;
-    state.counters["speedup_interp"] = interp.wall / step;
-    if (!par)
-      state.counters["speedup_interp_cpu"] = interp.cpu / stepCpu;
-  }
+  StepTime t = timeSteps(state, [&] { l.runCPU(*m, prefill); });
+  StepTime interp = interpreterTime(windowLabel(prefill), [&] { l.runInterpreter(prefill); });
+  reportCPU(state, t, l.stepBytes(), l.stepFlops(prefill), l.tokens(prefill), par, interp);
+}
+
+void BM_IndexInterpreter(benchmark::State &state, int64_t context) {
+  if (skipInterpreterBenchmark(state))
+    return;
+  IndexLayer &l = indexLayer();
+  l.state(context); // fill the state outside the timed region
+  StepTime t = timeSteps(state, [&] { l.runInterpreter(context); });
+  reportInterpreter(state, indexLabel(context), t, l.stepFlops(context));
+  state.counters["context"] = static_cast<double>(context);
+}
+
+void BM_IndexCPU(benchmark::State &state, int64_t context, bool par) {
+  IndexLayer &l = indexLayer();
+  const cpu::CPUModule *m = moduleFor(state, l.compiled, par);
+  if (!m)
+    return;
+  l.runCPU(*m, context); // warm-up (also fills the state)
+  StepTime t = timeSteps(state, [&] { l.runCPU(*m, context); });
+  StepTime interp = interpreterTime(indexLabel(context), [&] { l.runInterpreter(context); });
+  reportCPU(state, t, l.stepBytes(context), l.stepFlops(context), 1, par, interp);
+  state.counters["context"] = static_cast<double>(context);
+  state.counters["index_rows"] = static_cast<double>(IndexLayer::width(context));
 }
 
 } // namespace
@@ -449,6 +687,18 @@ int main(int argc, char **argv) {
       if (v < 64)
         die("--dsa_buffer_mib must be at least 64 (larger than the caches), got '" + a.substr(17) + "'");
       gBufferMiB = static_cast<size_t>(v);
+    } else if (a.rfind("--dsa_index_contexts=", 0) == 0) {
+      gIndexContexts.clear();
+      std::stringstream list(a.substr(21));
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        char *end = nullptr;
+        long long v = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 128 || v >= 65536 + 1024)
+          die("--dsa_index_contexts: each context must be an integer in [128, 66559] (window .. max_seq_len - 1), "
+              "got '" + item + "'");
+        gIndexContexts.push_back(v);
+      }
     } else {
       rest.push_back(argv[i]);
     }
@@ -488,6 +738,23 @@ int main(int argc, char **argv) {
       ->Iterations(2)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+
+  // The index-source layer (ratio 4, kv + index source): one decode step per context, from a filled state.
+  for (int64_t context : gIndexContexts) {
+    const std::string ctx = std::to_string(context);
+    benchmark::RegisterBenchmark(("Interpreter/index_decode" + ctx).c_str(), BM_IndexInterpreter, context)
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("CPU/index_decode" + ctx).c_str(), BM_IndexCPU, context, false)
+        ->MinTime(2.0)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("CPUParallel/index_decode" + ctx).c_str(), BM_IndexCPU, context, true)
+        ->MinTime(2.0)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
 
   benchmark::Initialize(&restArgc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(restArgc, rest.data()))
