@@ -1,0 +1,127 @@
+// RUN: dsa-opt %S/Inputs/compressed-layers.mlir --dsa-decompose-attention --dsa-strip-probes --dsa-to-gpu --canonicalize --cse | FileCheck %s
+
+// dsa-to-gpu on the tiny golden's compressed roles (L2: ratio 2, kv + index source; L4: ratio 1, kv + index +
+// candidate source; L5: ratio 1 index source using L4's candidates; geometry of attention-semantics.md section 1:
+// hd 32, index heads 2 x 32, window 8, C = 64 / r cache rows, top-k 6, 3 candidate blocks of 2). Checked: the kernel sequence of sections 5-8, the step checks,
+// the top-k SETS taken on the host (download f32 values, call the runtime's dsa_cpu_topk_set = torch's CPU tie
+// order, check its status, upload the i64 picks, free the host copies), the slot republication as a select of
+// buffers, the compressed rows as a view of the leading cache rows.
+
+// CHECK: func.func private @dsa_cpu_topk_set(memref<?x?xf32>, i64, memref<?x?xi64>) -> i32 attributes {llvm.emit_c_interface}
+
+// CHECK-LABEL: func.func @attention_L2(
+// The compressor: f32 x, two f32 linears [s, 64] x [32, 64]^T, the pool (state update, then the completed groups
+// from the step's rows in prefill or from the new state in decode), bf16 rows.
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_extf_bf16_f32
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_linear_f32 {{.*}} args({{.*}} : memref<?xf32>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xf32>, %dim : index, %c32 : index, %c64 : index)
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_linear_f32
+// CHECK: cf.assert {{.*}}, "dsa.compress_pool: operand 'start_pos' must be >= 0"
+// CHECK: cf.assert {{.*}}, "dsa.compress_pool: operand 'kv' has no rows (an empty step)"
+// CHECK: cf.assert {{.*}}, "dsa.compress_pool: a step of several tokens (operand 'kv') at start_pos > 0
+// CHECK: %[[NKV:.*]] = gpu.alloc () : memref<2x32xf32>
+// CHECK: %[[NSC:.*]] = gpu.alloc () : memref<2x32xf32>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_compress_state blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: %[[DEC:.*]] = arith.select %{{.*}}, %c1, %c0 : index
+// CHECK-NEXT: %[[PRE:.*]] = arith.divui %dim, %c2 : index
+// CHECK-NEXT: %[[G:.*]] = arith.select %{{.*}}, %[[PRE]], %[[DEC]] : index
+// CHECK-NEXT: %[[POOLED:.*]] = gpu.alloc (%[[G]]) : memref<?x32xf32>
+// CHECK: %[[SRCKV:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : memref<?xf32>
+// CHECK: %[[SRCSC:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : memref<?xf32>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_compress_pool {{.*}} args(%[[SRCKV]] : memref<?xf32>, %[[SRCSC]] : memref<?xf32>, {{.*}} : memref<?xf32>, %[[G]] : index, %c2 : index, %c32 : index)
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_truncf_f32_bf16
+// The index-key cache: fp4 e8m0 (block 32), written at start_pos // 2 of 32 rows, republished when a latent exists.
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_fp4_quant {{.*}} threads in (%c128, %c1, %c1) {{.*}}, %c32 : index, %c0_i32 : i32)
+// CHECK: cf.assert {{.*}}, "dsa.cache_write: operand 'start_pos' must be >= 0"
+// CHECK: cf.assert {{.*}}, "dsa.cache_write: operand 'rows' overflows the cache capacity
+// CHECK: %[[IKC:.*]] = gpu.alloc () : memref<32x32xbf16>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_cache_write {{.*}}, %c32 : index, %c32 : index,
+// CHECK: %[[IKCAST:.*]] = memref.cast %[[IKC]] : memref<32x32xbf16> to memref<?x32xbf16>
+// CHECK: %[[SLOT:.*]] = arith.select %{{.*}}, %[[IKCAST]], %arg23 : memref<?x32xbf16>
+// The indexer: q through fp4 e8m0, scores against the slot, visibility, the top-k on the host.
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_fp4_quant
+// CHECK: cf.assert {{.*}}, "dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio"
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_indexer_scores {{.*}}, %cst{{.*}} : f32)
+// CHECK: cf.assert {{.*}}, "dsa.compress_visibility: operand 'scores' has a width that differs from (start_pos + s) // ratio"
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_compress_visibility {{.*}}, %arg1 : i64, %c2_i64 : i64)
+// CHECK: cf.assert {{.*}}, "dsa.indexer_topk: operand 'scores' has a width that differs from (start_pos + s) // ratio"
+// CHECK: %[[K:.*]] = arith.minui %{{.*}}, %c6 : index
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_extf_bf16_f32
+// CHECK: %[[HV:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK-NEXT: gpu.memcpy %[[HV]], %{{.*}} : memref<?x?xf32>, memref<?x?xf32>
+// CHECK-NEXT: %[[HP:.*]] = memref.alloc(%{{.*}}, %[[K]]) : memref<?x?xi64>
+// CHECK-NEXT: %[[K64:.*]] = arith.index_cast %[[K]] : index to i64
+// CHECK-NEXT: %[[RC:.*]] = call @dsa_cpu_topk_set(%[[HV]], %[[K64]], %[[HP]]) : (memref<?x?xf32>, i64, memref<?x?xi64>) -> i32
+// CHECK-NEXT: %[[OK:.*]] = arith.cmpi eq, %[[RC]], %c0_i32 : i32
+// CHECK-NEXT: cf.assert %[[OK]], "dsa.indexer_topk: the host top-k (the runtime's dsa_cpu_topk_set, torch's CPU tie order) failed"
+// CHECK-NEXT: %[[DP:.*]] = gpu.alloc (%{{.*}}, %[[K]]) : memref<?x?xi64>
+// CHECK-NEXT: gpu.memcpy %[[DP]], %[[HP]] : memref<?x?xi64>, memref<?x?xi64>
+// CHECK-NEXT: memref.dealloc %[[HV]] : memref<?x?xf32>
+// CHECK-NEXT: memref.dealloc %[[HP]] : memref<?x?xi64>
+// offset: s in prefill, window_size 8 in decode.
+// CHECK-NEXT: %[[OFF:.*]] = arith.select %{{.*}}, %{{.*}}, %c8_i64 : i64
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_topk_map {{.*}}, %arg1 : i64, %c2_i64 : i64, %[[OFF]] : i64)
+// The compressed KV: fp4 e4m3 (block 16) into its own cache; attention reads the window rows ++ the leading
+// (start_pos + s) // 2 cache rows, window indices ++ compressed indices.
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_fp4_quant {{.*}}, %c16 : index, %c1_i32 : i32)
+// CHECK: %[[KVC:.*]] = gpu.alloc () : memref<32x32xbf16>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_cache_write
+// CHECK: cf.assert {{.*}}, "tensor.extract_slice: the slice has more rows than its source"
+// CHECK: memref.reinterpret_cast %[[KVC]] to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<32x32xbf16> to memref<?x32xbf16>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_rows_bf16
+// CHECK: cf.assert {{.*}}, "tensor.concat: the inputs' row counts differ"
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_cols_i32
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_sparse_attn
+// The returned state (new compressor states, both caches) and slots are not freed; the step's scratch is.
+// CHECK-NOT: gpu.dealloc %[[NKV]]
+// CHECK-NOT: gpu.dealloc %[[NSC]]
+// CHECK-NOT: gpu.dealloc %[[IKC]]
+// CHECK-NOT: gpu.dealloc %[[KVC]]
+// CHECK: gpu.dealloc %[[POOLED]] : memref<?x32xf32>
+// CHECK: gpu.dealloc %[[DP]] : memref<?x?xi64>
+// CHECK: return %{{.*}}, %{{.*}}, %[[NKV]], %[[NSC]], %[[KVC]], %[[IKC]], %{{.*}}, %[[SLOT]], %{{.*}}, %arg25
+
+// CHECK-LABEL: func.func @attention_L4(
+// Ratio 1: no compressor state, no pooling; the candidate source's level-one top-k over blocks of 2.
+// CHECK-NOT: dsa_compress_pool
+// CHECK: cf.assert {{.*}}, "dsa.select_candidate_blocks: operand 'scores' has a width that differs from (start_pos + s) // ratio"
+// CHECK: %[[NB:.*]] = arith.ceildivui %{{.*}}, %c2 : index
+// CHECK: %[[KB:.*]] = arith.minui %[[NB]], %c3 : index
+// CHECK: %[[BS:.*]] = gpu.alloc (%{{.*}}, %[[NB]]) : memref<?x?xf32>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_candidate_block_scores {{.*}}, %c2 : index, %arg1 : i64, %c1_i64 : i64)
+// CHECK: %[[BHV:.*]] = memref.alloc(%{{.*}}, %[[NB]]) : memref<?x?xf32>
+// CHECK-NEXT: gpu.memcpy %[[BHV]], %[[BS]] : memref<?x?xf32>, memref<?x?xf32>
+// CHECK: call @dsa_cpu_topk_set(%[[BHV]], %{{.*}}, %{{.*}}) : (memref<?x?xf32>, i64, memref<?x?xi64>) -> i32
+// CHECK: cf.assert {{.*}}, "dsa.select_candidate_blocks: the host top-k (the runtime's dsa_cpu_topk_set, torch's CPU tie order) failed"
+// CHECK: %[[MASK:.*]] = gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xi1>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_candidate_mask {{.*}} : memref<?xi1>, {{.*}}, %[[NB]] : index, %[[KB]] : index, %c2 : index)
+// CHECK: call @dsa_cpu_topk_set(
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_topk_map {{.*}}, %arg1 : i64, %c1_i64 : i64,
+// CHECK-NOT: gpu.dealloc %[[MASK]]
+// CHECK: return {{.*}}, %[[MASK]] :
+
+// CHECK-LABEL: func.func @attention_L5(
+// A reader of L4's slots: its scores lose the blocks outside the published candidates; its compressed rows are the
+// leading rows of the published compress_kv slot (an argument: viewed, not copied, not freed).
+// CHECK: cf.assert {{.*}}, "dsa.apply_candidates: operand 'mask' has a row count that differs from the scores'"
+// CHECK: cf.assert {{.*}}, "dsa.apply_candidates: operand 'mask' has a width that differs from the scores'"
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_apply_candidates {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xi1>, {{.*}} : memref<?xbf16>, {{.*}} : index)
+// CHECK: call @dsa_cpu_topk_set(
+// CHECK: memref.reinterpret_cast %arg13 to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<?x32xbf16> to memref<?x32xbf16>
+// CHECK-NOT: gpu.dealloc %arg13
+// CHECK: return
+
+// The kernel module holds each kernel once.
+// CHECK: gpu.module @dsa_kernels
+// CHECK-DAG: gpu.func @dsa_compress_state(
+// CHECK-DAG: gpu.func @dsa_compress_pool(
+// CHECK-DAG: gpu.func @dsa_linear_f32(
+// CHECK-DAG: gpu.func @dsa_fp4_quant(
+// CHECK-DAG: gpu.func @dsa_cache_write(
+// CHECK-DAG: gpu.func @dsa_indexer_scores(
+// CHECK-DAG: gpu.func @dsa_compress_visibility(
+// CHECK-DAG: gpu.func @dsa_candidate_block_scores(
+// CHECK-DAG: gpu.func @dsa_candidate_mask(
+// CHECK-DAG: gpu.func @dsa_topk_map(
+// CHECK-DAG: gpu.func @dsa_apply_candidates(
+// CHECK-DAG: func.func private @dsa_round_e2m1(
+// CHECK-DAG: func.func private @dsa_compress_len(
