@@ -483,31 +483,32 @@ void CPUSequence::reset() {
   position_ = 0;
 }
 
-Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, int64_t startPos, SlotSet *shared,
-                                                     std::vector<NamedTensor> *probes) {
-  const std::string where = "cpu sequence @" + signature_.name + ": ";
-  const StepRoles &roles = signature_.step;
+Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_t position,
+                                      interp::ElementType xType, const std::vector<int64_t> &xShape,
+                                      int64_t startPos, int64_t sharedGiven) {
+  const std::string where = "sequence @" + signature.name + ": ";
+  const StepRoles &roles = signature.step;
   if (!roles.present())
-    return makeError(where + "the function has no step roles (x, start_pos, output): use step()");
-  const ValueKind &xk = signature_.args[static_cast<size_t>(roles.x)];
-  if (x.elementType() != xk.elem)
-    return makeError(where + "x: element type " + interp::elementTypeName(x.elementType()) + ", expected " +
+    return makeError(where + "the function has no step roles (x, start_pos, output)");
+  const ValueKind &xk = signature.args[static_cast<size_t>(roles.x)];
+  if (xType != xk.elem)
+    return makeError(where + "x: element type " + interp::elementTypeName(xType) + ", expected " +
                      interp::elementTypeName(xk.elem) + " (" + xk.typeString + ")");
-  if (x.shape().size() != xk.shape.size())
-    return makeError(where + "x: shape " + shapeText(x.shape()) + " has rank " + std::to_string(x.rank()) +
+  if (xShape.size() != xk.shape.size())
+    return makeError(where + "x: shape " + shapeText(xShape) + " has rank " + std::to_string(xShape.size()) +
                      ", expected " + xk.typeString);
   for (size_t d = 0; d < xk.shape.size(); ++d)
-    if (xk.shape[d] >= 0 && x.dim(static_cast<int64_t>(d)) != xk.shape[d])
-      return makeError(where + "x: shape " + shapeText(x.shape()) + ", expected " + xk.typeString +
-                       " (dimension " + std::to_string(d) + ")");
-  const int64_t s = x.dim(0);
+    if (xk.shape[d] >= 0 && xShape[d] != xk.shape[d])
+      return makeError(where + "x: shape " + shapeText(xShape) + ", expected " + xk.typeString + " (dimension " +
+                       std::to_string(d) + ")");
+  const int64_t s = xShape[0];
   if (s < 1)
-    return makeError(where + "x: a step needs at least one token row (shape " + shapeText(x.shape()) + ")");
+    return makeError(where + "x: a step needs at least one token row (shape " + shapeText(xShape) + ")");
   if (startPos < 0)
     return makeError(where + "start_pos: " + std::to_string(startPos) + " is negative");
-  if (startPos != position_)
+  if (startPos != position)
     return makeError(where + "start_pos: " + std::to_string(startPos) + " is not the sequence's next position " +
-                     std::to_string(position_) + " (steps run in order, each starting where the last ended)");
+                     std::to_string(position) + " (steps run in order, each starting where the last ended)");
   if (startPos > std::numeric_limits<int64_t>::max() - s)
     return makeError(where + "start_pos: " + std::to_string(startPos) + " + " + std::to_string(s) +
                      " tokens overflows int64");
@@ -517,11 +518,11 @@ Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, in
                      " positions (max_seq_len)");
   const bool split = startPos > 0 && s > 1;
   if (!roles.shared.empty()) {
-    if (!shared)
+    if (sharedGiven < 0)
       return makeError(where + "shared: the layer reads and publishes " + std::to_string(roles.shared.size()) +
                        " shared slots, none given");
-    if (shared->size() != roles.shared.size())
-      return makeError(where + "shared: " + std::to_string(shared->size()) + " slots given, the layer takes " +
+    if (sharedGiven != static_cast<int64_t>(roles.shared.size()))
+      return makeError(where + "shared: " + std::to_string(sharedGiven) + " slots given, the layer takes " +
                        std::to_string(roles.shared.size()));
     if (split)
       return makeError(where + "shared: a step of " + std::to_string(s) + " tokens at start_pos " +
@@ -529,15 +530,34 @@ Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, in
                        "token-by-token decode, token t reads slots published by later layers at token t - 1): "
                        "step the model one token at a time through every layer");
   }
+  std::vector<SubStep> plan;
+  if (!split)
+    plan.push_back(SubStep{0, s, startPos});
+  else
+    for (int64_t t = 0; t < s; ++t)
+      plan.push_back(SubStep{t, 1, startPos + t});
+  return plan;
+}
 
+Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, int64_t startPos, SlotSet *shared,
+                                                     std::vector<NamedTensor> *probes) {
+  const std::string where = "cpu sequence @" + signature_.name + ": ";
+  Result<std::vector<SubStep>> plan =
+      planStep(signature_, position_, x.elementType(), x.shape(), startPos,
+               shared ? static_cast<int64_t>(shared->size()) : -1);
+  if (!plan)
+    return makeError("cpu " + plan.error());
+  const StepRoles &roles = signature_.step;
+  const int64_t s = x.dim(0);
+  const bool split = plan->size() > 1;
   std::vector<CPUValue> args = args_;
   SlotSet slots = shared ? *shared : SlotSet();
   std::vector<interp::Tensor> outputs, results;
   std::vector<NamedTensor> stepProbes;
-  const int64_t steps = split ? s : 1;
-  for (int64_t t = 0; t < steps; ++t) {
-    args[static_cast<size_t>(roles.x)] = CPUValue(split ? sliceRows(x, t, 1) : x);
-    args[static_cast<size_t>(roles.startPos)] = CPUValue(interp::Tensor::scalarI64(startPos + t));
+  for (const SubStep &sub : *plan) {
+    const int64_t t = sub.firstRow;
+    args[static_cast<size_t>(roles.x)] = CPUValue(split ? sliceRows(x, sub.firstRow, sub.rows) : x);
+    args[static_cast<size_t>(roles.startPos)] = CPUValue(interp::Tensor::scalarI64(sub.startPos));
     for (size_t i = 0; i < roles.shared.size(); ++i)
       args[static_cast<size_t>(roles.shared[i].arg)] = slots[i];
     Result<std::vector<interp::Tensor>> r = runner_(args, probes ? &stepProbes : nullptr);

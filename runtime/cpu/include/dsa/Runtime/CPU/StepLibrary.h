@@ -74,6 +74,21 @@ private:
   std::map<std::string, PackedFunction> entries_;
 };
 
+/// One call of a step function within a sequence step: rows [firstRow, firstRow + rows) of x at `startPos`.
+struct SubStep {
+  int64_t firstRow = 0, rows = 0, startPos = 0;
+};
+
+/// The part of CPUSequence::run that does not depend on where tensors live (shared with sequences of other
+/// backends, e.g. device-resident tensors): checks a step of token rows of element type `xType` and shape `xShape`
+/// at `startPos`, for a sequence whose next position is `position`, against `signature`'s step roles, with
+/// `sharedGiven` shared slots (-1: none given), and returns the calls to make: one {0, s, start_pos}, or s 1-token
+/// calls for a multi-token step at start_pos > 0. Errors: those listed at CPUSequence::run (naming x, start_pos,
+/// max_seq_len, shared), prefixed "sequence @<name>: ".
+Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_t position,
+                                      interp::ElementType xType, const std::vector<int64_t> &xShape,
+                                      int64_t startPos, int64_t sharedGiven);
+
 /// One sequence's steps through one function whose signature has state bindings (FunctionSignature::state): the
 /// state arguments of each step are the bound results of the previous one. `runner` runs the function (a
 /// CPUStepLibrary's or a JIT CPUModule's).
