@@ -281,18 +281,22 @@ struct CompiledLayer {
     return parallel.get();
   }
 
-  void runCPU(const cpu::CPUModule &m, const std::vector<cpu::CPUValue> &args) const {
+  /// Runs the step on the CPU backend; returns `out`.
+  Tensor runCPU(const cpu::CPUModule &m, const std::vector<cpu::CPUValue> &args) const {
     ::dsa::Result<std::vector<Tensor>> r = m.run(fnName, args);
     if (!r)
       die("CPU backend: " + r.error());
     benchmark::DoNotOptimize(r->front().floats());
+    return std::move(r->front());
   }
 
-  void runInterpreter(const std::vector<Tensor> &args) const {
+  /// Runs the step on the interpreter; returns `out`.
+  Tensor runInterpreter(const std::vector<Tensor> &args) const {
     FailureOr<std::vector<Tensor>> r = interp::interpretFunction(interpFn, args, nullptr);
     if (failed(r))
       die("interpreter failed (see the diagnostic above)");
     benchmark::DoNotOptimize(r->front().floats());
+    return std::move(r->front());
   }
 };
 
@@ -453,20 +457,20 @@ struct IndexLayer {
     return states.emplace(context, std::move(st)).first->second;
   }
 
-  void runCPU(const cpu::CPUModule &m, int64_t context) {
+  Tensor runCPU(const cpu::CPUModule &m, int64_t context) {
     const State &st = state(context);
     std::vector<cpu::CPUValue> args = {xDecode, Tensor::scalarI64(context), st.prepared[0]};
     args.insert(args.end(), prepared.begin(), prepared.end());
     args.insert(args.end(), st.prepared.begin() + 1, st.prepared.end());
-    compiled.runCPU(m, args);
+    return compiled.runCPU(m, args);
   }
 
-  void runInterpreter(int64_t context) {
+  Tensor runInterpreter(int64_t context) {
     const State &st = state(context);
     std::vector<Tensor> args = {xDecode, Tensor::scalarI64(context), st.tensors[0]};
     args.insert(args.end(), weights.begin(), weights.end());
     args.insert(args.end(), st.tensors.begin() + 1, st.tensors.end());
-    compiled.runInterpreter(args);
+    return compiled.runInterpreter(args);
   }
 
   /// Whether the decode step at `startPos` completes a compressor group (section 5): then it also projects the
@@ -530,6 +534,18 @@ IndexLayer &indexLayer() {
 struct StepTime {
   double wall = 0, cpu = 0;
 };
+
+/// The interpreter's `out` of the index-source decode, by context, kept from its benchmark to check the CPU
+/// backend's against (bit-exact, docs/cpu-backend.md): what is timed must compute the same layer.
+std::map<int64_t, Tensor> gIndexInterpOut;
+
+/// Whether two tensors have the same shape and the same bits (bf16 values are f32 here: compare as f32 bits).
+bool sameBits(const Tensor &a, const Tensor &b) {
+  if (a.shape() != b.shape() || a.elementType() != b.elementType())
+    return false;
+  return std::memcmp(a.floats(), b.floats(), sizeof(float) * static_cast<size_t>(a.numElements())) ==
+         0;
+}
 
 /// The interpreter's time per step, by benchmark label, from its own benchmark when it ran first (registration
 /// order), else measured here once; zeros with --dsa_skip_interpreter.
@@ -655,7 +671,7 @@ void BM_IndexInterpreter(benchmark::State &state, int64_t context) {
     return;
   IndexLayer &l = indexLayer();
   l.state(context); // fill the state outside the timed region
-  StepTime t = timeSteps(state, [&] { l.runInterpreter(context); });
+  StepTime t = timeSteps(state, [&] { gIndexInterpOut[context] = l.runInterpreter(context); });
   reportInterpreter(state, indexLabel(context), t, l.stepFlops(context));
   state.counters["context"] = static_cast<double>(context);
 }
@@ -665,7 +681,16 @@ void BM_IndexCPU(benchmark::State &state, int64_t context, bool par) {
   const cpu::CPUModule *m = moduleFor(state, l.compiled, par);
   if (!m)
     return;
-  l.runCPU(*m, context); // warm-up (also fills the state)
+  Tensor out = l.runCPU(*m, context); // warm-up (also fills the state)
+  if (auto it = gIndexInterpOut.find(context); it != gIndexInterpOut.end()) {
+    if (!sameBits(out, it->second)) {
+      state.SkipWithError("the CPU backend's out differs from the interpreter's (not bit-exact)");
+      for (auto _ : state) {
+      }
+      return;
+    }
+    state.counters["checked_vs_interp"] = 1;
+  }
   StepTime t = timeSteps(state, [&] { l.runCPU(*m, context); });
   StepTime interp = interpreterTime(indexLabel(context), [&] { l.runInterpreter(context); });
   reportCPU(state, t, l.stepBytes(context), l.stepFlops(context), 1, par, interp);
