@@ -508,7 +508,8 @@ Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_
     return makeError(where + "start_pos: " + std::to_string(startPos) + " is negative");
   if (startPos != position)
     return makeError(where + "start_pos: " + std::to_string(startPos) + " is not the sequence's next position " +
-                     std::to_string(position) + " (steps run in order, each starting where the last ended)");
+                     std::to_string(position) + " (steps run in order, each starting where the last ended" +
+                     (startPos == 0 ? std::string("; reset() starts the sequence over") : std::string()) + ")");
   if (startPos > std::numeric_limits<int64_t>::max() - s)
     return makeError(where + "start_pos: " + std::to_string(startPos) + " + " + std::to_string(s) +
                      " tokens overflows int64");

@@ -412,6 +412,8 @@ TEST(CPURuntime, SequenceRunErrorsNameTheFieldAndKeepState) {
   expectError(rowsOf({1, 2}), 2, "@layer: start_pos: 2 is not the sequence's next position 3");
   expectError(rowsOf({1, 2}), 4, "start_pos: 4 is not the sequence's next position 3");
   expectError(rowsOf({1, 2}), -1, "start_pos: -1 is negative");
+  expectError(rowsOf({1, 2}), 0, "start_pos: 0 is not the sequence's next position 3 (steps run in order, each "
+                                 "starting where the last ended; reset() starts the sequence over)");
   expectError(rowsOf({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}), 3,
               "max_seq_len: positions 3 .. 10 exceed the capacity of 10 positions (max_seq_len)");
   expectError(Tensor(ElementType::F32, {0, 2}), 3, "x: a step needs at least one token row");
