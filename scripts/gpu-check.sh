@@ -21,7 +21,8 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ptx_rel=runtime/cuda/kernels/dsa_kernels.sm_90.ptx
-ptx_input=test/Conversion/DSAToGPU/Inputs/window-layer.mlir
+# Together the window-only layer and the compressed roles use every kernel of the library.
+ptx_inputs="test/Conversion/DSAToGPU/Inputs/window-layer.mlir test/Conversion/DSAToGPU/Inputs/compressed-layers.mlir"
 
 case "${1:-}" in
 --ptx)
@@ -30,8 +31,8 @@ case "${1:-}" in
   [ -x "$opt" ] || { echo "gpu-check --ptx: $opt not found (build dsa-opt first)" >&2; exit 2; }
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  # The window-only layer uses every kernel of the library, so its gpu.binary holds all of them.
-  "$opt" "$root/$ptx_input" --dsa-gpu-pipeline="chip=sm_90" -o "$tmp/out.mlir" || exit 1
+  # One module of both inputs, so that its gpu.binary holds every kernel (ptx-artifact.test does the same).
+  (cd "$root" && cat $ptx_inputs) | "$opt" - --dsa-gpu-pipeline="chip=sm_90" -o "$tmp/out.mlir" || exit 1
   python3 "$root/scripts/extract-ptx.py" "$tmp/out.mlir" --chip sm_90 -o "$tmp/kernels.ptx" || exit 1
   mkdir -p "$(dirname "$root/$ptx_rel")"
   cp "$tmp/kernels.ptx" "$root/$ptx_rel"

@@ -7,6 +7,7 @@
 #include "dsa/Runtime/Cuda/KernelLibrary.h"
 
 #include <climits>
+#include <cmath>
 
 namespace dsa::cuda {
 
@@ -20,6 +21,21 @@ enum Kernel : size_t {
   kRingUpdate,
   kWindowIndices,
   kSparseAttn,
+  kLinearF32,
+  kExtf,
+  kTruncf,
+  kCompressState,
+  kCompressPool,
+  kFp4Quant,
+  kCacheWrite,
+  kIndexerScores,
+  kCompressVisibility,
+  kApplyCandidates,
+  kCandidateBlockScores,
+  kCandidateMask,
+  kTopkMap,
+  kConcatRows,
+  kConcatCols,
   kNumKernels
 };
 
@@ -50,7 +66,12 @@ Status negative(const char *what, std::initializer_list<int64_t> sizes) {
 const std::vector<std::string> &KernelLibrary::kernelNames() {
   static const std::vector<std::string> names = {
       "dsa_positions",  "dsa_gemm_bf16",   "dsa_rms_norm_bf16",  "dsa_apply_rope",
-      "dsa_act_quant_fp8", "dsa_ring_update", "dsa_window_indices", "dsa_sparse_attn"};
+      "dsa_act_quant_fp8", "dsa_ring_update", "dsa_window_indices", "dsa_sparse_attn",
+      "dsa_linear_f32", "dsa_extf_bf16_f32", "dsa_truncf_f32_bf16", "dsa_compress_state", "dsa_compress_pool",
+      "dsa_fp4_quant", "dsa_cache_write", "dsa_indexer_scores", "dsa_compress_visibility", "dsa_apply_candidates",
+      "dsa_candidate_block_scores", "dsa_candidate_mask", "dsa_topk_map", "dsa_concat_rows_bf16",
+      "dsa_concat_cols_i32"};
+  static_assert(kNumKernels == 23, "one name per kernel");
   return names;
 }
 
@@ -66,6 +87,21 @@ std::vector<unsigned> KernelLibrary::parameterBytes(const std::string &kernel) {
       {"dsa_ring_update", "m m m q q q q"},
       {"dsa_window_indices", "m q q q q"},
       {"dsa_sparse_attn", "m m m m m m q q q q q w"},
+      {"dsa_linear_f32", "m m m q q q"},
+      {"dsa_extf_bf16_f32", "m m q"},
+      {"dsa_truncf_f32_bf16", "m m q"},
+      {"dsa_compress_state", "m m m m m m q q q q"},
+      {"dsa_compress_pool", "m m m q q q"},
+      {"dsa_fp4_quant", "m m q q w"},
+      {"dsa_cache_write", "m m m q q q q"},
+      {"dsa_indexer_scores", "m m m m q q q q w"},
+      {"dsa_compress_visibility", "m m q q q q"},
+      {"dsa_apply_candidates", "m m m q"},
+      {"dsa_candidate_block_scores", "m m q q q q q q"},
+      {"dsa_candidate_mask", "m m m q q q q q"},
+      {"dsa_topk_map", "m m q q q q q"},
+      {"dsa_concat_rows_bf16", "m m m q q"},
+      {"dsa_concat_cols_i32", "m m m q q q"},
   };
   std::vector<unsigned> bytes;
   for (auto &[name, sig] : kSignatures) {
@@ -253,6 +289,269 @@ Status KernelLibrary::sparseAttn(DevicePtr q, DevicePtr kv, DevicePtr idx, Devic
   args.memref(scratch, std::max<int64_t>(1, s * H * k));
   args.index(s).index(H).index(hd).index(n).index(k).f32(scale);
   return run(kSparseAttn, {{*gx, 1, 1}, {kAttnBlock, 1, 1}}, args);
+}
+
+//===----------------------------------------------------------------------===//
+// Compressed attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The step checks of the compressed kernels (compress_detail::checkStep).
+Status stepCheck(const char *what, int64_t s, int64_t start) {
+  if (start < 0)
+    return makeError(std::string(what) + ": start_pos is " + std::to_string(start) + ", expected >= 0");
+  if (s < 1)
+    return makeError(std::string(what) + ": a step of " + std::to_string(s) + " tokens, expected >= 1");
+  if (start > 0 && s != 1)
+    return makeError(std::string(what) + ": a step of " + std::to_string(s) + " tokens at start_pos " +
+                     std::to_string(start) + ": multi-token steps at start_pos > 0 are split into decode steps");
+  return Status::success();
+}
+
+/// A 1-D elementwise launch of `total` threads.
+Result<LaunchShape> elementwise(const char *what, int64_t total, unsigned block = kElementwiseBlock) {
+  Result<unsigned> gx = gridDim(what, ceilDiv(total, block), INT_MAX);
+  if (!gx.ok())
+    return makeError(gx.error());
+  return LaunchShape{{*gx, 1, 1}, {block, 1, 1}};
+}
+} // namespace
+
+Status KernelLibrary::linearF32(DevicePtr x, DevicePtr w, DevicePtr y, int64_t M, int64_t N, int64_t K) const {
+  if (Status st = negative("linear_f32", {M, N, K}); !st.ok())
+    return st;
+  Result<LaunchShape> shape = elementwise("linear_f32", M * N);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(x, M * K).memref(w, N * K).memref(y, M * N).index(M).index(N).index(K);
+  return run(kLinearF32, *shape, args);
+}
+
+Status KernelLibrary::extfBf16F32(DevicePtr x, DevicePtr y, int64_t n) const {
+  if (Status st = negative("extf", {n}); !st.ok())
+    return st;
+  Result<LaunchShape> shape = elementwise("extf", n);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(x, n).memref(y, n).index(n);
+  return run(kExtf, *shape, args);
+}
+
+Status KernelLibrary::truncfF32Bf16(DevicePtr x, DevicePtr y, int64_t n) const {
+  if (Status st = negative("truncf", {n}); !st.ok())
+    return st;
+  Result<LaunchShape> shape = elementwise("truncf", n);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(x, n).memref(y, n).index(n);
+  return run(kTruncf, *shape, args);
+}
+
+int64_t KernelLibrary::pooledRows(int64_t s, int64_t start, int64_t ratio) {
+  if (ratio < 1 || s < 0 || start < 0)
+    return 0;
+  if (start == 0)
+    return s / ratio;
+  return (start + 1) % ratio == 0 ? 1 : 0;
+}
+
+Status KernelLibrary::compressPool(DevicePtr kv, DevicePtr score, DevicePtr kvState, DevicePtr scoreState,
+                                   DevicePtr pooled, DevicePtr newKv, DevicePtr newScore, int64_t s, int64_t hd,
+                                   int64_t ratio, int64_t start) const {
+  if (ratio < 2)
+    return makeError("compress_pool: ratio is " + std::to_string(ratio) + ", expected >= 2");
+  if (Status st = negative("compress_pool", {hd}); !st.ok())
+    return st;
+  if (Status st = stepCheck("compress_pool", s, start); !st.ok())
+    return st;
+  Result<LaunchShape> stateShape = elementwise("compress_pool", ratio * hd);
+  if (!stateShape.ok())
+    return makeError(stateShape.error());
+  KernelArgs state;
+  state.memref(kv, s * hd).memref(score, s * hd).memref(kvState, ratio * hd).memref(scoreState, ratio * hd);
+  state.memref(newKv, ratio * hd).memref(newScore, ratio * hd).index(ratio).index(hd).index(s).i64(start);
+  if (Status st = run(kCompressState, *stateShape, state); !st.ok())
+    return st;
+  const int64_t g = pooledRows(s, start, ratio);
+  Result<LaunchShape> poolShape = elementwise("compress_pool", g * hd);
+  if (!poolShape.ok())
+    return makeError(poolShape.error());
+  // Prefill pools the step's rows; decode pools the updated state (the launch above runs first on the stream).
+  const bool prefill = start == 0;
+  KernelArgs pool;
+  pool.memref(prefill ? kv : newKv, prefill ? s * hd : ratio * hd);
+  pool.memref(prefill ? score : newScore, prefill ? s * hd : ratio * hd);
+  pool.memref(pooled, g * hd).index(g).index(ratio).index(hd);
+  return run(kCompressPool, *poolShape, pool);
+}
+
+Status KernelLibrary::fp4Quant(DevicePtr x, DevicePtr y, int64_t nblocks, int64_t block, bool e4m3Scale) const {
+  if (Status st = negative("fp4_quant", {nblocks}); !st.ok())
+    return st;
+  if (block <= 0)
+    return makeError("fp4_quant: block_size is " + std::to_string(block) + ", expected > 0");
+  Result<LaunchShape> shape = elementwise("fp4_quant", nblocks, kQuantBlock);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(x, nblocks * block).memref(y, nblocks * block).index(nblocks).index(block).i32(e4m3Scale ? 1 : 0);
+  return run(kFp4Quant, *shape, args);
+}
+
+Status KernelLibrary::cacheWrite(DevicePtr cache, DevicePtr rows, DevicePtr out, int64_t C, int64_t w, int64_t g,
+                                 int64_t start, int64_t ratio) const {
+  if (Status st = negative("cache_write", {C, w, g}); !st.ok())
+    return st;
+  if (start < 0 || ratio < 1)
+    return makeError("cache_write: start_pos " + std::to_string(start) + " must be >= 0 and ratio " +
+                     std::to_string(ratio) + " >= 1");
+  const int64_t first = start / ratio;
+  if (first + g > C)
+    return makeError("cache_write: rows " + std::to_string(first) + ".." + std::to_string(first + g - 1) +
+                     " overflow the cache capacity of " + std::to_string(C) + " rows");
+  Result<LaunchShape> shape = elementwise("cache_write", C * w);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(cache, C * w).memref(rows, g * w).memref(out, C * w).index(C).index(w).index(first).index(g);
+  return run(kCacheWrite, *shape, args);
+}
+
+Status KernelLibrary::indexerScores(DevicePtr iq, DevicePtr w, DevicePtr keys, DevicePtr out, int64_t s, int64_t IH,
+                                    int64_t ihd, int64_t n, int64_t start, int64_t ratio, float weightScale) const {
+  if (Status st = negative("indexer_scores", {s, IH, ihd, n}); !st.ok())
+    return st;
+  if (start < 0 || ratio < 1)
+    return makeError("indexer_scores: start_pos " + std::to_string(start) + " must be >= 0 and ratio " +
+                     std::to_string(ratio) + " >= 1");
+  if (!std::isfinite(weightScale))
+    return makeError("indexer_scores: weight_scale is not finite");
+  const int64_t width = scoresWidth(s, start, ratio);
+  if (n < width)
+    return makeError("indexer_scores: keys has " + std::to_string(n) + " rows, fewer than width " +
+                     std::to_string(width));
+  Result<LaunchShape> shape = elementwise("indexer_scores", s * width);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(iq, s * IH * ihd).memref(w, s * IH).memref(keys, n * ihd).memref(out, s * width);
+  args.index(s).index(IH).index(ihd).index(width).f32(weightScale);
+  return run(kIndexerScores, *shape, args);
+}
+
+namespace {
+Status scoresCheck(const char *what, int64_t s, int64_t width, int64_t start, int64_t ratio) {
+  if (ratio < 1)
+    return makeError(std::string(what) + ": ratio is " + std::to_string(ratio) + ", expected >= 1");
+  if (Status st = stepCheck(what, s, start); !st.ok())
+    return st;
+  if (width != KernelLibrary::scoresWidth(s, start, ratio))
+    return makeError(std::string(what) + ": width is " + std::to_string(width) + ", (start_pos + s) // ratio is " +
+                     std::to_string(KernelLibrary::scoresWidth(s, start, ratio)));
+  return Status::success();
+}
+} // namespace
+
+Status KernelLibrary::compressVisibility(DevicePtr scores, DevicePtr out, int64_t s, int64_t width, int64_t start,
+                                         int64_t ratio) const {
+  if (Status st = scoresCheck("compress_visibility", s, width, start, ratio); !st.ok())
+    return st;
+  Result<LaunchShape> shape = elementwise("compress_visibility", s * width);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(scores, s * width).memref(out, s * width).index(s).index(width).i64(start).i64(ratio);
+  return run(kCompressVisibility, *shape, args);
+}
+
+Status KernelLibrary::applyCandidates(DevicePtr scores, DevicePtr mask, DevicePtr out, int64_t n) const {
+  if (Status st = negative("apply_candidates", {n}); !st.ok())
+    return st;
+  Result<LaunchShape> shape = elementwise("apply_candidates", n);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(scores, n).memref(mask, n).memref(out, n).index(n);
+  return run(kApplyCandidates, *shape, args);
+}
+
+Status KernelLibrary::candidateBlockScores(DevicePtr scores, DevicePtr blockScores, int64_t s, int64_t width,
+                                           int64_t blockSize, int64_t start, int64_t ratio) const {
+  if (Status st = scoresCheck("select_candidate_blocks", s, width, start, ratio); !st.ok())
+    return st;
+  if (blockSize < 1)
+    return makeError("select_candidate_blocks: block_size is " + std::to_string(blockSize) + ", expected >= 1");
+  const int64_t nBlocks = ceilDiv(width, blockSize);
+  Result<LaunchShape> shape = elementwise("select_candidate_blocks", s * nBlocks);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(scores, s * width).memref(blockScores, s * nBlocks).index(s).index(width).index(nBlocks);
+  args.index(blockSize).i64(start).i64(ratio);
+  return run(kCandidateBlockScores, *shape, args);
+}
+
+Status KernelLibrary::candidateMask(DevicePtr blockScores, DevicePtr picks, DevicePtr mask, int64_t s, int64_t width,
+                                    int64_t blockSize, int64_t k) const {
+  if (Status st = negative("select_candidate_blocks", {s, width, k}); !st.ok())
+    return st;
+  if (blockSize < 1)
+    return makeError("select_candidate_blocks: block_size is " + std::to_string(blockSize) + ", expected >= 1");
+  const int64_t nBlocks = ceilDiv(width, blockSize);
+  if (k > nBlocks)
+    return makeError("select_candidate_blocks: k " + std::to_string(k) + " exceeds the " + std::to_string(nBlocks) +
+                     " blocks");
+  Result<LaunchShape> shape = elementwise("select_candidate_blocks", s * width);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(blockScores, s * nBlocks).memref(picks, s * k).memref(mask, s * width);
+  args.index(s).index(width).index(nBlocks).index(k).index(blockSize);
+  return run(kCandidateMask, *shape, args);
+}
+
+Status KernelLibrary::topkMap(DevicePtr picks, DevicePtr out, int64_t s, int64_t k, int64_t start, int64_t ratio,
+                              int64_t windowSize) const {
+  if (Status st = negative("indexer_topk", {k}); !st.ok())
+    return st;
+  if (ratio < 1 || windowSize < 1)
+    return makeError("indexer_topk: ratio " + std::to_string(ratio) + " and window_size " +
+                     std::to_string(windowSize) + " must be >= 1");
+  if (Status st = stepCheck("indexer_topk", s, start); !st.ok())
+    return st;
+  Result<LaunchShape> shape = elementwise("indexer_topk", s * k);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(picks, s * k).memref(out, s * k).index(s).index(k).i64(start).i64(ratio);
+  args.i64(start == 0 ? s : windowSize);
+  return run(kTopkMap, *shape, args);
+}
+
+Status KernelLibrary::concatRowsBf16(DevicePtr a, DevicePtr b, DevicePtr out, int64_t na, int64_t nb) const {
+  if (Status st = negative("concat", {na, nb}); !st.ok())
+    return st;
+  Result<LaunchShape> shape = elementwise("concat", na + nb);
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(a, na).memref(b, nb).memref(out, na + nb).index(na).index(nb);
+  return run(kConcatRows, *shape, args);
+}
+
+Status KernelLibrary::concatColsI32(DevicePtr a, DevicePtr b, DevicePtr out, int64_t rows, int64_t wa,
+                                    int64_t wb) const {
+  if (Status st = negative("concat", {rows, wa, wb}); !st.ok())
+    return st;
+  Result<LaunchShape> shape = elementwise("concat", rows * (wa + wb));
+  if (!shape.ok())
+    return makeError(shape.error());
+  KernelArgs args;
+  args.memref(a, rows * wa).memref(b, rows * wb).memref(out, rows * (wa + wb)).index(rows).index(wa).index(wb);
+  return run(kConcatCols, *shape, args);
 }
 
 } // namespace dsa::cuda

@@ -10,12 +10,20 @@
 //   within one bf16 ulp: apply_rope (cos/sin are f64 libdevice rounded to f32, the reference uses glibc's cosf/sinf);
 //   within the spec's tolerance (section 12): sparse_attn (exp likewise) and a whole window-only layer chained
 //   over a prefill and two decode steps (indices exact).
+// Compressed attention (include/dsa/Interpreter/CompressKernels.h):
+//   bit-exact: f32 linear, the bf16<->f32 casts, both fp4 round trips (every bf16 input, wide-range blocks),
+//              compress_pool's state update, cache_write, indexer_scores, compress_visibility, apply_candidates,
+//              select_candidate_blocks and indexer_topk (block scores / widened scores on the GPU, the top-k set on
+//              the host with the reference's numerics::torchCpuTopkSet, the mask / mapping on the GPU), concat;
+//   within the section 12 tolerance: compress_pool's pooled rows (exp as above).
 //
 // Skipped (GTEST_SKIP) without a CUDA device; DSA_REQUIRE_CUDA_DEVICE=1 turns that into a failure.
 //
 //===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Interpreter/CompressKernels.h"
 #include "dsa/Interpreter/Kernels.h"
 #include "dsa/Numerics/BF16.h"
+#include "dsa/Numerics/TopK.h"
 #include "dsa/Runtime/Cuda/KernelLibrary.h"
 
 #include <gtest/gtest.h>
@@ -480,4 +488,298 @@ TEST_F(CudaKernels, WindowLayerChainMatchesTheReference) {
     expectWithinTolerance(downBf16(dout, s * dim), out, step + " attn_out");
     gpuRing = std::move(dring);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Compressed attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+Tensor f32Tensor(std::vector<int64_t> shape, const std::vector<float> &v) {
+  return Tensor::fromFloats(ElementType::F32, std::move(shape), v);
+}
+
+/// Random f32 values (not bf16-rounded) uniform in [-scale, scale].
+std::vector<float> randomF32(size_t n, float scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+/// bf16 scores full of ties: small integers, with a share of -inf (masked positions).
+std::vector<float> tiedScores(size_t n, uint32_t seed, int distinct, double negInfShare) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> v(0, distinct - 1);
+  std::bernoulli_distribution inf(negInfShare);
+  std::vector<float> out(n);
+  for (float &x : out)
+    x = inf(rng) ? -std::numeric_limits<float>::infinity() : static_cast<float>(v(rng)) * 0.5f;
+  return out;
+}
+} // namespace
+
+TEST_F(CudaKernels, LinearF32IsBitExact) {
+  const int64_t shapes[][3] = {{12, 32, 64}, {1, 32, 64}, {7, 5, 9}, {3, 3, 5}, {40, 64, 4096}};
+  uint32_t seed = 1000;
+  for (auto &sh : shapes) {
+    const int64_t M = sh[0], N = sh[1], K = sh[2];
+    std::vector<float> x = randomF32(M * K, 3.0f, seed++), w = randomF32(N * K, 0.5f, seed++);
+    DeviceBuffer dx = upRaw(x), dw = upRaw(w), dy = alloc(M * N * 4);
+    ASSERT_TRUE(lib->linearF32(dx.ptr(), dw.ptr(), dy.ptr(), M, N, K).ok());
+    Tensor want = expectOk(interp::linear(f32Tensor({M, K}, x), f32Tensor({N, K}, w)));
+    expectBitExact(downRaw<float>(dy, M * N), want, "linear f32 " + std::to_string(M) + "x" + std::to_string(N) +
+                                                         "x" + std::to_string(K));
+  }
+}
+
+TEST_F(CudaKernels, CastsAreExact) {
+  // extf: every bf16 pattern; truncf: f32 patterns around every bf16 rounding boundary (ties, +-1 ulp), specials.
+  std::vector<uint16_t> bits(65536);
+  for (uint32_t b = 0; b < 65536; ++b)
+    bits[b] = static_cast<uint16_t>(b);
+  DeviceBuffer db = upRaw(bits), df = alloc(65536 * 4);
+  ASSERT_TRUE(lib->extfBf16F32(db.ptr(), df.ptr(), 65536).ok());
+  std::vector<float> wide = downRaw<float>(df, 65536);
+  for (uint32_t b = 0; b < 65536; ++b)
+    ASSERT_TRUE(sameBits(wide[b], numerics::bf16BitsToF32(static_cast<uint16_t>(b)))) << "bf16 pattern " << b;
+  std::vector<float> x;
+  for (uint32_t b = 0; b < 65536; b += 7)
+    for (uint32_t low : {0x0000u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) {
+      uint32_t u = (b << 16) | low;
+      float f;
+      std::memcpy(&f, &u, 4);
+      x.push_back(f);
+    }
+  DeviceBuffer dx = upRaw(x), dy = alloc(x.size() * 2);
+  ASSERT_TRUE(lib->truncfF32Bf16(dx.ptr(), dy.ptr(), static_cast<int64_t>(x.size())).ok());
+  std::vector<float> got = downBf16(dy, x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_TRUE(sameBits(got[i], numerics::roundBf16(x[i])) || (std::isnan(x[i]) && std::isnan(got[i])))
+        << "truncf of " << x[i] << ": " << got[i] << " vs " << numerics::roundBf16(x[i]);
+}
+
+TEST_F(CudaKernels, Fp4QuantIsBitExactOnEveryBf16AndWideBlocks) {
+  // Every bf16 bit pattern once (NaN and inf included), then blocks spanning 2^-140 .. 2^12 (the amax floors, the
+  // e4m3 scale's subnormals, e2m1's ties and saturation).
+  std::vector<float> x;
+  for (uint32_t b = 0; b < 65536; ++b)
+    x.push_back(numerics::bf16BitsToF32(static_cast<uint16_t>(b)));
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> e(-140, 12);
+  std::uniform_real_distribution<float> m(-2.0f, 2.0f);
+  for (int i = 0; i < 32 * 512; ++i)
+    x.push_back(numerics::roundBf16(std::ldexp(m(rng), e(rng))));
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (bool e4m3 : {false, true}) {
+    const int64_t block = e4m3 ? 16 : 32;
+    DeviceBuffer dx = upBf16(x), dy = alloc(n * 2);
+    ASSERT_TRUE(lib->fp4Quant(dx.ptr(), dy.ptr(), n / block, block, e4m3).ok());
+    Tensor in = bf16Tensor({n / block, block}, x);
+    Tensor want = expectOk(e4m3 ? interp::fp4QuantE4M3(in, block) : interp::fp4QuantE8M0(in, block));
+    expectBitExact(downBf16(dy, n), want, e4m3 ? "fp4_quant_e4m3" : "fp4_quant_e8m0");
+  }
+  DeviceBuffer d = alloc(64);
+  EXPECT_FALSE(lib->fp4Quant(d.ptr(), d.ptr(), 1, 0, false).ok());
+}
+
+TEST_F(CudaKernels, CompressPoolMatchesTheReference) {
+  // Prefills of every remainder, then decode steps through two completing groups, the state threaded on both sides;
+  // the states are copies (bit-exact), the pooled rows go through exp (section 12 tolerance).
+  uint32_t seed = 1100;
+  for (int64_t ratio : {2, 4})
+    for (int64_t hd : {32, 128})
+      for (int64_t s0 : {1, 2, 3, 5, 8, 13}) {
+        std::vector<float> kvState(ratio * hd, 0.0f), scoreState(ratio * hd, -std::numeric_limits<float>::infinity());
+        int64_t start = 0, s = s0;
+        for (int step = 0; step < 2 * static_cast<int>(ratio) + 1; ++step) {
+          std::vector<float> kv = randomF32(s * hd, 4.0f, seed++), score = randomF32(s * hd, 6.0f, seed++);
+          if (step == 0 && s > 1)
+            score[hd + 1] = -std::numeric_limits<float>::infinity(); // a member with weight 0
+          DeviceBuffer dkv = upRaw(kv), dsc = upRaw(score), dks = upRaw(kvState), dss = upRaw(scoreState);
+          const int64_t g = KernelLibrary::pooledRows(s, start, ratio);
+          DeviceBuffer dp = alloc(std::max<int64_t>(1, g * hd) * 4), dnk = alloc(ratio * hd * 4),
+                       dns = alloc(ratio * hd * 4);
+          ASSERT_TRUE(lib->compressPool(dkv.ptr(), dsc.ptr(), dks.ptr(), dss.ptr(), dp.ptr(), dnk.ptr(), dns.ptr(), s,
+                                        hd, ratio, start)
+                          .ok());
+          auto want = interp::compressPool(f32Tensor({s, hd}, kv), f32Tensor({s, hd}, score),
+                                           f32Tensor({ratio, hd}, kvState), f32Tensor({ratio, hd}, scoreState), start,
+                                           ratio);
+          ASSERT_TRUE(want.ok()) << want.error();
+          const std::string what = "compress_pool r=" + std::to_string(ratio) + " hd=" + std::to_string(hd) +
+                                   " start=" + std::to_string(start) + " s=" + std::to_string(s);
+          ASSERT_EQ(want->pooled.dim(0), g) << what;
+          expectBitExact(downRaw<float>(dnk, ratio * hd), want->kvState, what + " kv_state");
+          expectBitExact(downRaw<float>(dns, ratio * hd), want->scoreState, what + " score_state");
+          if (g > 0)
+            expectWithinTolerance(downRaw<float>(dp, g * hd), want->pooled, what + " pooled");
+          kvState = want->kvState.floatVector();
+          scoreState = want->scoreState.floatVector();
+          start += s;
+          s = 1;
+        }
+      }
+  DeviceBuffer d = alloc(64);
+  EXPECT_FALSE(lib->compressPool(d.ptr(), d.ptr(), d.ptr(), d.ptr(), d.ptr(), d.ptr(), d.ptr(), 2, 1, 2, 5).ok());
+  EXPECT_FALSE(lib->compressPool(d.ptr(), d.ptr(), d.ptr(), d.ptr(), d.ptr(), d.ptr(), d.ptr(), 1, 1, 1, 0).ok());
+}
+
+TEST_F(CudaKernels, CacheWriteIsExact) {
+  const int64_t C = 32, w = 32;
+  std::vector<float> cache = randomBf16(C * w, 2.0f, 1200);
+  for (auto [start, g, ratio] :
+       {std::tuple<int64_t, int64_t, int64_t>{0, 6, 2}, {13, 1, 2}, {62, 1, 2}, {0, 0, 4}, {31, 1, 1}}) {
+    std::vector<float> rows = randomBf16(std::max<int64_t>(1, g * w), 1.0f, 1201 + static_cast<uint32_t>(start));
+    DeviceBuffer dc = upBf16(cache), dr = upBf16(rows), dout = alloc(C * w * 2);
+    ASSERT_TRUE(lib->cacheWrite(dc.ptr(), dr.ptr(), dout.ptr(), C, w, g, start, ratio).ok());
+    rows.resize(g * w);
+    Tensor want = expectOk(interp::cacheWrite(bf16Tensor({C, w}, cache), bf16Tensor({g, w}, rows), start, ratio));
+    expectBitExact(downBf16(dout, C * w), want, "cache_write start " + std::to_string(start));
+  }
+  DeviceBuffer d = alloc(64);
+  EXPECT_FALSE(lib->cacheWrite(d.ptr(), d.ptr(), d.ptr(), 4, 1, 2, 6, 2).ok()); // rows 3..4 of 4
+  EXPECT_FALSE(lib->cacheWrite(d.ptr(), d.ptr(), d.ptr(), 4, 1, 1, -1, 2).ok());
+}
+
+TEST_F(CudaKernels, IndexerScoresIsBitExact) {
+  struct Case {
+    int64_t s, IH, ihd, n, start, ratio;
+  };
+  const Case cases[] = {{12, 2, 32, 12, 0, 1}, {12, 2, 32, 32, 0, 2}, {1, 2, 32, 64, 13, 1}, {1, 2, 32, 32, 13, 2},
+                        {3, 2, 32, 8, 0, 4},   {5, 64, 128, 40, 0, 1}, {1, 64, 128, 300, 511, 2}};
+  uint32_t seed = 1300;
+  for (const Case &c : cases) {
+    std::vector<float> iq = randomBf16(c.s * c.IH * c.ihd, 2.0f, seed++), w = randomBf16(c.s * c.IH, 3.0f, seed++),
+                       keys = randomBf16(c.n * c.ihd, 2.0f, seed++);
+    if (c.n > 2) { // specials: an inf key element, a NaN one, a huge one (overflowing products)
+      keys[0] = std::numeric_limits<float>::infinity();
+      keys[c.ihd + 3] = std::numeric_limits<float>::quiet_NaN();
+      keys[2 * c.ihd] = numerics::roundBf16(3e38f);
+    }
+    const float scale = static_cast<float>(1.0 / std::sqrt(double(c.ihd)) / std::sqrt(double(c.IH)));
+    const int64_t width = KernelLibrary::scoresWidth(c.s, c.start, c.ratio);
+    DeviceBuffer dq = upBf16(iq), dw = upBf16(w), dk = upBf16(keys), dout = alloc(std::max<int64_t>(1, c.s * width) * 2);
+    ASSERT_TRUE(lib->indexerScores(dq.ptr(), dw.ptr(), dk.ptr(), dout.ptr(), c.s, c.IH, c.ihd, c.n, c.start, c.ratio,
+                                   scale)
+                    .ok());
+    Tensor want = expectOk(interp::indexerScores(bf16Tensor({c.s, c.IH, c.ihd}, iq), bf16Tensor({c.s, c.IH}, w),
+                                                 bf16Tensor({c.n, c.ihd}, keys), c.start, c.ratio, scale));
+    expectBitExact(downBf16(dout, c.s * width), want,
+                   "indexer_scores s=" + std::to_string(c.s) + " IH=" + std::to_string(c.IH) + " start=" +
+                       std::to_string(c.start) + " ratio=" + std::to_string(c.ratio));
+  }
+  DeviceBuffer d = alloc(64);
+  EXPECT_FALSE(lib->indexerScores(d.ptr(), d.ptr(), d.ptr(), d.ptr(), 4, 1, 1, 3, 0, 1, 1.0f).ok()); // n < width
+}
+
+TEST_F(CudaKernels, VisibilityAndCandidatesAreExact) {
+  uint32_t seed = 1400;
+  for (auto [s, start, ratio] : {std::tuple<int64_t, int64_t, int64_t>{12, 0, 1}, {12, 0, 2}, {13, 0, 4}, {1, 12, 2},
+                                 {1, 63, 1}}) {
+    const int64_t width = KernelLibrary::scoresWidth(s, start, ratio);
+    std::vector<float> sc = randomBf16(s * width, 5.0f, seed++);
+    DeviceBuffer dsc = upBf16(sc), dv = alloc(std::max<int64_t>(1, s * width) * 2);
+    ASSERT_TRUE(lib->compressVisibility(dsc.ptr(), dv.ptr(), s, width, start, ratio).ok());
+    Tensor vis = expectOk(interp::compressVisibility(bf16Tensor({s, width}, sc), start, ratio));
+    expectBitExact(downBf16(dv, s * width), vis, "compress_visibility start " + std::to_string(start));
+    std::mt19937 rng(seed++);
+    std::vector<uint8_t> mask(s * width);
+    std::vector<int64_t> mask64(s * width);
+    for (size_t i = 0; i < mask.size(); ++i)
+      mask64[i] = mask[i] = static_cast<uint8_t>(rng() & 1u);
+    DeviceBuffer dm = upRaw(mask), da = alloc(std::max<int64_t>(1, s * width) * 2);
+    ASSERT_TRUE(lib->applyCandidates(dv.ptr(), dm.ptr(), da.ptr(), s * width).ok());
+    Tensor want = expectOk(interp::applyCandidates(vis, Tensor::fromInts(ElementType::I1, {s, width}, mask64)));
+    expectBitExact(downBf16(da, s * width), want, "apply_candidates");
+  }
+  DeviceBuffer d = alloc(64);
+  EXPECT_FALSE(lib->compressVisibility(d.ptr(), d.ptr(), 2, 1, 0, 1).ok()); // width 1 != 2
+  EXPECT_FALSE(lib->compressVisibility(d.ptr(), d.ptr(), 2, 7, 5, 1).ok()); // two tokens at start 5
+}
+
+namespace {
+/// The host half of both top-k ops: the reference's top-k set of each row of values [rows, n].
+std::vector<int64_t> hostTopk(const std::vector<float> &values, int64_t rows, int64_t n, int64_t k) {
+  std::vector<int64_t> picks;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto set = numerics::torchCpuTopkSet(values.data() + r * n, n, k);
+    EXPECT_TRUE(set.ok()) << set.error();
+    if (!set.ok())
+      return {};
+    picks.insert(picks.end(), set->begin(), set->end());
+  }
+  return picks;
+}
+} // namespace
+
+TEST_F(CudaKernels, SelectCandidateBlocksThroughTheHostTopkIsExact) {
+  // Scores full of ties and -inf (the cases where only torch's order decides), NaN, compress_len 0, partial blocks.
+  uint32_t seed = 1500;
+  for (auto [s, start, ratio, bs, topk] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{12, 0, 1, 2, 3}, {12, 0, 2, 2, 3}, {1, 12, 1, 2, 3},
+        {1, 40, 1, 3, 4}, {13, 0, 4, 1, 2}, {64, 0, 1, 4, 5}}) {
+    const int64_t width = KernelLibrary::scoresWidth(s, start, ratio);
+    const int64_t nBlocks = (width + bs - 1) / bs, k = std::min(topk, nBlocks);
+    std::vector<float> sc = tiedScores(s * width, seed++, 3, 0.3);
+    if (s * width > 5)
+      sc[5] = std::numeric_limits<float>::quiet_NaN();
+    Tensor scores = expectOk(interp::compressVisibility(bf16Tensor({s, width}, sc), start, ratio));
+    DeviceBuffer dsc = upBf16(scores.floatVector()), dbs = alloc(std::max<int64_t>(1, s * nBlocks) * 4);
+    ASSERT_TRUE(lib->candidateBlockScores(dsc.ptr(), dbs.ptr(), s, width, bs, start, ratio).ok());
+    std::vector<int64_t> picks = hostTopk(downRaw<float>(dbs, s * nBlocks), s, nBlocks, k);
+    DeviceBuffer dp = upRaw(picks.empty() ? std::vector<int64_t>{0} : picks),
+                 dm = alloc(std::max<int64_t>(1, s * width));
+    ASSERT_TRUE(lib->candidateMask(dbs.ptr(), dp.ptr(), dm.ptr(), s, width, bs, k).ok());
+    std::vector<uint8_t> got = downRaw<uint8_t>(dm, s * width);
+    Tensor want = expectOk(interp::selectCandidateBlocks(scores, start, ratio, topk, bs));
+    for (int64_t i = 0; i < s * width; ++i)
+      ASSERT_EQ(static_cast<int64_t>(got[i]), want.ints()[i])
+          << "select_candidate_blocks s=" << s << " start=" << start << " element " << i;
+  }
+}
+
+TEST_F(CudaKernels, IndexerTopkThroughTheHostTopkIsExact) {
+  uint32_t seed = 1600;
+  for (auto [s, start, ratio, topk, W] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{12, 0, 1, 6, 8}, {12, 0, 2, 6, 8}, {1, 12, 1, 6, 8},
+        {1, 13, 2, 6, 8}, {1, 3, 4, 6, 8}, {64, 0, 1, 40, 128}, {1, 4000, 1, 40, 128}}) {
+    const int64_t width = KernelLibrary::scoresWidth(s, start, ratio), k = std::min(topk, width);
+    std::vector<float> sc = tiedScores(s * width, seed++, 4, 0.2);
+    Tensor scores = expectOk(interp::compressVisibility(bf16Tensor({s, width}, sc), start, ratio));
+    DeviceBuffer dsc = upBf16(scores.floatVector()), dv = alloc(std::max<int64_t>(1, s * width) * 4);
+    ASSERT_TRUE(lib->extfBf16F32(dsc.ptr(), dv.ptr(), s * width).ok());
+    std::vector<int64_t> picks = hostTopk(downRaw<float>(dv, s * width), s, width, k);
+    DeviceBuffer dp = upRaw(picks.empty() ? std::vector<int64_t>{0} : picks),
+                 dout = alloc(std::max<int64_t>(1, s * k) * 4);
+    ASSERT_TRUE(lib->topkMap(dp.ptr(), dout.ptr(), s, k, start, ratio, W).ok());
+    std::vector<int32_t> got = downRaw<int32_t>(dout, s * k);
+    Tensor want = expectOk(interp::indexerTopk(scores, start, ratio, topk, W));
+    for (int64_t i = 0; i < s * k; ++i)
+      ASSERT_EQ(static_cast<int64_t>(got[i]), want.ints()[i])
+          << "indexer_topk s=" << s << " start=" << start << " element " << i;
+  }
+}
+
+TEST_F(CudaKernels, ConcatIsExact) {
+  std::vector<float> a = randomBf16(8 * 32, 1.0f, 1700), b = randomBf16(6 * 32, 1.0f, 1701);
+  DeviceBuffer da = upBf16(a), db = upBf16(b), dout = alloc(14 * 32 * 2);
+  ASSERT_TRUE(lib->concatRowsBf16(da.ptr(), db.ptr(), dout.ptr(), 8 * 32, 6 * 32).ok());
+  std::vector<float> got = downBf16(dout, 14 * 32);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(sameBits(got[i], i < a.size() ? a[i] : b[i - a.size()])) << i;
+  const int64_t rows = 12, wa = 8, wb = 6;
+  std::vector<int32_t> ia(rows * wa), ib(rows * wb);
+  for (size_t i = 0; i < ia.size(); ++i)
+    ia[i] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < ib.size(); ++i)
+    ib[i] = -static_cast<int32_t>(i) - 1;
+  DeviceBuffer dia = upRaw(ia), dib = upRaw(ib), dio = alloc(rows * (wa + wb) * 4);
+  ASSERT_TRUE(lib->concatColsI32(dia.ptr(), dib.ptr(), dio.ptr(), rows, wa, wb).ok());
+  std::vector<int32_t> igot = downRaw<int32_t>(dio, rows * (wa + wb));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < wa + wb; ++c)
+      ASSERT_EQ(igot[r * (wa + wb) + c], c < wa ? ia[r * wa + c] : ib[r * wb + c - wa]) << r << "," << c;
 }

@@ -60,6 +60,60 @@ public:
   Status sparseAttn(DevicePtr q, DevicePtr kv, DevicePtr idx, DevicePtr sink, DevicePtr o, DevicePtr scratch,
                     int64_t s, int64_t H, int64_t hd, int64_t n, int64_t k, float scale) const;
 
+  // ---- compressed attention (sections 2, 5-9; design-compressed.md) -------------------------------------------
+  // The top-k SETS are not taken on the device: select_candidate_blocks is candidateBlockScores, then the host's
+  // torch-order top-k of each row (numerics::torchCpuTopkSet on the downloaded f32 block scores), then
+  // candidateMask on the uploaded picks; indexer_topk is extfBf16F32 of the scores, the host top-k, then topkMap.
+
+  /// linear, f32 (section 2; the ratio >= 2 compressor): x [M, K], w [N, K] -> y [M, N] f32, dotF32's order.
+  Status linearF32(DevicePtr x, DevicePtr w, DevicePtr y, int64_t M, int64_t N, int64_t K) const;
+  /// bf16 -> f32 and f32 -> bf16 (RNE) of n elements (the compressor's casts; the scores for the host top-k).
+  Status extfBf16F32(DevicePtr x, DevicePtr y, int64_t n) const;
+  Status truncfF32Bf16(DevicePtr x, DevicePtr y, int64_t n) const;
+  /// The number of rows compress_pool pools in a step: s // ratio in prefill (start 0), else 1 when
+  /// (start + 1) % ratio == 0, else 0.
+  static int64_t pooledRows(int64_t s, int64_t start, int64_t ratio);
+  /// compress_pool (section 5): kv, score [s, hd] f32, kvState, scoreState [ratio, hd] f32 -> newKv, newScore
+  /// [ratio, hd] and pooled [pooledRows(s, start, ratio), hd] f32 (two launches: the state, then the pool).
+  /// Errors: ratio < 2, start < 0, s < 1, s > 1 at start > 0, a negative hd.
+  Status compressPool(DevicePtr kv, DevicePtr score, DevicePtr kvState, DevicePtr scoreState, DevicePtr pooled,
+                      DevicePtr newKv, DevicePtr newScore, int64_t s, int64_t hd, int64_t ratio, int64_t start) const;
+  /// fp4_quant_e8m0 (e4m3Scale false, block 32 in the model) / fp4_quant_e4m3 (true, block 16) round trips
+  /// (section 2): x, y bf16 of nblocks * block elements.
+  Status fp4Quant(DevicePtr x, DevicePtr y, int64_t nblocks, int64_t block, bool e4m3Scale) const;
+  /// cache_write (sections 6, 8): cache [C, w], rows [g, w] bf16 -> out [C, w] with rows start // ratio .. replaced
+  /// (out aliases neither). Errors: start < 0, ratio < 1, start // ratio + g > C.
+  Status cacheWrite(DevicePtr cache, DevicePtr rows, DevicePtr out, int64_t C, int64_t w, int64_t g, int64_t start,
+                    int64_t ratio) const;
+  /// The scores' width (start + s) // ratio (sections 6-7).
+  static int64_t scoresWidth(int64_t s, int64_t start, int64_t ratio) { return (start + s) / ratio; }
+  /// indexer_scores (section 6 steps 3-4): iq [s, IH, ihd], w [s, IH], keys [n, ihd] bf16 -> out [s, width] bf16,
+  /// width = scoresWidth(s, start, ratio). Errors: start < 0, ratio < 1, n < width, a non-finite weightScale.
+  Status indexerScores(DevicePtr iq, DevicePtr w, DevicePtr keys, DevicePtr out, int64_t s, int64_t IH, int64_t ihd,
+                       int64_t n, int64_t start, int64_t ratio, float weightScale) const;
+  /// compress_visibility (section 6 step 5): scores, out bf16 [s, width]. Errors: the step checks (start >= 0,
+  /// s >= 1, one token at start > 0), width != scoresWidth.
+  Status compressVisibility(DevicePtr scores, DevicePtr out, int64_t s, int64_t width, int64_t start,
+                            int64_t ratio) const;
+  /// apply_candidates (section 6 step 6): scores bf16, mask i1 (one byte per element) of n elements -> out.
+  Status applyCandidates(DevicePtr scores, DevicePtr mask, DevicePtr out, int64_t n) const;
+  /// select_candidate_blocks, first half (section 7): scores bf16 [s, width] -> blockScores f32 [s, nBlocks],
+  /// nBlocks = ceil(width / blockSize) (max per block, the newest visible block pinned to +inf). Errors: the step
+  /// checks, width != scoresWidth, blockSize < 1.
+  Status candidateBlockScores(DevicePtr scores, DevicePtr blockScores, int64_t s, int64_t width, int64_t blockSize,
+                              int64_t start, int64_t ratio) const;
+  /// select_candidate_blocks, second half: blockScores f32 [s, nBlocks], picks i64 [s, k] (the host's top-k sets)
+  /// -> mask i1 [s, width]. Errors: k > nBlocks, blockSize < 1.
+  Status candidateMask(DevicePtr blockScores, DevicePtr picks, DevicePtr mask, int64_t s, int64_t width,
+                       int64_t blockSize, int64_t k) const;
+  /// indexer_topk's mapping (section 6 step 7): picks i64 [s, k] -> out i32 [s, k], p + offset (s in prefill,
+  /// windowSize in decode) when p < compress_len[t], else -1. Errors: the step checks, ratio/windowSize < 1.
+  Status topkMap(DevicePtr picks, DevicePtr out, int64_t s, int64_t k, int64_t start, int64_t ratio,
+                 int64_t windowSize) const;
+  /// tensor.concat: rows (bf16 a [na] ++ b [nb], flat) and columns (i32 a [rows, wa] ++ b [rows, wb]).
+  Status concatRowsBf16(DevicePtr a, DevicePtr b, DevicePtr out, int64_t na, int64_t nb) const;
+  Status concatColsI32(DevicePtr a, DevicePtr b, DevicePtr out, int64_t rows, int64_t wa, int64_t wb) const;
+
 private:
   KernelLibrary(const Context *ctx, Module module) : ctx_(ctx), module_(std::move(module)) {}
   Status run(size_t kernel, const LaunchShape &shape, KernelArgs &args) const;
