@@ -1,7 +1,7 @@
 //===- DSAToGPU.cpp - dsa -> gpu dialect kernels -------------------------------===//
 //
-// `dsa-to-gpu` rewrites every function that computes with the window-only dsa primitives (the output of
-// `dsa-decompose-attention` for compress_ratio 0 layers) into host code on memrefs that launches the kernels of
+// `dsa-to-gpu` rewrites every function that computes with the dsa primitives (the output of
+// `dsa-decompose-attention`, window-only and compressed layers) into host code on memrefs that launches the kernels of
 // Kernels.mlir (compiled into this file, see CMakeLists.txt):
 //
 //   tensor<...xT> function arguments/results -> memref<...xT> (identity layout; device memory: the caller passes
@@ -18,16 +18,29 @@
 //   dsa.sparse_attn     -> gpu.alloc (output, f32 scratch) + @dsa_sparse_attn
 //   dsa.grouped_output  -> gpu.alloc + @dsa_gemm_bf16 (one batch per group)
 //   dsa.probe           -> dropped (compiled backends do not record probes)
-//   tensor.dim / expand_shape / collapse_shape -> their memref counterparts; scalar ops are kept.
+//   compressed attention (sections 2, 5-9):
+//   dsa.linear (f32)    -> gpu.alloc + @dsa_linear_f32 (the ratio >= 2 compressor)
+//   dsa.compress_pool   -> @dsa_compress_state (new states), then @dsa_compress_pool over the completed groups
+//   dsa.fp4_quant_*     -> @dsa_fp4_quant (scale kind as an argument)
+//   dsa.cache_write     -> @dsa_cache_write (a new cache)
+//   dsa.indexer_scores, dsa.compress_visibility, dsa.apply_candidates -> one kernel each
+//   dsa.select_candidate_blocks -> @dsa_candidate_block_scores, host top-k, @dsa_candidate_mask
+//   dsa.indexer_topk    -> @dsa_extf_bf16_f32, host top-k, @dsa_topk_map
+//     (host top-k: download the f32 values, call the CPU runtime's dsa_cpu_topk_set = torch's CPU tie order,
+//     assert its status, upload the i64 picks; only tie_order = torch_cpu is accepted)
+//   arith.extf / truncf on tensors -> @dsa_extf_bf16_f32 / @dsa_truncf_f32_bf16; tensor.cast -> memref.cast;
+//   arith.select of tensors on an i1 -> a select of buffers; tensor.extract_slice of leading rows -> a
+//   reinterpret_cast view; tensor.concat of two tensors -> @dsa_concat_rows_bf16 / @dsa_concat_cols_i32
+//   tensor.dim / expand_shape / collapse_shape -> their memref counterparts; scalar ops are kept; unused pure ops
+//   are skipped.
 //
 // Facts the verifiers cannot check for dynamic shapes (matching row counts, start_pos >= 0, one-token decode
-// steps) become cf.assert on the host, with a message naming the op and operand. Intermediate buffers that are
-// not returned are freed before the return. The ops are emitted synchronously; `gpu-async-region` (in
-// --dsa-gpu-pipeline) threads them onto one stream.
+// steps, scores widths, cache capacity) become cf.assert on the host, with a message naming the op and operand.
+// Intermediate buffers that are not returned are freed before the return. The ops are emitted synchronously;
+// `gpu-async-region` (in --dsa-gpu-pipeline) threads them onto one stream.
 //
-// Not lowered yet (a diagnostic names the op): the compressed-attention primitives (compress_pool, fp4 quantisers,
-// cache_write, indexer_*, candidates), f32 linear and f32 rms_norm (ratio >= 2 compressor only), dsa.attention
-// (run dsa-decompose-attention first), control flow and calls on tensors.
+// Not lowered (a diagnostic names the op): rms_norm and fp4 round trips of an f32 x, dsa.attention (run
+// dsa-decompose-attention first), other slices / concats / elementwise selects, control flow and calls on tensors.
 //
 //===----------------------------------------------------------------------===//
 #include "dsa/Conversion/Passes.h"
