@@ -11,6 +11,7 @@
 #include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
+#include "dsa/Golden/Golden.h"
 #include "dsa/Interpreter/Interpreter.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
@@ -112,7 +113,8 @@ protected:
 
   /// Builds the layer, emits its step library (probes as results) and opens it; `weights` receives random weights
   /// (weights, compressor, index_keys, indexer groups in argument order) and `decomposed` the interpreter's module.
-  void build(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed) {
+  void build(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed,
+             const std::vector<Tensor> *given = nullptr) {
     module = ModuleOp::create(UnknownLoc::get(&context));
     OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
     FailureOr<mlir::dsa::AttentionOperandTypes> types =
@@ -124,11 +126,16 @@ protected:
     for (const auto *group : {&types->weights, &types->compressor, &types->indexKeys, &types->indexer})
       for (Type t : *group)
         weights.push_back(randomWeight(rng, t));
+    if (given) {
+      ASSERT_EQ(given->size(), weights.size());
+      weights = *given;
+    }
     cpu::CPUCompileOptions options;
     options.probesAsResults = true;
     const std::string dir = ::testing::TempDir() + "dsa-cpu-runtime-aot-" + std::to_string(::getpid());
-    ::dsa::Result<std::string> json = cpu::emitCPUStepLibrary(*module, dir, "layer_r" +
-                                                              std::to_string(config.compressRatio), options);
+    // One file name per layer function: a library still loaded is never confused with a new one of the same path.
+    ::dsa::Result<std::string> json = cpu::emitCPUStepLibrary(
+        *module, dir, config.functionName() + "_r" + std::to_string(config.compressRatio), options);
     ASSERT_TRUE(json.ok()) << json.error();
     auto lib = cpu::CPUStepLibrary::open(*json);
     ASSERT_TRUE(lib.ok()) << lib.error();
@@ -308,6 +315,80 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerThreadsStateAndSlotsAndReportsErrors) {
   // Within the capacity the sequence goes on.
   auto last = seq.run(randomTensor(rng, ElementType::BF16, {1, 64}, 1.0f), 13, &*slots);
   ASSERT_TRUE(last.ok()) << last.error();
+}
+
+/// The golden's layer 0 (window-only, its real weights) as a step library: prefill12, then decode12 and decode13
+/// MERGED into one 2-token step at start_pos 12, which the runtime splits; the two output rows and each token's
+/// probes match the golden's decode12 and decode13 captures (section 12 tolerance, golden::compareCapture).
+TEST_F(CPURuntimeAOTTest, GoldenLayer0DecodesMergedIntoOneStepMatchTheGolden) {
+  auto loaded = ::dsa::golden::GoldenFile::load(std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const ::dsa::golden::GoldenFile &file = *loaded;
+  const ::dsa::golden::Fixture &f = file.fixture();
+  ASSERT_EQ(f.compressRatios[0], 0);
+  mlir::dsa::AttentionLayerConfig c;
+  c.layerId = 0;
+  c.dim = f.dim;
+  c.nHeads = f.nHeads;
+  c.headDim = f.headDim;
+  c.ropeHeadDim = f.ropeHeadDim;
+  c.qLoraRank = f.qLoraRank;
+  c.oGroups = f.oGroups;
+  c.oLoraRank = f.oLoraRank;
+  c.windowSize = f.windowSize;
+  c.normEps = f.normEps;
+  c.ropeTheta = f.ropeTheta;
+  std::vector<Tensor> goldenWeights;
+  for (const char *suffix : {"attn.attn_sink", "attn.wq_a.weight", "attn.q_norm.weight", "attn.wq_b.weight",
+                             "attn.wkv.weight", "attn.kv_norm.weight", "attn.wo_a.weight", "attn.wo_b.weight"}) {
+    const ::dsa::golden::WeightMeta *meta = file.weight(std::string("layers.0.") + suffix);
+    ASSERT_TRUE(meta) << suffix;
+    auto w = ::dsa::golden::regenerateWeight(*meta);
+    ASSERT_TRUE(w.ok()) << w.error();
+    goldenWeights.push_back(w.take());
+  }
+  build(c, 0, &goldenWeights);
+  cpu::CPUSequence seq = sequence();
+
+  auto rowsOf = [&](const std::string &regime, const std::string &name) {
+    auto capture = file.capture(regime, name);
+    EXPECT_TRUE(capture.ok()) << capture.error();
+    std::vector<int64_t> shape = (*capture)->shape;
+    shape.erase(shape.begin());
+    EXPECT_EQ((*capture)->stride, 1);
+    return Tensor::fromFloats(ElementType::BF16, shape,
+                              std::vector<float>((*capture)->data.begin(), (*capture)->data.end()));
+  };
+  auto expectPass = [&](const std::string &regime, const std::string &name, const Tensor &got) {
+    auto want = file.capture(regime, name);
+    ASSERT_TRUE(want.ok()) << want.error();
+    ::dsa::golden::Verdict v = ::dsa::golden::compareCapture(regime, **want, got);
+    EXPECT_EQ(v.status, ::dsa::golden::Verdict::Pass) << ::dsa::golden::formatVerdict(v);
+  };
+  for (const ::dsa::golden::Regime &r : file.regimes()) {
+    if (r.name == "decode12" || r.name == "decode13") {
+      EXPECT_EQ(r.startPos, r.name == "decode12" ? 12 : 13);
+    }
+  }
+
+  auto prefill = seq.run(rowsOf("prefill12", "L0.attn_in"), 0);
+  ASSERT_TRUE(prefill.ok()) << prefill.error();
+  expectPass("prefill12", "L0.attn_out", (*prefill)[0]);
+
+  const Tensor d12 = rowsOf("decode12", "L0.attn_in"), d13 = rowsOf("decode13", "L0.attn_in");
+  std::vector<float> both(d12.floats(), d12.floats() + 64);
+  both.insert(both.end(), d13.floats(), d13.floats() + 64);
+  std::vector<cpu::NamedTensor> probes;
+  auto merged = seq.run(Tensor::fromFloats(ElementType::BF16, {2, 64}, both), 12, nullptr, &probes);
+  ASSERT_TRUE(merged.ok()) << merged.error();
+  ASSERT_EQ((*merged)[0].shape(), (std::vector<int64_t>{2, 64}));
+  expectPass("decode12", "L0.attn_out", rows((*merged)[0], 0, 1));
+  expectPass("decode13", "L0.attn_out", rows((*merged)[0], 1, 1));
+  // Five probes per token, in token order.
+  ASSERT_EQ(probes.size(), 10u);
+  for (size_t p = 0; p < probes.size(); ++p)
+    expectPass(p < 5 ? "decode12" : "decode13", probes[p].name, probes[p].value);
+  EXPECT_EQ(seq.position(), 14);
 }
 
 } // namespace
