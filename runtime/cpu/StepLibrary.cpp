@@ -406,11 +406,35 @@ Result<interp::Tensor> concatRows(const std::vector<interp::Tensor> &parts, cons
 
 } // namespace
 
+namespace {
+
+/// Step roles within the signature's argument/result lists, x a tensor with a token dimension (a signature built
+/// in code rather than parsed from a description may get these wrong).
+Status checkRoles(const FunctionSignature &sig, const std::string &where) {
+  const StepRoles &r = sig.step;
+  const int64_t numArgs = static_cast<int64_t>(sig.args.size()), numResults = static_cast<int64_t>(sig.numResults);
+  if (r.x < 0 || r.x >= numArgs || r.startPos < 0 || r.startPos >= numArgs || r.output < 0 || r.output >= numResults)
+    return makeError(where + "step roles x #" + std::to_string(r.x) + " / start_pos #" + std::to_string(r.startPos) +
+                     " / output #" + std::to_string(r.output) + " outside the function's arguments or results");
+  if (!sig.args[static_cast<size_t>(r.x)].isTensor || sig.args[static_cast<size_t>(r.x)].shape.empty())
+    return makeError(where + "x: argument #" + std::to_string(r.x) + " is not a tensor of token rows");
+  for (const std::vector<StateBinding> *list : {&sig.state, &r.shared})
+    for (const StateBinding &b : *list)
+      if (b.arg < 0 || b.arg >= numArgs || b.result < 0 || b.result >= numResults)
+        return makeError(where + "binding arg " + std::to_string(b.arg) + " / result " + std::to_string(b.result) +
+                         " out of range");
+  return Status::success();
+}
+
+} // namespace
+
 Result<CPUSequence> CPUSequence::start(FunctionSignature signature, Runner runner, std::map<size_t, CPUValue> fixed) {
   const std::string where = "cpu sequence @" + signature.name + ": ";
   const StepRoles &roles = signature.step;
   if (!roles.present())
     return makeError(where + "the function has no step roles (x, start_pos, output): use create()");
+  if (Status st = checkRoles(signature, where); !st)
+    return makeError(st.error());
   std::vector<std::string> role(signature.args.size());
   role[static_cast<size_t>(roles.x)] = "x";
   role[static_cast<size_t>(roles.startPos)] = "start_pos";
@@ -490,6 +514,8 @@ Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_
   const StepRoles &roles = signature.step;
   if (!roles.present())
     return makeError(where + "the function has no step roles (x, start_pos, output)");
+  if (Status st = checkRoles(signature, where); !st)
+    return makeError(st.error());
   const ValueKind &xk = signature.args[static_cast<size_t>(roles.x)];
   if (xType != xk.elem)
     return makeError(where + "x: element type " + interp::elementTypeName(xType) + ", expected " +

@@ -453,6 +453,30 @@ TEST(CPURuntime, SequenceRunErrorsNameTheFieldAndKeepState) {
   EXPECT_TRUE(sameBits(*seq2->state(2)->tensor(), ring2));
   EXPECT_TRUE(sameBits(*seq2->state(4)->tensor(), score2));
   EXPECT_TRUE(probes.empty());
+  // Roles outside the signature (a signature built in code) are refused by start() and planStep().
+  cpu::FunctionSignature badRoles = sig;
+  badRoles.step.output = 3;
+  auto bad = cpu::CPUSequence::start(badRoles, ToyLayer(), {{3, Tensor::fromFloats(ElementType::F32, {2}, {1, 1})}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("step roles x #0 / start_pos #1 / output #3 outside"), std::string::npos) << bad.error();
+  auto badPlan = cpu::planStep(badRoles, 0, ElementType::F32, {1, 2}, 0, -1);
+  ASSERT_FALSE(badPlan.ok());
+  badRoles = sig;
+  badRoles.step.x = 1;
+  auto badX = cpu::planStep(badRoles, 0, ElementType::F32, {}, 0, -1);
+  ASSERT_FALSE(badX.ok());
+  EXPECT_NE(badX.error().find("x: argument #1 is not a tensor of token rows"), std::string::npos) << badX.error();
+  // planStep's plan: one call for a prefill, one per token at start_pos > 0.
+  auto plan = cpu::planStep(sig, 4, ElementType::F32, {3, 2}, 4, -1);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  ASSERT_EQ(plan->size(), 3u);
+  EXPECT_EQ((*plan)[2].firstRow, 2);
+  EXPECT_EQ((*plan)[2].rows, 1);
+  EXPECT_EQ((*plan)[2].startPos, 6);
+  auto prefillPlan = cpu::planStep(sig, 0, ElementType::F32, {3, 2}, 0, -1);
+  ASSERT_TRUE(prefillPlan.ok());
+  ASSERT_EQ(prefillPlan->size(), 1u);
+  EXPECT_EQ((*prefillPlan)[0].rows, 3);
   // Without roles run() refuses; with roles the old step() still works as the low-level call.
   cpu::FunctionSignature plain = sig;
   plain.step = cpu::StepRoles();
