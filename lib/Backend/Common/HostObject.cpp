@@ -1,0 +1,119 @@
+//===- HostObject.cpp - shared AOT steps of the CPU and GPU step libraries --------------------------------===//
+#include "HostObject.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
+
+namespace dsa::backend {
+
+Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(const HostTarget &target, unsigned optLevel,
+                                                                     std::string &resolvedCpu, const std::string &what) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget)
+    return makeError(what + ": no LLVM target for " + triple.str() + ": " + error);
+  std::string features;
+  if (target.cpu.empty()) {
+    resolvedCpu = llvm::sys::getHostCPUName().str();
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+  } else {
+    resolvedCpu = target.cpu;
+    features = target.features;
+  }
+  const unsigned opt = std::min(optLevel, 3u);
+  std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
+      triple, resolvedCpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      static_cast<llvm::CodeGenOptLevel>(opt)));
+  if (!tm)
+    return makeError(what + ": cannot create a target machine for " + triple.str() + " / " + resolvedCpu);
+  return tm;
+}
+
+void configureModule(llvm::Module &m, llvm::TargetMachine &tm) {
+  m.setTargetTriple(tm.getTargetTriple());
+  m.setDataLayout(tm.createDataLayout());
+}
+
+void addPackedEntries(llvm::Module &m, const std::vector<cpu::FunctionSignature> &functions) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::Type *ptr = b.getPtrTy();
+  for (const cpu::FunctionSignature &sig : functions) {
+    llvm::Function *fn = m.getFunction(sig.name);
+    if (!fn || fn->isDeclaration())
+      continue;
+    auto *entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
+                                         llvm::GlobalValue::ExternalLinkage, "_mlir_" + sig.name, m);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+    llvm::Value *list = entry->getArg(0);
+    llvm::SmallVector<llvm::Value *> args;
+    for (auto [i, arg] : llvm::enumerate(fn->args())) {
+      llvm::Value *slot = b.CreateLoad(ptr, b.CreateGEP(ptr, list, b.getInt64(i)));
+      args.push_back(b.CreateLoad(arg.getType(), slot));
+    }
+    llvm::Value *result = b.CreateCall(fn, args);
+    if (!result->getType()->isVoidTy()) {
+      llvm::Value *slot = b.CreateLoad(ptr, b.CreateGEP(ptr, list, b.getInt64(fn->arg_size())));
+      b.CreateStore(result, slot);
+    }
+    b.CreateRetVoid();
+  }
+}
+
+Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel, const std::string &objPath,
+                             const std::string &what) {
+  const unsigned opt = std::min(optLevel, 3u);
+  if (llvm::Error err = mlir::makeOptimizingTransformer(opt, /*sizeLevel=*/0, &tm)(&m))
+    return makeError(what + ": LLVM optimisation failed: " + llvm::toString(std::move(err)));
+  std::error_code ec;
+  llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return makeError(what + ": cannot write '" + objPath + "': " + ec.message());
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return makeError(what + ": the target cannot emit object files");
+  codegen.run(m);
+  os.flush();
+  if (os.has_error())
+    return makeError(what + ": writing '" + objPath + "' failed: " + os.error().message());
+  return Status::success();
+}
+
+Status linkSharedObject(const std::string &objPath, const std::string &soPath, const std::vector<std::string> &extraArgs,
+                        const std::string &what) {
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return makeError(what + ": no C compiler 'cc' on PATH to link " + soPath + " from " + objPath);
+  std::vector<std::string> argStrings = {*cc, "-shared", "-o", soPath, objPath};
+  argStrings.insert(argStrings.end(), extraArgs.begin(), extraArgs.end());
+  llvm::SmallVector<llvm::StringRef> args(argStrings.begin(), argStrings.end());
+  std::string execError;
+  int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &execError);
+  if (status != 0) {
+    std::string cmd;
+    for (const std::string &a : argStrings)
+      cmd += (cmd.empty() ? "" : " ") + a;
+    return makeError(what + ": linking failed (exit status " + std::to_string(status) + "): " + cmd +
+                     (execError.empty() ? "" : ": " + execError));
+  }
+  return Status::success();
+}
+
+} // namespace dsa::backend

@@ -1,0 +1,57 @@
+//===- HostObject.h - shared AOT steps of the CPU and GPU step libraries (private to lib/Backend) ----------===//
+//
+// What emitCPUStepLibrary (lib/Backend/CPU/AOT.cpp) and emitGPUStepLibrary (lib/Backend/GPU) both do with an LLVM
+// module translated from the lowered MLIR: add the packed entries of the calling convention
+// (runtime/cpu/include/dsa/Runtime/CPU/Values.h), optimise it like MLIR's ExecutionEngine (no fast-math: the f32
+// order is kept), write an x86-64 object file and link it into a shared object with the system C compiler.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#ifndef DSA_LIB_BACKEND_COMMON_HOSTOBJECT_H
+#define DSA_LIB_BACKEND_COMMON_HOSTOBJECT_H
+
+#include "dsa/Runtime/CPU/Values.h"
+#include "dsa/Support/Result.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace dsa::backend {
+
+/// The CPU an object is compiled for.
+struct HostTarget {
+  /// LLVM's CPU name; empty: the host CPU (llvm::sys::getHostCPUName) with the host's features.
+  std::string cpu;
+  /// Target features ("+avx2,..."); used only with an explicit `cpu`.
+  std::string features;
+};
+
+/// A target machine for the process triple (PIC), `target` and optimisation level `optLevel` (0..3, clamped).
+/// `resolvedCpu` receives the CPU name used. Errors name the triple/CPU. `what` prefixes messages.
+Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(const HostTarget &target, unsigned optLevel,
+                                                                     std::string &resolvedCpu, const std::string &what);
+
+/// Adds `void _mlir_<name>(void **args)` for every function of `functions` defined in `m` (args[i] points to the
+/// i-th LLVM argument; the last pointer receives the result, when there is one): the packed convention of Values.h.
+void addPackedEntries(llvm::Module &m, const std::vector<cpu::FunctionSignature> &functions);
+
+/// Sets `m`'s triple and data layout from `tm` (call before adding code that depends on it).
+void configureModule(llvm::Module &m, llvm::TargetMachine &tm);
+
+/// Optimises `m` (mlir::makeOptimizingTransformer at `optLevel`) and writes it as an object file to `objPath`.
+Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel, const std::string &objPath,
+                             const std::string &what);
+
+/// Links `objPath` into the shared object `soPath` with `cc -shared`, then `extraArgs` (archives, -l options).
+/// Errors: no `cc` on PATH; a failed link, with its exit status and the command line.
+Status linkSharedObject(const std::string &objPath, const std::string &soPath, const std::vector<std::string> &extraArgs,
+                        const std::string &what);
+
+} // namespace dsa::backend
+
+#endif

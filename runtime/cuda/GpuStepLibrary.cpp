@@ -1,0 +1,547 @@
+//===- GpuStepLibrary.cpp - AOT dsa GPU step libraries (MLIR-free) ----------------------------------------===//
+#include "dsa/Runtime/Cuda/GpuStepLibrary.h"
+
+#include "dsa/Numerics/BF16.h"
+
+#include <nlohmann/json.hpp>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace dsa::cuda {
+
+namespace {
+
+using interp::ElementType;
+using interp::Tensor;
+
+int64_t elementBytes(ElementType t) {
+  switch (t) {
+  case ElementType::BF16:
+    return 2;
+  case ElementType::F32:
+  case ElementType::I32:
+    return 4;
+  case ElementType::I1:
+    return 1;
+  case ElementType::I64:
+  case ElementType::Index:
+    return 8;
+  }
+  return 8;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s + "]";
+}
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// `t`'s elements in the device memory format.
+std::vector<uint8_t> encode(const Tensor &t) {
+  const int64_t n = t.numElements(), eb = elementBytes(t.elementType());
+  std::vector<uint8_t> bytes(static_cast<size_t>(n * eb));
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t *dst = bytes.data() + i * eb;
+    switch (t.elementType()) {
+    case ElementType::BF16: {
+      const uint16_t bits = numerics::f32ToBf16Bits(t.floats()[i]);
+      std::memcpy(dst, &bits, 2);
+      break;
+    }
+    case ElementType::F32:
+      std::memcpy(dst, &t.floats()[i], 4);
+      break;
+    case ElementType::I1:
+      *dst = t.ints()[i] ? 1 : 0;
+      break;
+    case ElementType::I32: {
+      const int32_t v = static_cast<int32_t>(t.ints()[i]);
+      std::memcpy(dst, &v, 4);
+      break;
+    }
+    case ElementType::I64:
+    case ElementType::Index:
+      std::memcpy(dst, &t.ints()[i], 8);
+      break;
+    }
+  }
+  return bytes;
+}
+
+/// One element of type `type` at `src` into element `i` of `t`.
+void decodeElement(ElementType type, const uint8_t *src, Tensor &t, int64_t i) {
+  switch (type) {
+  case ElementType::BF16: {
+    uint16_t bits;
+    std::memcpy(&bits, src, 2);
+    t.floats()[i] = numerics::bf16BitsToF32(bits);
+    return;
+  }
+  case ElementType::F32:
+    std::memcpy(&t.floats()[i], src, 4);
+    return;
+  case ElementType::I1:
+    t.ints()[i] = (*src & 1) ? 1 : 0;
+    return;
+  case ElementType::I32: {
+    int32_t v;
+    std::memcpy(&v, src, 4);
+    t.ints()[i] = v;
+    return;
+  }
+  case ElementType::I64:
+  case ElementType::Index:
+    std::memcpy(&t.ints()[i], src, 8);
+    return;
+  }
+}
+
+size_t alignUp(size_t offset, size_t align) { return (offset + align - 1) & ~(align - 1); }
+
+std::pair<size_t, size_t> fieldLayout(const cpu::ValueKind &kind) {
+  if (kind.isTensor)
+    return {8 * (3 + 2 * kind.shape.size()), 8};
+  const size_t bytes = static_cast<size_t>(elementBytes(kind.elem));
+  return {bytes, bytes};
+}
+
+std::string readFile(const std::string &path, bool &ok) {
+  std::ifstream in(path, std::ios::binary);
+  ok = static_cast<bool>(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string directoryOf(const std::string &path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+/// Checks `value` against `kind` ("argument #i"); on success `shape`/`type` describe it.
+Status checkArgument(const GpuValue &value, const cpu::ValueKind &kind, const std::string &what) {
+  const ElementType type = value.isDevice() ? value.device()->elementType() : value.host()->elementType();
+  const std::vector<int64_t> &shape = value.isDevice() ? value.device()->shape() : value.host()->shape();
+  if (type != kind.elem)
+    return makeError(what + " has element type " + interp::elementTypeName(type) + ", expected " +
+                     interp::elementTypeName(kind.elem) + " (" + kind.typeString + ")");
+  if (!kind.isTensor) {
+    if (!shape.empty() || value.isDevice())
+      return makeError(what + " has shape " + shapeString(shape) + ", expected a host scalar (" + kind.typeString +
+                       ")");
+    return Status::success();
+  }
+  if (shape.size() != kind.shape.size())
+    return makeError(what + " has rank " + std::to_string(shape.size()) + " (shape " + shapeString(shape) +
+                     "), expected " + kind.typeString);
+  for (size_t d = 0; d < kind.shape.size(); ++d)
+    if (kind.shape[d] >= 0 && shape[d] != kind.shape[d])
+      return makeError(what + " has shape " + shapeString(shape) + ", expected " + kind.typeString + " (dimension " +
+                       std::to_string(d) + ")");
+  return Status::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------------------------------------------===//
+// Description
+//===----------------------------------------------------------------------------------------------------------===//
+
+Result<std::pair<int, int>> parseChip(const std::string &chip) {
+  const std::string bad = "chip: expected \"sm_<major><minor>\" (e.g. sm_90), got \"" + chip + "\"";
+  if (chip.size() < 5 || chip.compare(0, 3, "sm_") != 0)
+    return makeError(bad);
+  std::string digits = chip.substr(3);
+  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f'))
+    digits.pop_back(); // sm_90a, sm_100f: the architecture-specific variants
+  if (digits.size() < 2 || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return makeError(bad);
+  return std::make_pair(std::stoi(digits.substr(0, digits.size() - 1)), digits.back() - '0');
+}
+
+std::string describeGpuStepLibrary(const GpuStepLibraryDescription &d) {
+  nlohmann::json j = nlohmann::json::parse(cpu::describeStepLibrary(d.base));
+  j["format"] = kGpuStepLibraryFormat;
+  j["backend"] = d.backend;
+  j["chip"] = d.chip;
+  j["binary_format"] = d.binaryFormat;
+  return j.dump(2) + "\n";
+}
+
+Result<GpuStepLibraryDescription> parseGpuStepLibrary(const std::string &text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return makeError("gpu step description: not a JSON object");
+  if (!j.contains("format") || j["format"] != kGpuStepLibraryFormat)
+    return makeError(std::string("format: expected \"") + kGpuStepLibraryFormat + "\"" +
+                     (j.contains("format") && j["format"] == cpu::kStepLibraryFormat
+                          ? " (this is a CPU step library: load it with dsa::cpu::CPUStepLibrary)"
+                          : ""));
+  GpuStepLibraryDescription d;
+  if (!j.contains("backend") || !j["backend"].is_string() || j["backend"] != "cuda")
+    return makeError("backend: expected \"cuda\"");
+  d.backend = "cuda";
+  if (!j.contains("chip") || !j["chip"].is_string())
+    return makeError("chip: missing or not a string");
+  d.chip = j["chip"].get<std::string>();
+  if (Result<std::pair<int, int>> c = parseChip(d.chip); !c)
+    return makeError(c.error());
+  if (!j.contains("binary_format") || !j["binary_format"].is_string())
+    return makeError("binary_format: missing or not a string");
+  d.binaryFormat = j["binary_format"].get<std::string>();
+  if (d.binaryFormat != "bin" && d.binaryFormat != "isa" && d.binaryFormat != "fatbin")
+    return makeError("binary_format: expected \"bin\", \"isa\" or \"fatbin\", got \"" + d.binaryFormat + "\"");
+  // The rest is a CPU step description's (library, target_cpu, functions): parsed by its parser.
+  j["format"] = cpu::kStepLibraryFormat;
+  Result<cpu::StepLibraryDescription> base = cpu::parseStepLibrary(j.dump());
+  if (!base)
+    return makeError(base.error());
+  d.base = base.take();
+  if (d.base.parallel)
+    return makeError("parallel: a GPU step library has no OpenMP host code (expected false)");
+  return d;
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// GpuTensor, GpuValue
+//===----------------------------------------------------------------------------------------------------------===//
+
+int64_t GpuTensor::numElements() const { return product(shape_); }
+
+Result<GpuTensor> GpuTensor::upload(MgpuRuntime &runtime, const Tensor &t) {
+  const std::vector<uint8_t> bytes = encode(t);
+  Result<std::shared_ptr<DeviceAllocation>> a = runtime.alloc(bytes.size());
+  if (!a)
+    return makeError("upload of a " + t.typeString() + ": " + a.error());
+  if (Status st = runtime.upload((*a)->ptr(), bytes.data(), bytes.size()); !st)
+    return makeError("upload of a " + t.typeString() + ": " + st.error());
+  return GpuTensor(t.elementType(), t.shape(), a.take());
+}
+
+Result<Tensor> GpuTensor::download() const {
+  const int64_t n = numElements(), eb = elementBytes(type_);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n * eb));
+  if (n > 0) {
+    if (!allocation_)
+      return makeError("download: the tensor of shape " + shapeString(shape_) + " has no device buffer");
+    if (allocation_->bytes() < bytes.size())
+      return makeError("download: the device buffer holds " + std::to_string(allocation_->bytes()) +
+                       " bytes, the tensor needs " + std::to_string(bytes.size()));
+    MgpuRuntime *rt = allocation_->runtime();
+    if (Status st = rt->synchronize(); !st)
+      return makeError("download: " + st.error());
+    if (Status st = rt->download(bytes.data(), allocation_->ptr(), bytes.size()); !st)
+      return makeError("download: " + st.error());
+  }
+  Tensor t(type_, shape_);
+  for (int64_t i = 0; i < n; ++i)
+    decodeElement(type_, bytes.data() + i * eb, t, i);
+  return t;
+}
+
+Result<Tensor> GpuValue::toHost() const {
+  if (!isDevice_)
+    return host_;
+  return device_.download();
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// GpuStepLibrary
+//===----------------------------------------------------------------------------------------------------------===//
+
+Result<std::unique_ptr<GpuStepLibrary>> GpuStepLibrary::open(std::shared_ptr<MgpuRuntime> runtime,
+                                                             const std::string &descriptionPath) {
+  if (!runtime)
+    return makeError("gpu step library: no runtime (MgpuRuntime::open)");
+  bool readable = false;
+  const std::string text = readFile(descriptionPath, readable);
+  if (!readable)
+    return makeError("cannot read gpu step description '" + descriptionPath + "'");
+  Result<GpuStepLibraryDescription> d = parseGpuStepLibrary(text);
+  if (!d)
+    return makeError(descriptionPath + ": " + d.error());
+  std::unique_ptr<GpuStepLibrary> lib(new GpuStepLibrary());
+  lib->runtime_ = std::move(runtime);
+  lib->description_ = d.take();
+  const std::string &libName = lib->description_.base.library;
+  lib->path_ = libName.front() == '/' ? libName : directoryOf(descriptionPath) + "/" + libName;
+
+  // The device must run what was compiled: a cubin needs the same major and at least its minor; PTX (JIT) any
+  // device at least as new.
+  const auto [major, minor] = *parseChip(lib->description_.chip);
+  const DeviceInfo &dev = lib->runtime_->device();
+  const bool cubin = lib->description_.binaryFormat == "bin";
+  const bool fits = cubin ? (dev.computeMajor == major && dev.computeMinor >= minor)
+                          : (dev.computeMajor > major || (dev.computeMajor == major && dev.computeMinor >= minor));
+  if (!fits)
+    return makeError("gpu step library '" + lib->path_ + "' was compiled for " + lib->description_.chip + " (" +
+                     (cubin ? "cubin" : lib->description_.binaryFormat) + "); device " + std::to_string(dev.ordinal) +
+                     " is " + dev.name + " (sm_" + std::to_string(dev.computeMajor) +
+                     std::to_string(dev.computeMinor) + "): recompile with chip=sm_" +
+                     std::to_string(dev.computeMajor) + std::to_string(dev.computeMinor));
+
+  // The library's undefined mgpu* symbols resolve against this executable's: check they are exported.
+  if (dlsym(RTLD_DEFAULT, "mgpuLaunchKernel") != reinterpret_cast<void *>(&mgpuLaunchKernel))
+    return makeError("gpu step library: this executable does not export the mgpu* entry points the library calls "
+                     "(link it with the DSAGpuStepRuntime CMake target, which adds "
+                     "-Wl,--export-dynamic-symbol=mgpu*)");
+  if (void *already = dlopen(lib->path_.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(already);
+    return makeError("gpu step library '" + lib->path_ + "' is already loaded in this process (a library can be "
+                     "open once: its kernel module is a global of the .so)");
+  }
+  {
+    MgpuRuntime::Binding bind(*lib->runtime_);
+    (void)lib->runtime_->takeDeferredError();
+    dlerror();
+    lib->handle_ = dlopen(lib->path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle_) {
+      const char *why = dlerror();
+      return makeError("cannot load gpu step library '" + lib->path_ + "': " + (why ? why : "unknown dlopen error"));
+    }
+    // Its constructor has loaded the kernels (mgpuModuleLoad[JIT]) into the runtime's context.
+    if (std::string err = lib->runtime_->takeDeferredError(); !err.empty()) {
+      dlclose(lib->handle_);
+      lib->handle_ = nullptr;
+      return makeError("gpu step library '" + lib->path_ + "': its kernels did not load: " + err);
+    }
+  }
+  void *messageHook = dlsym(lib->handle_, "dsa_gpu_assert_message_hook");
+  void *abortHook = dlsym(lib->handle_, "dsa_gpu_assert_abort_hook");
+  if (!messageHook || !abortHook)
+    return makeError("'" + lib->path_ + "' is not a dsa GPU step library: it has no dsa_gpu_assert_*_hook");
+  *reinterpret_cast<void (**)(const char *)>(messageHook) = &dsaGpuAssertMessage;
+  *reinterpret_cast<void (**)()>(abortHook) = &dsaGpuAssertAbort;
+  for (const cpu::FunctionSignature &f : lib->description_.base.functions) {
+    const std::string symbol = "_mlir_" + f.name;
+    void *entry = dlsym(lib->handle_, symbol.c_str());
+    if (!entry)
+      return makeError("gpu step library '" + lib->path_ + "' has no symbol " + symbol + " (function @" + f.name +
+                       ")");
+    lib->entries_[f.name] = reinterpret_cast<PackedEntry>(entry);
+  }
+  return lib;
+}
+
+GpuStepLibrary::~GpuStepLibrary() {
+  if (!handle_)
+    return;
+  // Its destructor unloads the kernels (mgpuModuleUnload) from the runtime's context.
+  MgpuRuntime::Binding bind(*runtime_);
+  dlclose(handle_);
+  (void)runtime_->takeDeferredError();
+}
+
+const cpu::FunctionSignature *GpuStepLibrary::signature(const std::string &name) const {
+  for (const cpu::FunctionSignature &f : description_.base.functions)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+Result<std::vector<GpuValue>> GpuStepLibrary::run(const std::string &name, const std::vector<GpuValue> &args,
+                                                  std::vector<cpu::NamedTensor> *probes) const {
+  const cpu::FunctionSignature *sig = signature(name);
+  if (!sig) {
+    std::string known;
+    for (const cpu::FunctionSignature &f : description_.base.functions)
+      known += (known.empty() ? "@" : ", @") + f.name;
+    return makeError("gpu step library: no function @" + name + " (it has " + (known.empty() ? "none" : known) +
+                     ")");
+  }
+  const std::string where = "gpu step library @" + name + ": ";
+  if (args.size() != sig->args.size())
+    return makeError(where + std::to_string(args.size()) + " arguments given, the function takes " +
+                     std::to_string(sig->args.size()));
+  for (size_t i = 0; i < args.size(); ++i)
+    if (Status st = checkArgument(args[i], sig->args[i], "argument #" + std::to_string(i)); !st)
+      return makeError(where + st.error());
+
+  // Host tensors become device tensors for this call; then the expanded LLVM arguments, one 8-byte word each.
+  std::vector<GpuTensor> uploaded(args.size());
+  std::map<DevicePtr, std::shared_ptr<DeviceAllocation>> argumentBuffers;
+  std::vector<int64_t> slots;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const cpu::ValueKind &k = sig->args[i];
+    if (!k.isTensor) {
+      const Tensor &t = *args[i].host();
+      int64_t word = 0;
+      const std::vector<uint8_t> bytes = encode(t);
+      std::memcpy(&word, bytes.data(), bytes.size());
+      slots.push_back(word);
+      continue;
+    }
+    const GpuTensor *t = args[i].device();
+    if (!t) {
+      Result<GpuTensor> up = GpuTensor::upload(*runtime_, *args[i].host());
+      if (!up)
+        return makeError(where + "argument #" + std::to_string(i) + ": " + up.error());
+      uploaded[i] = up.take();
+      t = &uploaded[i];
+    }
+    if (t->ptr())
+      argumentBuffers[t->ptr()] = t->allocation();
+    const int64_t address = static_cast<int64_t>(t->ptr());
+    slots.push_back(address); // allocated
+    slots.push_back(address); // aligned
+    slots.push_back(0);       // offset
+    for (int64_t d : t->shape())
+      slots.push_back(d);
+    int64_t stride = 1;
+    std::vector<int64_t> strides(t->shape().size());
+    for (size_t d = t->shape().size(); d-- > 0;) {
+      strides[d] = stride;
+      stride *= t->shape()[d];
+    }
+    slots.insert(slots.end(), strides.begin(), strides.end());
+  }
+  std::vector<void *> packed;
+  for (int64_t &s : slots)
+    packed.push_back(&s);
+  std::vector<size_t> offsets;
+  size_t bytes = 0, maxAlign = 1;
+  for (const cpu::ValueKind &k : sig->results) {
+    auto [size, align] = fieldLayout(k);
+    bytes = alignUp(bytes, align);
+    offsets.push_back(bytes);
+    bytes += size;
+    maxAlign = std::max(maxAlign, align);
+  }
+  std::vector<int64_t> resultStorage(alignUp(bytes, maxAlign) / 8 + 1, 0);
+  if (!sig->results.empty())
+    packed.push_back(resultStorage.data());
+
+  Result<MgpuRuntime::CallOutcome> outcome = runtime_->call(entries_.at(name), packed.data(), where.substr(0, where.size() - 2));
+  if (!outcome)
+    return makeError(outcome.error());
+
+  // Results: adopt the buffers the call allocated (once each: two results may share one), share an argument's.
+  std::map<DevicePtr, size_t> live = outcome->liveAllocations;
+  std::map<DevicePtr, std::shared_ptr<DeviceAllocation>> adopted;
+  std::string error;
+  std::vector<GpuValue> results;
+  const uint8_t *base = reinterpret_cast<const uint8_t *>(resultStorage.data());
+  for (size_t r = 0; r < sig->results.size(); ++r) {
+    const cpu::ValueKind &k = sig->results[r];
+    const uint8_t *field = base + offsets[r];
+    if (!k.isTensor) {
+      Tensor t(k.elem, {});
+      decodeElement(k.elem, field, t, 0);
+      results.emplace_back(std::move(t));
+      continue;
+    }
+    const size_t rank = k.shape.size();
+    int64_t words[3 + 2 * 16];
+    std::memcpy(words, field, 8 * (3 + 2 * rank));
+    const auto allocated = static_cast<DevicePtr>(words[0]);
+    const auto aligned = static_cast<DevicePtr>(words[1]);
+    std::vector<int64_t> shape(words + 3, words + 3 + rank);
+    int64_t stride = 1;
+    bool identity = words[2] == 0 && allocated == aligned;
+    for (size_t d = rank; d-- > 0;) {
+      identity = identity && (shape[d] <= 1 || words[3 + rank + d] == stride);
+      stride *= shape[d];
+    }
+    std::shared_ptr<DeviceAllocation> buffer;
+    if (allocated != 0) {
+      if (auto it = adopted.find(allocated); it != adopted.end()) {
+        buffer = it->second;
+      } else if (auto lv = live.find(allocated); lv != live.end()) {
+        buffer = runtime_->adopt(allocated, lv->second);
+        adopted[allocated] = buffer;
+        live.erase(lv);
+      } else if (auto ab = argumentBuffers.find(allocated); ab != argumentBuffers.end()) {
+        buffer = ab->second;
+      } else if (error.empty()) {
+        error = "result #" + std::to_string(r) + " points to device memory the call neither allocated nor received";
+      }
+    }
+    if (error.empty() && !identity)
+      error = "result #" + std::to_string(r) + " of shape " + shapeString(shape) +
+              " does not have the identity layout (offset " + std::to_string(words[2]) + ")";
+    if (error.empty() && buffer &&
+        static_cast<int64_t>(buffer->bytes()) < product(shape) * elementBytes(k.elem))
+      error = "result #" + std::to_string(r) + " of shape " + shapeString(shape) + " is larger than its buffer";
+    if (error.empty() && !buffer && product(shape) > 0)
+      error = "result #" + std::to_string(r) + " of shape " + shapeString(shape) + " has no buffer";
+    results.emplace_back(GpuTensor(k.elem, shape, buffer));
+  }
+  // What the code allocated and neither freed nor returned.
+  for (auto &[p, size] : live) {
+    runtime_->release(p);
+    ++leaked_;
+  }
+  if (!error.empty())
+    return makeError(where + error);
+  if (probes)
+    for (size_t p = 0; p < sig->probeNames.size(); ++p) {
+      Result<Tensor> t = results[sig->numResults + p].toHost();
+      if (!t)
+        return makeError(where + "probe '" + sig->probeNames[p] + "': " + t.error());
+      probes->push_back(cpu::NamedTensor{sig->probeNames[p], t.take()});
+    }
+  results.resize(sig->numResults, GpuValue(Tensor()));
+  return results;
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// GpuSequence
+//===----------------------------------------------------------------------------------------------------------===//
+
+Result<GpuSequence> GpuSequence::create(const GpuStepLibrary &library, const std::string &name,
+                                        std::vector<GpuValue> initialArgs) {
+  const cpu::FunctionSignature *sig = library.signature(name);
+  if (!sig)
+    return makeError("gpu sequence: the library has no function @" + name);
+  if (initialArgs.size() != sig->args.size())
+    return makeError("gpu sequence @" + name + ": " + std::to_string(initialArgs.size()) +
+                     " initial arguments, the function takes " + std::to_string(sig->args.size()));
+  for (const cpu::StateBinding &b : sig->state)
+    if (b.arg < 0 || b.arg >= static_cast<int64_t>(sig->args.size()) || b.result < 0 ||
+        b.result >= static_cast<int64_t>(sig->numResults))
+      return makeError("gpu sequence @" + name + ": state binding arg " + std::to_string(b.arg) + " / result " +
+                       std::to_string(b.result) + " out of range");
+  return GpuSequence(library, *sig, std::move(initialArgs));
+}
+
+Result<std::vector<GpuValue>> GpuSequence::step(const std::vector<std::pair<size_t, GpuValue>> &stepArgs,
+                                                std::vector<cpu::NamedTensor> *probes) {
+  std::vector<GpuValue> args = args_;
+  for (const auto &[index, value] : stepArgs) {
+    if (index >= args.size())
+      return makeError("gpu sequence @" + signature_->name + ": argument #" + std::to_string(index) +
+                       " does not exist");
+    for (const cpu::StateBinding &b : signature_->state)
+      if (static_cast<size_t>(b.arg) == index)
+        return makeError("gpu sequence @" + signature_->name + ": argument #" + std::to_string(index) +
+                         " is state (the previous step's result #" + std::to_string(b.result) + ")");
+    args[index] = value;
+  }
+  Result<std::vector<GpuValue>> results = library_->run(signature_->name, args, probes);
+  if (!results)
+    return results;
+  for (const cpu::StateBinding &b : signature_->state)
+    args_[static_cast<size_t>(b.arg)] = (*results)[static_cast<size_t>(b.result)];
+  return results;
+}
+
+const GpuValue *GpuSequence::state(size_t arg) const {
+  for (const cpu::StateBinding &b : signature_->state)
+    if (static_cast<size_t>(b.arg) == arg)
+      return &args_[arg];
+  return nullptr;
+}
+
+} // namespace dsa::cuda

@@ -1,0 +1,353 @@
+//===- GPUStepLibraryTest.cpp - GPU step libraries: the emitter, and its libraries on the test double driver ----===//
+//
+// emitGPUStepLibrary on test/Conversion/DSAToGPU/Inputs/window-layer.mlir (the tiny golden's L0 geometry):
+//   - the shared object's undefined dynamic symbols are exactly MLIR 22's mgpu* entry points that the lowering
+//     references (listed here by hand from the host IR: module load/unload/get-function, launch, stream
+//     create/sync/destroy, alloc/free/copy) plus libc's puts/abort, and this executable exports every one of them;
+//   - the description parses with the MLIR-free parser (backend, chip, format, signature, state binding, step roles);
+//   - without a driver, opening it through the runtime fails with the no-driver error;
+//   - on the test double driver (FakeCudaDriver.c: host memory, launches recorded, nothing executed) a sequence of
+//     prefill 12 + decode 12 + decode 13 runs the generated host code: every kernel family of the layer is launched,
+//     the ring is threaded on the "device" (no copy back), shapes are right, nothing leaks (allocations, streams,
+//     the module after close); a two-token step at start_pos > 0 fails with the host assert's message and frees
+//     the call's memory; an injected launch failure and a module that does not load are clear errors; a device of
+//     another architecture is refused; bad arguments are named.
+// The kernels' numerics on a GPU: GpuStepRuntimeTest's device test (scripts/gpu-check.sh).
+// Needs the CUDA toolkit (ptxas, libdevice) at /usr/local/cuda or $CUDA_HOME: skipped without it.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "GpuTestSupport.h"
+
+#include "dsa/Backend/GPU/GPUStepLibrary.h"
+#include "dsa/Dialect/DSA/IR/DSADialect.h"
+#include "dsa/Runtime/Cuda/GpuStepLibrary.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
+
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using namespace dsa;
+using namespace dsa::cuda;
+using namespace dsa::gputest;
+
+namespace {
+
+std::string cudaToolkit() {
+  for (const char *v : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *p = std::getenv(v); p && *p)
+      return p;
+  return "/usr/local/cuda";
+}
+
+bool haveToolkit() {
+  return std::ifstream(cudaToolkit() + "/nvvm/libdevice/libdevice.10.bc").good() &&
+         std::ifstream(cudaToolkit() + "/bin/ptxas").good();
+}
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A fresh temporary directory.
+std::string tempDir(const std::string &tag) {
+  llvm::SmallString<128> dir;
+  EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("dsa-gpu-" + tag, dir));
+  return dir.str().str();
+}
+
+/// The undefined (non-weak) and defined dynamic symbols of a shared object.
+void dynamicSymbols(const std::string &path, std::set<std::string> &undefined, std::set<std::string> &defined) {
+  auto obj = llvm::object::ObjectFile::createObjectFile(path);
+  ASSERT_TRUE(static_cast<bool>(obj)) << llvm::toString(obj.takeError());
+  auto *elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(obj->getBinary());
+  ASSERT_NE(elf, nullptr);
+  for (const llvm::object::ELFSymbolRef &sym : elf->getDynamicSymbolIterators()) {
+    auto name = sym.getName();
+    auto flags = sym.getFlags();
+    ASSERT_TRUE(static_cast<bool>(name) && static_cast<bool>(flags));
+    if (name->empty())
+      continue;
+    if (*flags & llvm::object::SymbolRef::SF_Undefined) {
+      if (!(*flags & llvm::object::SymbolRef::SF_Weak))
+        undefined.insert(name->str());
+    } else {
+      defined.insert(name->str());
+    }
+  }
+}
+
+class GPUStepLibraryTest : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    if (!haveToolkit())
+      return;
+    mlir::DialectRegistry registry;
+    mlir::registerAllDialects(registry);
+    registry.insert<mlir::dsa::DSADialect>();
+    context = new mlir::MLIRContext(registry);
+    const std::string text = readText(std::string(DSA_SOURCE_DIR) +
+                                      "/test/Conversion/DSAToGPU/Inputs/window-layer.mlir");
+    module = new mlir::OwningOpRef<mlir::ModuleOp>(mlir::parseSourceString<mlir::ModuleOp>(text, context));
+    dir = tempDir("lib");
+    Result<std::string> json = gpu::emitGPUStepLibrary(**module, dir, "window-layer");
+    if (!json) {
+      emitError = json.error();
+      return;
+    }
+    jsonPath = *json;
+  }
+  static void TearDownTestSuite() {
+    delete module;
+    module = nullptr;
+    delete context;
+    context = nullptr;
+    if (!dir.empty())
+      llvm::sys::fs::remove_directories(dir);
+  }
+  void SetUp() override {
+    if (!haveToolkit())
+      GTEST_SKIP() << "no CUDA toolkit (libdevice, ptxas) at " << cudaToolkit();
+    ASSERT_TRUE(module && *module) << "window-layer.mlir does not parse";
+    ASSERT_TRUE(emitError.empty()) << emitError;
+    FakeDriver::reset();
+  }
+
+  static std::shared_ptr<MgpuRuntime> fakeRuntime() {
+    Result<std::shared_ptr<MgpuRuntime>> rt = MgpuRuntime::open(0, FakeDriver::path());
+    EXPECT_TRUE(rt.ok()) << rt.error();
+    return rt.ok() ? rt.take() : nullptr;
+  }
+
+  /// The layer's arguments with device weights and ring (zeros), x and start_pos to be set per step.
+  static std::vector<GpuValue> layerArgs(MgpuRuntime &rt, const WindowLayer &layer) {
+    std::vector<GpuValue> args = {Tensor(), Tensor::scalarI64(0)};
+    args.push_back(*GpuTensor::upload(rt, bf16({WindowLayer::W, WindowLayer::hd},
+                                               std::vector<float>(WindowLayer::W * WindowLayer::hd, 0.0f))));
+    for (const Tensor &w : layer.weights)
+      args.push_back(*GpuTensor::upload(rt, w));
+    return args;
+  }
+
+  static mlir::MLIRContext *context;
+  static mlir::OwningOpRef<mlir::ModuleOp> *module;
+  static std::string dir, jsonPath, emitError;
+};
+mlir::MLIRContext *GPUStepLibraryTest::context = nullptr;
+mlir::OwningOpRef<mlir::ModuleOp> *GPUStepLibraryTest::module = nullptr;
+std::string GPUStepLibraryTest::dir, GPUStepLibraryTest::jsonPath, GPUStepLibraryTest::emitError;
+
+} // namespace
+
+TEST_F(GPUStepLibraryTest, UndefinedSymbolsAreExactlyTheMgpuEntryPointsAndLibc) {
+  std::set<std::string> undefined, defined;
+  dynamicSymbols(dir + "/window-layer.so", undefined, defined);
+  // From the host IR of the window layer (format=bin): what MLIR 22's gpu-to-llvm and the cubin's load/unload
+  // constructors call, and convert-cf-to-llvm's cf.assert (puts, abort).
+  const std::set<std::string> mgpu = {"mgpuLaunchKernel",      "mgpuMemAlloc",         "mgpuMemFree",
+                                      "mgpuMemcpy",            "mgpuModuleGetFunction", "mgpuModuleLoad",
+                                      "mgpuModuleUnload",      "mgpuStreamCreate",      "mgpuStreamDestroy",
+                                      "mgpuStreamSynchronize"};
+  std::set<std::string> expected = mgpu;
+  expected.insert({"puts", "abort"});
+  EXPECT_EQ(undefined, expected);
+  for (const std::string &name : mgpu)
+    EXPECT_NE(dlsym(RTLD_DEFAULT, name.c_str()), nullptr) << name << " is not exported by this executable";
+  for (const char *name : {"_mlir_layer0", "dsa_gpu_assert_message_hook", "dsa_gpu_assert_abort_hook"})
+    EXPECT_TRUE(defined.count(name)) << name;
+}
+
+TEST_F(GPUStepLibraryTest, PtxFormatLoadsThroughTheJitEntryPoint) {
+  const std::string d = tempDir("isa");
+  gpu::GPUCompileOptions options;
+  options.format = "isa";
+  Result<std::string> json = gpu::emitGPUStepLibrary(**module, d, "isa", options);
+  ASSERT_TRUE(json.ok()) << json.error();
+  std::set<std::string> undefined, defined;
+  dynamicSymbols(d + "/isa.so", undefined, defined);
+  EXPECT_TRUE(undefined.count("mgpuModuleLoadJIT"));
+  EXPECT_FALSE(undefined.count("mgpuModuleLoad"));
+  EXPECT_NE(dlsym(RTLD_DEFAULT, "mgpuModuleLoadJIT"), nullptr);
+  Result<GpuStepLibraryDescription> desc = parseGpuStepLibrary(readText(*json));
+  ASSERT_TRUE(desc.ok()) << desc.error();
+  EXPECT_EQ(desc->binaryFormat, "isa");
+  // PTX is JIT-compiled by the driver: a newer device takes it.
+  FakeDriver::setComputeCapability(10, 0);
+  std::shared_ptr<MgpuRuntime> rt = fakeRuntime();
+  ASSERT_TRUE(rt);
+  Result<std::unique_ptr<GpuStepLibrary>> lib = GpuStepLibrary::open(rt, *json);
+  EXPECT_TRUE(lib.ok()) << lib.error();
+  llvm::sys::fs::remove_directories(d);
+}
+
+TEST_F(GPUStepLibraryTest, DescriptionParsesWithTheMlirFreeParser) {
+  Result<GpuStepLibraryDescription> d = parseGpuStepLibrary(readText(jsonPath));
+  ASSERT_TRUE(d.ok()) << d.error();
+  EXPECT_EQ(d->backend, "cuda");
+  EXPECT_EQ(d->chip, "sm_90");
+  EXPECT_EQ(d->binaryFormat, "bin");
+  EXPECT_EQ(d->base.library, "window-layer.so");
+  EXPECT_EQ(d->base.targetCpu, "x86-64");
+  ASSERT_EQ(d->base.functions.size(), 1u);
+  const cpu::FunctionSignature &f = d->base.functions[0];
+  EXPECT_EQ(f.name, "layer0");
+  ASSERT_EQ(f.args.size(), 11u);
+  EXPECT_EQ(f.args[0].elem, ElementType::BF16);
+  EXPECT_EQ(f.args[0].shape, (std::vector<int64_t>{-1, 64}));
+  EXPECT_FALSE(f.args[1].isTensor);
+  EXPECT_EQ(f.args[3].elem, ElementType::F32);
+  ASSERT_EQ(f.numResults, 2u);
+  EXPECT_EQ(f.results[1].shape, (std::vector<int64_t>{8, 32}));
+  ASSERT_EQ(f.state.size(), 1u);
+  EXPECT_EQ(f.state[0].arg, 2);
+  EXPECT_EQ(f.state[0].result, 1);
+  EXPECT_EQ(f.step.x, 0);
+  EXPECT_EQ(f.step.startPos, 1);
+  EXPECT_EQ(f.step.output, 0);
+}
+
+TEST_F(GPUStepLibraryTest, WithoutADriverOpeningFailsClearly) {
+  Result<std::shared_ptr<MgpuRuntime>> rt = MgpuRuntime::open();
+  if (rt.ok())
+    GTEST_SKIP() << "a CUDA driver is present here";
+  EXPECT_TRUE(contains(rt.error(), "CUDA driver not available") || contains(rt.error(), "cuInit failed"))
+      << rt.error();
+  EXPECT_FALSE(GpuStepLibrary::open(nullptr, jsonPath).ok());
+}
+
+TEST_F(GPUStepLibraryTest, SequenceRunsTheHostCodeOnTheTestDoubleDriver) {
+  std::shared_ptr<MgpuRuntime> rt = fakeRuntime();
+  ASSERT_TRUE(rt);
+  const long before = FakeDriver::liveAllocations();
+  {
+    Result<std::unique_ptr<GpuStepLibrary>> lib = GpuStepLibrary::open(rt, jsonPath);
+    ASSERT_TRUE(lib.ok()) << lib.error();
+    EXPECT_EQ(FakeDriver::loadedModules(), 1) << "the constructor loads the kernels";
+    Result<std::unique_ptr<GpuStepLibrary>> twice = GpuStepLibrary::open(rt, jsonPath);
+    ASSERT_FALSE(twice.ok());
+    EXPECT_TRUE(contains(twice.error(), "is already loaded in this process")) << twice.error();
+
+    const WindowLayer layer(700);
+    Result<GpuSequence> seq = GpuSequence::create(**lib, "layer0", layerArgs(*rt, layer));
+    ASSERT_TRUE(seq.ok()) << seq.error();
+    const long downloadsBefore = FakeDriver::downloads();
+    DevicePtr previousRing = seq->state(2)->device()->ptr();
+    for (auto [start, s] : {std::pair<int64_t, int64_t>{0, 12}, {12, 1}, {13, 1}}) {
+      const long launchesBefore = FakeDriver::launches();
+      Tensor x = bf16({s, 64}, randomBf16(s * 64, 1.0f, 800 + static_cast<uint32_t>(start)));
+      Result<std::vector<GpuValue>> r = seq->step({{0, x}, {1, Tensor::scalarI64(start)}});
+      ASSERT_TRUE(r.ok()) << r.error();
+      ASSERT_EQ(r->size(), 2u);
+      EXPECT_EQ((*r)[0].device()->shape(), (std::vector<int64_t>{s, 64}));
+      EXPECT_EQ((*r)[1].device()->shape(), (std::vector<int64_t>{8, 32}));
+      EXPECT_NE((*r)[1].device()->ptr(), previousRing) << "ring_update writes a new buffer";
+      EXPECT_EQ(seq->state(2)->device()->ptr(), (*r)[1].device()->ptr()) << "the ring stays on the device";
+      previousRing = (*r)[1].device()->ptr();
+      // Every kernel family of a window-only layer (Kernels.mlir) is launched by one step.
+      std::set<std::string> launched;
+      for (long i = launchesBefore; i < FakeDriver::launches(); ++i)
+        launched.insert(FakeDriver::launchName(i));
+      EXPECT_EQ(launched, (std::set<std::string>{"dsa_positions", "dsa_gemm_bf16", "dsa_rms_norm_bf16",
+                                                 "dsa_apply_rope", "dsa_act_quant_fp8", "dsa_ring_update",
+                                                 "dsa_window_indices", "dsa_sparse_attn"}))
+          << "step at " << start;
+    }
+    EXPECT_EQ(FakeDriver::downloads(), downloadsBefore) << "no step copied anything back to the host";
+    EXPECT_EQ(FakeDriver::liveStreams(), 0);
+    EXPECT_EQ((*lib)->leakedAllocations(), 0u);
+
+    // A two-token step at start_pos 14: decode steps are one token (a host assert of the generated code).
+    const long liveBefore = FakeDriver::liveAllocations();
+    const DevicePtr ring = seq->state(2)->device()->ptr();
+    Result<std::vector<GpuValue>> bad =
+        seq->step({{0, bf16({2, 64}, randomBf16(128, 1.0f, 5))}, {1, Tensor::scalarI64(14)}});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_TRUE(contains(bad.error(), "gpu step library @layer0: host assert failed: ")) << bad.error();
+    std::cout << "[ info ] " << bad.error() << "\n";
+    EXPECT_EQ(FakeDriver::liveAllocations(), liveBefore) << "the failed call's memory is freed";
+    EXPECT_EQ(seq->state(2)->device()->ptr(), ring) << "a failed step leaves the state";
+
+    // An injected launch failure.
+    FakeDriver::failLaunchAt(FakeDriver::launches() + 3);
+    Result<std::vector<GpuValue>> failed =
+        seq->step({{0, bf16({1, 64}, randomBf16(64, 1.0f, 6))}, {1, Tensor::scalarI64(14)}});
+    ASSERT_FALSE(failed.ok());
+    EXPECT_TRUE(contains(failed.error(), "gpu step library @layer0: mgpuLaunchKernel(dsa_")) << failed.error();
+    EXPECT_TRUE(contains(failed.error(), "failed: CUDA_ERROR_LAUNCH_FAILED (719)")) << failed.error();
+    std::cout << "[ info ] " << failed.error() << "\n";
+    EXPECT_EQ(FakeDriver::liveAllocations(), liveBefore);
+    FakeDriver::failLaunchAt(-1);
+    Result<std::vector<GpuValue>> recovered =
+        seq->step({{0, bf16({1, 64}, randomBf16(64, 1.0f, 6))}, {1, Tensor::scalarI64(14)}});
+    EXPECT_TRUE(recovered.ok()) << recovered.error();
+
+    // Arguments are checked and named.
+    std::vector<GpuValue> args = layerArgs(*rt, layer);
+    args[0] = bf16({1, 32}, randomBf16(32, 1.0f, 7));
+    Result<std::vector<GpuValue>> wrong = (*lib)->run("layer0", args);
+    ASSERT_FALSE(wrong.ok());
+    EXPECT_TRUE(contains(wrong.error(), "argument #0 has shape [1, 32], expected tensor<?x64xbf16> (dimension 1)"))
+        << wrong.error();
+    args[0] = bf16({1, 64}, randomBf16(64, 1.0f, 7));
+    args[1] = Tensor::fromInts(ElementType::I32, {}, {0});
+    EXPECT_TRUE(contains((*lib)->run("layer0", args).error(), "argument #1 has element type i32, expected i64"));
+    EXPECT_TRUE(contains((*lib)->run("layer1", args).error(), "no function @layer1 (it has @layer0)"));
+    EXPECT_TRUE(contains(seq->step({{2, Tensor()}}).error(), "argument #2 is state"));
+  }
+  EXPECT_EQ(FakeDriver::loadedModules(), 0) << "the destructor unloads the kernels";
+  EXPECT_EQ(FakeDriver::liveAllocations(), before) << "every device buffer is freed";
+}
+
+TEST_F(GPUStepLibraryTest, KernelsThatDoNotLoadAndOtherDevicesAreRefused) {
+  std::shared_ptr<MgpuRuntime> rt = fakeRuntime();
+  ASSERT_TRUE(rt);
+  FakeDriver::failModuleLoad(1);
+  Result<std::unique_ptr<GpuStepLibrary>> lib = GpuStepLibrary::open(rt, jsonPath);
+  ASSERT_FALSE(lib.ok());
+  EXPECT_TRUE(contains(lib.error(), "its kernels did not load: mgpuModuleLoad: cuModuleLoadDataEx failed: "
+                                    "CUDA_ERROR_INVALID_IMAGE (200)"))
+      << lib.error();
+  FakeDriver::failModuleLoad(0);
+  FakeDriver::setComputeCapability(8, 0);
+  std::shared_ptr<MgpuRuntime> older = fakeRuntime();
+  ASSERT_TRUE(older);
+  lib = GpuStepLibrary::open(older, jsonPath);
+  ASSERT_FALSE(lib.ok());
+  EXPECT_TRUE(contains(lib.error(), "was compiled for sm_90 (cubin); device 0 is dsa fake CUDA device (sm_80): "
+                                    "recompile with chip=sm_80"))
+      << lib.error();
+}
+
+TEST_F(GPUStepLibraryTest, EmitterErrors) {
+  const std::string d = tempDir("err");
+  gpu::GPUCompileOptions options;
+  EXPECT_TRUE(contains(gpu::emitGPUStepLibrary(**module, d, "a/b", options).error(), "base name 'a/b'"));
+  options.chip = "gfx90a";
+  EXPECT_TRUE(contains(gpu::emitGPUStepLibrary(**module, d, "x", options).error(), "chip: expected"));
+  options.chip = "sm_90";
+  options.format = "elf";
+  EXPECT_TRUE(contains(gpu::emitGPUStepLibrary(**module, d, "x", options).error(), "format 'elf'"));
+  options.format = "bin";
+  options.cudaPath = "/nonexistent-cuda";
+  Result<std::string> noToolkit = gpu::emitGPUStepLibrary(**module, d, "x", options);
+  EXPECT_TRUE(contains(noToolkit.error(), "libdevice not found at '/nonexistent-cuda")) << noToolkit.error();
+  auto f16 = mlir::parseSourceString<mlir::ModuleOp>(
+      "func.func @f(%a: tensor<4xf16>) -> tensor<4xf16> { return %a : tensor<4xf16> }", context);
+  ASSERT_TRUE(f16);
+  Result<std::string> bad = gpu::emitGPUStepLibrary(*f16, d, "x");
+  EXPECT_TRUE(contains(bad.error(), "gpu backend: @f argument #0 has type tensor<4xf16>, which the GPU backend "
+                                    "cannot pass"))
+      << bad.error();
+  llvm::sys::fs::remove_directories(d);
+}
