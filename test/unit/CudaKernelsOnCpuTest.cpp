@@ -342,8 +342,8 @@ TEST_F(KernelsOnCpu, CacheWriteAndIndexerScores) {
       scores(i, M(qb.data(), qb.size()), M(wb.data(), wb.size()), M(kb.data(), kb.size()), M(out.data(), out.size()),
              c.s, c.IH, c.ihd, width, scale);
     expectBitExact(fromBits(out),
-                   ok(interp::indexerScores(bf16({c.s, c.IH, c.ihd}, iq), bf16({c.s, c.IH}, wt), bf16({c.n, c.ihd}, keys),
-                                            c.start, c.ratio, scale)),
+                   ok(interp::indexerScores(bf16({c.s, c.IH, c.ihd}, iq), bf16({c.s, c.IH}, wt),
+                                            bf16({c.n, c.ihd}, keys), c.start, c.ratio, scale)),
                    "indexer_scores s=" + std::to_string(c.s) + " IH=" + std::to_string(c.IH));
   }
 }

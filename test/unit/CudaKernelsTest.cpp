@@ -661,7 +661,8 @@ TEST_F(CudaKernels, IndexerScoresIsBitExact) {
     }
     const float scale = static_cast<float>(1.0 / std::sqrt(double(c.ihd)) / std::sqrt(double(c.IH)));
     const int64_t width = KernelLibrary::scoresWidth(c.s, c.start, c.ratio);
-    DeviceBuffer dq = upBf16(iq), dw = upBf16(w), dk = upBf16(keys), dout = alloc(std::max<int64_t>(1, c.s * width) * 2);
+    DeviceBuffer dq = upBf16(iq), dw = upBf16(w), dk = upBf16(keys);
+    DeviceBuffer dout = alloc(std::max<int64_t>(1, c.s * width) * 2);
     ASSERT_TRUE(lib->indexerScores(dq.ptr(), dw.ptr(), dk.ptr(), dout.ptr(), c.s, c.IH, c.ihd, c.n, c.start, c.ratio,
                                    scale)
                     .ok());

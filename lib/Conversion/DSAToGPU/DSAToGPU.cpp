@@ -728,8 +728,8 @@ Value FunctionLowering::hostTopk(StringRef opName, Value values, Value rows, Val
   Value hostValues = memref::AllocOp::create(b, loc, valuesType, ValueRange{rows, n});
   gpu::MemcpyOp::create(b, loc, /*asyncToken=*/Type(), ValueRange{}, hostValues, values);
   Value hostPicks = memref::AllocOp::create(b, loc, picksType, ValueRange{rows, k});
-  auto call = func::CallOp::create(b, loc, FlatSymbolRefAttr::get(ctx, ::dsa::cpu::kTopkSymbol), TypeRange{b.getI32Type()},
-                                   ValueRange{hostValues, toI64(k), hostPicks});
+  auto call = func::CallOp::create(b, loc, FlatSymbolRefAttr::get(ctx, ::dsa::cpu::kTopkSymbol),
+                                   TypeRange{b.getI32Type()}, ValueRange{hostValues, toI64(k), hostPicks});
   check(cmp(arith::CmpIPredicate::eq, call.getResult(0), i32c(0)),
         (opName + ": the host top-k (the runtime's dsa_cpu_topk_set, torch's CPU tie order) failed").str());
   Value picks = alloc(picksType, {rows, k});
