@@ -1,11 +1,12 @@
 // RUN: dsa-opt %S/Inputs/compressed-layers.mlir --dsa-decompose-attention --dsa-strip-probes --dsa-to-gpu --canonicalize --cse | FileCheck %s
 
 // dsa-to-gpu on the tiny golden's compressed roles (L2: ratio 2, kv + index source; L4: ratio 1, kv + index +
-// candidate source; L5: ratio 1 index source using L4's candidates; geometry of attention-semantics.md section 1:
-// hd 32, index heads 2 x 32, window 8, C = 64 / r cache rows, top-k 6, 3 candidate blocks of 2). Checked: the kernel sequence of sections 5-8, the step checks,
-// the top-k SETS taken on the host (download f32 values, call the runtime's dsa_cpu_topk_set = torch's CPU tie
-// order, check its status, upload the i64 picks, free the host copies), the slot republication as a select of
-// buffers, the compressed rows as a view of the leading cache rows.
+// candidate source; L5: ratio 1 index source using L4's candidates; L3: ratio 2 reader; geometry of
+// attention-semantics.md section 1: hd 32, index heads 2 x 32, window 8, C = 64 / r cache rows, top-k 6, 3 candidate
+// blocks of 2). Checked: the kernel sequence of sections 5-8, the step checks, the top-k SETS taken on the host
+// (download f32 values, call the runtime's dsa_cpu_topk_set = torch's CPU tie order, check its status, upload the
+// i64 picks, free the host copies), the slot republication as a select of buffers, the compressed rows as a view of
+// the leading cache rows.
 
 // CHECK: func.func private @dsa_cpu_topk_set(memref<?x?xf32>, i64, memref<?x?xi64>) -> i32 attributes {llvm.emit_c_interface}
 
@@ -109,6 +110,17 @@
 // CHECK: memref.reinterpret_cast %arg13 to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<?x32xbf16> to memref<?x32xbf16>
 // CHECK-NOT: gpu.dealloc %arg13
 // CHECK: return
+
+// CHECK-LABEL: func.func @attention_L3(
+// A reader: no compressor, no indexer; the leading rows of L2's compress_kv slot and L2's top-k indices, both
+// arguments, read in place and passed through.
+// CHECK-NOT: call @dsa_cpu_topk_set
+// CHECK: memref.reinterpret_cast %arg11 to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<?x32xbf16> to memref<?x32xbf16>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_rows_bf16
+// CHECK: %[[TOPK:.*]] = memref.collapse_shape %arg13 {{\[}}[0, 1]] : memref<?x?xi32> into memref<?xi32>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_cols_i32 {{.*}}, %[[TOPK]] : memref<?xi32>,
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_sparse_attn
+// CHECK: return %{{.*}}, %{{.*}}, %arg11, %arg12, %arg13, %arg14 :
 
 // The kernel module holds each kernel once.
 // CHECK: gpu.module @dsa_kernels
