@@ -6,7 +6,8 @@
 //   - `dsa_cpu_fail(i32)`, defined here as a call through the global function pointer `dsa_cpu_fail_hook` (null =
 //     ignore), which the runtime's loader sets: the shared object needs no symbol from the executable.
 // Optimised like the JIT (makeOptimizingTransformer: no fast-math, so the f32 order is kept), compiled for the host
-// CPU to <base>.o, linked to <base>.so with `cc -shared` (the runtime functions of RuntimeFunctions.h from the static
+// CPU to <base>.o, linked to <base>.so with `cc -shared` (these steps: lib/Backend/Common/HostObject.h, shared with
+// the GPU step libraries; the runtime functions of RuntimeFunctions.h from the static
 // DSACPURuntime/DSANumerics archives, -lstdc++ -lm; libomp with parallel), described in <base>.json.
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -14,59 +15,26 @@
 
 #include "Lowering.h"
 
+#include "../Common/HostObject.h"
+
 #include "dsa/Backend/CPU/RuntimeErrors.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/IR/IRBuilder.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <fstream>
 
 namespace dsa::cpu {
 
 namespace {
-
-/// Adds `_mlir_<name>(ptr)` for every function in `names` (the JIT's packed convention).
-void addPackedEntries(llvm::Module &m, const std::vector<FunctionSignature> &functions) {
-  llvm::LLVMContext &ctx = m.getContext();
-  llvm::IRBuilder<> b(ctx);
-  llvm::Type *ptr = b.getPtrTy();
-  for (const FunctionSignature &sig : functions) {
-    llvm::Function *fn = m.getFunction(sig.name);
-    if (!fn || fn->isDeclaration())
-      continue;
-    auto *entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
-                                         llvm::GlobalValue::ExternalLinkage, "_mlir_" + sig.name, m);
-    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
-    llvm::Value *list = entry->getArg(0);
-    llvm::SmallVector<llvm::Value *> args;
-    for (auto [i, arg] : llvm::enumerate(fn->args())) {
-      llvm::Value *slot = b.CreateLoad(ptr, b.CreateGEP(ptr, list, b.getInt64(i)));
-      args.push_back(b.CreateLoad(arg.getType(), slot));
-    }
-    llvm::Value *result = b.CreateCall(fn, args);
-    if (!result->getType()->isVoidTy()) {
-      llvm::Value *slot = b.CreateLoad(ptr, b.CreateGEP(ptr, list, b.getInt64(fn->arg_size())));
-      b.CreateStore(result, slot);
-    }
-    b.CreateRetVoid();
-  }
-}
 
 /// Defines dsa_cpu_fail(i32) as a call through `dsa_cpu_fail_hook` (a null hook ignores the failure).
 void defineFailHook(llvm::Module &m) {
@@ -172,66 +140,30 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   if (!llvmModule)
     return makeError("cpu step library: translation to LLVM IR failed");
 
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return makeError("cpu step library: no LLVM target for " + triple.str() + ": " + error);
-  const std::string cpu = llvm::sys::getHostCPUName().str();
-  std::string features;
-  for (const auto &f : llvm::sys::getHostCPUFeatures())
-    features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
-  const unsigned opt = std::min(options.optLevel, 3u);
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
-      static_cast<llvm::CodeGenOptLevel>(opt)));
+  const std::string what = "cpu step library";
+  std::string cpu;
+  auto tm = backend::createHostTargetMachine({}, options.optLevel, cpu, what); // the host CPU
   if (!tm)
-    return makeError("cpu step library: cannot create a target machine for " + triple.str() + " / " + cpu);
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(tm->createDataLayout());
-
-  addPackedEntries(*llvmModule, lowered->functions);
+    return makeError(tm.error());
+  backend::configureModule(*llvmModule, **tm);
+  backend::addPackedEntries(*llvmModule, lowered->functions);
   defineFailHook(*llvmModule);
-  if (llvm::Error err = mlir::makeOptimizingTransformer(opt, /*sizeLevel=*/0, tm.get())(llvmModule.get()))
-    return makeError("cpu step library: LLVM optimisation failed: " + llvm::toString(std::move(err)));
 
   const std::string objPath = directory + "/" + baseName + ".o";
   const std::string soPath = directory + "/" + baseName + ".so";
   const std::string jsonPath = directory + "/" + baseName + ".json";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return makeError("cpu step library: cannot write '" + objPath + "': " + ec.message());
-    llvm::legacy::PassManager codegen;
-    if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      return makeError("cpu step library: the target cannot emit object files");
-    codegen.run(*llvmModule);
-  }
-
-  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
-  if (!cc)
-    return makeError("cpu step library: no C compiler 'cc' on PATH to link " + soPath + " from " + objPath);
+  if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.optLevel, objPath, what); !st)
+    return makeError(st.error());
   // The runtime functions the code may call (RuntimeFunctions.h: the top-k set) come from the runtime's static
   // archives, kept out of the .so's dynamic symbol table (--exclude-libs): only members the object needs are pulled.
-  std::vector<std::string> argStrings = {*cc,        "-shared", "-o", soPath, objPath, DSA_CPU_RUNTIME_ARCHIVE,
-                                         DSA_NUMERICS_ARCHIVE, "-Wl,--exclude-libs,ALL", "-lstdc++", "-lm"};
+  std::vector<std::string> linkArgs = {DSA_CPU_RUNTIME_ARCHIVE, DSA_NUMERICS_ARCHIVE, "-Wl,--exclude-libs,ALL",
+                                       "-lstdc++", "-lm"};
   if (!openmpLib.empty()) {
-    argStrings.push_back(openmpLib);
-    argStrings.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(openmpLib).str());
+    linkArgs.push_back(openmpLib);
+    linkArgs.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(openmpLib).str());
   }
-  llvm::SmallVector<llvm::StringRef> args(argStrings.begin(), argStrings.end());
-  std::string execError;
-  int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &execError);
-  if (status != 0) {
-    std::string cmd;
-    for (const std::string &a : argStrings)
-      cmd += (cmd.empty() ? "" : " ") + a;
-    return makeError("cpu step library: linking failed (exit status " + std::to_string(status) + "): " + cmd +
-                     (execError.empty() ? "" : ": " + execError));
-  }
+  if (Status st = backend::linkSharedObject(objPath, soPath, linkArgs, what); !st)
+    return makeError(st.error());
 
   StepLibraryDescription description;
   description.library = baseName + ".so";
