@@ -556,7 +556,7 @@ LogicalResult FunctionLowering::lowerLinearF32(LinearOp op) {
 
 /// The step checks of the compressed kernels (compress_detail::checkStep): start_pos >= 0, s >= 1, one token
 /// when start_pos > 0.
-static void stepChecks(FunctionLowering &, OpBuilder &b, Location loc, StringRef name, StringRef rowsOperand,
+static void stepChecks(OpBuilder &b, Location loc, StringRef name, StringRef rowsOperand,
                        Value start, Value s) {
   Value zero64 = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
   cf::AssertOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, start, zero64),
@@ -587,7 +587,7 @@ LogicalResult FunctionLowering::lowerCompressPool(CompressPoolOp op) {
   checkEq(dim(scoreState, 0), idx(r), "dsa.compress_pool: operand 'score_state' does not have ratio rows");
   checkEq(dim(scoreState, 1), hd,
           "dsa.compress_pool: operand 'score_state' has a row width that differs from kv's");
-  stepChecks(*this, b, loc, "dsa.compress_pool", "kv", start, s);
+  stepChecks(b, loc, "dsa.compress_pool", "kv", start, s);
   Value newKv = allocLike(op.getNewKvState(), {idx(r), hd});
   Value newScore = allocLike(op.getNewScoreState(), {idx(r), hd});
   launch("dsa_compress_state", {ceilDiv(mul(idx(r), hd), kElementwiseBlock), idx(1), idx(1)},
@@ -689,7 +689,7 @@ LogicalResult FunctionLowering::lowerIndexerScores(IndexerScoresOp op) {
 std::pair<Value, Value> FunctionLowering::scoresChecks(Operation *op, Value scores, Value start, int64_t ratio) {
   std::string name = op->getName().getStringRef().str();
   Value s = dim(scores, 0), width = dim(scores, 1);
-  stepChecks(*this, b, loc, name, "scores", start, s);
+  stepChecks(b, loc, name, "scores", start, s);
   Value want = toIndex(arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, toI64(s)), i64c(ratio)));
   checkEq(width, want, name + ": operand 'scores' has a width that differs from (start_pos + s) // ratio");
   return {s, width};
