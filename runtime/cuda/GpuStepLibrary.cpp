@@ -537,6 +537,51 @@ Result<std::vector<GpuValue>> GpuSequence::step(const std::vector<std::pair<size
   return results;
 }
 
+cpu::CPUSequence::Runner makeCPUSequenceRunner(std::shared_ptr<const GpuStepLibrary> library, std::string name) {
+  struct Cache {
+    // Keyed by the buffer's address: the buffers must outlive the runner (a CPUSequence holds its fixed arguments,
+    // the weights, for as long as it holds the runner).
+    std::map<const cpu::CPUBuffer *, GpuTensor> uploads;
+  };
+  auto cache = std::make_shared<Cache>();
+  return [library, name, cache](const std::vector<cpu::CPUValue> &args,
+                                std::vector<cpu::NamedTensor> *probes) -> Result<std::vector<Tensor>> {
+    std::vector<GpuValue> gpuArgs;
+    gpuArgs.reserve(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (const Tensor *t = args[i].tensor()) {
+        gpuArgs.emplace_back(*t);
+        continue;
+      }
+      const cpu::CPUBuffer *b = args[i].buffer();
+      if (!b)
+        return makeError("gpu step library @" + name + ": argument #" + std::to_string(i) + " is a null CPUBuffer");
+      auto it = cache->uploads.find(b);
+      if (it == cache->uploads.end()) {
+        const size_t bytes = static_cast<size_t>(product(b->shape()) * elementBytes(b->elementType()));
+        Result<std::shared_ptr<DeviceAllocation>> a = library->runtime().alloc(bytes);
+        if (!a)
+          return makeError("gpu step library @" + name + ": argument #" + std::to_string(i) + ": " + a.error());
+        if (Status st = library->runtime().upload((*a)->ptr(), b->data(), bytes); !st)
+          return makeError("gpu step library @" + name + ": argument #" + std::to_string(i) + ": " + st.error());
+        it = cache->uploads.emplace(b, GpuTensor(b->elementType(), b->shape(), a.take())).first;
+      }
+      gpuArgs.emplace_back(it->second);
+    }
+    Result<std::vector<GpuValue>> results = library->run(name, gpuArgs, probes);
+    if (!results)
+      return makeError(results.error());
+    std::vector<Tensor> host;
+    for (const GpuValue &v : *results) {
+      Result<Tensor> t = v.toHost();
+      if (!t)
+        return makeError("gpu step library @" + name + ": " + t.error());
+      host.push_back(t.take());
+    }
+    return host;
+  };
+}
+
 const GpuValue *GpuSequence::state(size_t arg) const {
   for (const cpu::StateBinding &b : signature_->state)
     if (static_cast<size_t>(b.arg) == arg)

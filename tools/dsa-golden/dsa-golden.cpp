@@ -9,6 +9,11 @@
 // compressor state and caches; the four shared slots passed from layer to layer). Links DSAGolden and DSACPURuntime
 // only (builds with -DDSA_ENABLE_MLIR=OFF).
 //
+// GPU step libraries (`dsa-run --golden FILE --emit-libraries=DIR --backend=gpu`; their descriptions have format
+// dsa-gpu-step-library) run the same way on the CUDA device 0 (runtime/cuda GpuStepLibrary.h: the mgpu* runtime
+// over the dlopen'd driver; makeCPUSequenceRunner: weights uploaded once). Without a driver or device that is an
+// error naming it.
+//
 // Prints what dsa-run --golden prints in whole-model mode: one verdict line per capture of the golden (section 12
 // tolerance; the stale decode `shared.L<l>.candidates` of layers before the candidate source not compared), then
 // `golden: N passed, M failed`. Exit status: 0 all passed, 1 a capture failed, 2 an error stopped the replay (bad
@@ -19,6 +24,7 @@
 #include "dsa/Golden/ModelConfig.h"
 #include "dsa/Golden/TinyModel.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
+#include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
 #include <nlohmann/json.hpp>
 
@@ -51,6 +57,7 @@ const char *const kUsage =
 struct LayerRun {
   int64_t layer = 0;
   std::unique_ptr<cpu::CPUStepLibrary> library;
+  std::shared_ptr<dsa::cuda::GpuStepLibrary> gpuLibrary; ///< instead of `library` for a GPU step library
   std::unique_ptr<cpu::CPUSequence> sequence;
   bool hasShared = false;
 };
@@ -66,6 +73,15 @@ std::string skipReason(const golden::Fixture &f, const golden::Regime &regime, c
       return "stale: holds the previous step's candidate mask (tiny-model-harness.md, known quirks)";
   }
   return "";
+}
+
+/// Whether the step description at `path` is a GPU step library's (format dsa-gpu-step-library).
+bool isGpuStepLibrary(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("format") && j["format"] == dsa::cuda::kGpuStepLibraryFormat;
 }
 
 /// Reads DIR/golden_layers.json (tools/dsa-run/EmitLibraries.h) and builds one sequence per layer of `file`.
@@ -105,13 +121,30 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
       return dsa::makeError(where + ".weights: missing or not an array");
     LayerRun &run = layers[static_cast<size_t>(l)];
     run.layer = l;
-    dsa::Result<std::unique_ptr<cpu::CPUStepLibrary>> lib =
-        cpu::CPUStepLibrary::open(dir + "/" + lj["description"].get<std::string>());
-    if (!lib)
-      return dsa::makeError("layer " + std::to_string(l) + ": " + lib.error());
-    run.library = lib.take();
+    const std::string descriptionPath = dir + "/" + lj["description"].get<std::string>();
     const std::string function = lj["function"].get<std::string>();
-    const cpu::FunctionSignature *sig = run.library->signature(function);
+    const cpu::FunctionSignature *sig = nullptr;
+    if (isGpuStepLibrary(descriptionPath)) {
+      static std::shared_ptr<dsa::cuda::MgpuRuntime> runtime; // one device context for every layer
+      if (!runtime) {
+        dsa::Result<std::shared_ptr<dsa::cuda::MgpuRuntime>> rt = dsa::cuda::MgpuRuntime::open();
+        if (!rt)
+          return dsa::makeError("layer " + std::to_string(l) + " (a GPU step library): " + rt.error());
+        runtime = rt.take();
+      }
+      dsa::Result<std::unique_ptr<dsa::cuda::GpuStepLibrary>> lib =
+          dsa::cuda::GpuStepLibrary::open(runtime, descriptionPath);
+      if (!lib)
+        return dsa::makeError("layer " + std::to_string(l) + ": " + lib.error());
+      run.gpuLibrary = lib.take();
+      sig = run.gpuLibrary->signature(function);
+    } else {
+      dsa::Result<std::unique_ptr<cpu::CPUStepLibrary>> lib = cpu::CPUStepLibrary::open(descriptionPath);
+      if (!lib)
+        return dsa::makeError("layer " + std::to_string(l) + ": " + lib.error());
+      run.library = lib.take();
+      sig = run.library->signature(function);
+    }
     if (!sig)
       return dsa::makeError(where + ".function: the library has no @" + function);
     if (!sig->step.present())
@@ -144,12 +177,14 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
       return dsa::makeError(where + ".weights: " + std::to_string(lj["weights"].size()) + " names, @" + function +
                             " has " + std::to_string(next) + " weight arguments");
     const cpu::CPUStepLibrary *library = run.library.get();
-    dsa::Result<cpu::CPUSequence> seq = cpu::CPUSequence::start(
-        *sig,
-        [library, function](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *probes) {
-          return library->run(function, args, probes);
-        },
-        std::move(weights));
+    cpu::CPUSequence::Runner runner =
+        run.gpuLibrary
+            ? dsa::cuda::makeCPUSequenceRunner(run.gpuLibrary, function)
+            : cpu::CPUSequence::Runner([library, function](const std::vector<cpu::CPUValue> &args,
+                                                           std::vector<cpu::NamedTensor> *probes) {
+                return library->run(function, args, probes);
+              });
+    dsa::Result<cpu::CPUSequence> seq = cpu::CPUSequence::start(*sig, std::move(runner), std::move(weights));
     if (!seq)
       return dsa::makeError("layer " + std::to_string(l) + ": " + seq.error());
     run.sequence = std::make_unique<cpu::CPUSequence>(seq.take());

@@ -2,6 +2,8 @@
 #include "EmitLibraries.h"
 
 #include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/Backend/GPU/GPUStepLibrary.h"
+#include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,7 +18,7 @@
 namespace dsa::tools {
 
 Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLibrary> &layers, int64_t nLayers,
-                                const std::string &directory) {
+                                const std::string &directory, bool gpu) {
   nlohmann::json manifest;
   manifest["format"] = "dsa-golden-layers";
   manifest["version"] = 1;
@@ -31,9 +33,16 @@ Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLi
         f.erase();
     if (!single->lookupSymbol<mlir::func::FuncOp>(name))
       return makeError("--emit-libraries: the module has no @" + name);
-    cpu::CPUCompileOptions options;
-    options.probesAsResults = true;
-    Result<std::string> json = cpu::emitCPUStepLibrary(*single, directory, name, options);
+    Result<std::string> json = makeError("");
+    if (gpu) {
+      gpu::GPUCompileOptions options;
+      options.probesAsResults = true;
+      json = gpu::emitGPUStepLibrary(*single, directory, name, options);
+    } else {
+      cpu::CPUCompileOptions options;
+      options.probesAsResults = true;
+      json = cpu::emitCPUStepLibrary(*single, directory, name, options);
+    }
     if (!json)
       return makeError("--emit-libraries: layer " + std::to_string(layer.layer) + ": " + json.error());
 
@@ -41,7 +50,13 @@ Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLi
     std::ifstream in(*json);
     std::stringstream text;
     text << in.rdbuf();
-    Result<cpu::StepLibraryDescription> description = cpu::parseStepLibrary(text.str());
+    Result<cpu::StepLibraryDescription> description = makeError("");
+    if (gpu) {
+      Result<cuda::GpuStepLibraryDescription> d = cuda::parseGpuStepLibrary(text.str());
+      description = d ? Result<cpu::StepLibraryDescription>(d->base) : makeError(d.error());
+    } else {
+      description = cpu::parseStepLibrary(text.str());
+    }
     if (!description)
       return makeError("--emit-libraries: " + *json + ": " + description.error());
     const cpu::FunctionSignature *sig = nullptr;

@@ -273,8 +273,11 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
     llvm::errs() << "dsa-run: error: " << message << "\n";
     return 2;
   };
-  if (options.backend != "interpret" && options.backend != "cpu")
-    return fail("--backend must be 'interpret' or 'cpu', got '" + options.backend + "'");
+  if (options.backend != "interpret" && options.backend != "cpu" && options.backend != "gpu")
+    return fail("--backend must be 'interpret', 'cpu' or 'gpu', got '" + options.backend + "'");
+  if (options.backend == "gpu" && options.emitLibraries.empty())
+    return fail("--backend=gpu needs --emit-libraries=DIR: the GPU step libraries run MLIR-free, with "
+                "`dsa-golden --golden FILE --libraries DIR` on a machine with a CUDA device");
   std::optional<mlir::dsa::IndexKSource> indexKSource = mlir::dsa::symbolizeIndexKSource(options.indexKSource);
   if (!indexKSource)
     return fail("--index-k-source must be 'published_slot' or 'own_cache', got '" + options.indexKSource + "'");
@@ -322,7 +325,8 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
     std::vector<LayerLibrary> libraries;
     for (const Layer &layer : layers)
       libraries.push_back(LayerLibrary{layer.id, layer.weightNames});
-    Status s = emitGoldenLayerLibraries(*module, libraries, fixture.nLayers, options.emitLibraries);
+    Status s = emitGoldenLayerLibraries(*module, libraries, fixture.nLayers, options.emitLibraries,
+                                        options.backend == "gpu");
     return s ? 0 : fail(s.error());
   }
 

@@ -166,7 +166,8 @@ cl::opt<bool> goldenResync("resync",
                            cl::cat(runCategory));
 cl::opt<std::string> backendName("backend",
                                  cl::desc("With --golden: 'interpret' (the reference interpreter, default) or 'cpu' "
-                                          "(compiled by --dsa-cpu-pipeline, JIT-run)"),
+                                          "(compiled by --dsa-cpu-pipeline, JIT-run); with --emit-libraries also "
+                                          "'gpu' (GPU step libraries, --dsa-gpu-pipeline, for dsa-golden on a GPU)"),
                                  cl::init("interpret"), cl::cat(runCategory));
 cl::opt<std::string> indexKSource("index-k-source",
                                   cl::desc("With --golden: 'published_slot' (the reference, default) or 'own_cache' "

@@ -20,6 +20,7 @@
 
 #include "dsa/Backend/GPU/GPUStepLibrary.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
+#include "dsa/Runtime/CPU/StepLibrary.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -350,4 +351,40 @@ TEST_F(GPUStepLibraryTest, EmitterErrors) {
                                     "cannot pass"))
       << bad.error();
   llvm::sys::fs::remove_directories(d);
+}
+
+TEST_F(GPUStepLibraryTest, CPUSequenceRunsAGpuLibraryThroughTheRunner) {
+  std::shared_ptr<MgpuRuntime> rt = fakeRuntime();
+  ASSERT_TRUE(rt);
+  const long before = FakeDriver::liveAllocations();
+  {
+    Result<std::unique_ptr<GpuStepLibrary>> opened = GpuStepLibrary::open(rt, jsonPath);
+    ASSERT_TRUE(opened.ok()) << opened.error();
+    std::shared_ptr<const GpuStepLibrary> lib = opened.take();
+    const cpu::FunctionSignature *sig = lib->signature("layer0");
+    ASSERT_NE(sig, nullptr);
+    ASSERT_TRUE(sig->step.present());
+    const WindowLayer layer(700);
+    std::map<size_t, cpu::CPUValue> weights;
+    for (size_t i = 0; i < layer.weights.size(); ++i)
+      weights.emplace(3 + i, cpu::CPUBuffer::fromTensor(layer.weights[i]));
+    Result<cpu::CPUSequence> seq = cpu::CPUSequence::start(*sig, makeCPUSequenceRunner(lib, "layer0"), weights);
+    ASSERT_TRUE(seq.ok()) << seq.error();
+    Result<std::vector<Tensor>> prefill = seq->run(bf16({12, 64}, randomBf16(12 * 64, 1.0f, 1)), 0);
+    ASSERT_TRUE(prefill.ok()) << prefill.error();
+    EXPECT_EQ((*prefill)[0].shape(), (std::vector<int64_t>{12, 64}));
+    EXPECT_EQ(FakeDriver::liveAllocations(), before + 8) << "the eight weights stay on the device, nothing else";
+    // Three tokens at start_pos 12: the CPU sequence splits them into three one-token steps of the GPU library.
+    const long launches = FakeDriver::launches();
+    Result<std::vector<Tensor>> three = seq->run(bf16({3, 64}, randomBf16(3 * 64, 1.0f, 2)), 12);
+    ASSERT_TRUE(three.ok()) << three.error();
+    EXPECT_EQ((*three)[0].shape(), (std::vector<int64_t>{3, 64}));
+    EXPECT_EQ((*three)[1].shape(), (std::vector<int64_t>{8, 32}));
+    const long perStep = FakeDriver::launches() - launches;
+    EXPECT_EQ(perStep % 3, 0) << "three identical decode steps";
+    EXPECT_EQ(seq->position(), 15);
+    EXPECT_EQ(FakeDriver::liveAllocations(), before + 8) << "weights uploaded once";
+    EXPECT_EQ(lib->leakedAllocations(), 0u);
+  }
+  EXPECT_EQ(FakeDriver::liveAllocations(), before);
 }

@@ -159,6 +159,14 @@ private:
   std::vector<GpuValue> args_;
 };
 
+/// A runner for dsa::cpu::CPUSequence (runtime/cpu StepLibrary.h: step roles, multi-token steps split into decode
+/// steps, shared slots between layers) over function `name` of a GPU step library, so that a driver written for CPU
+/// step libraries (tools/dsa-golden) runs GPU ones unchanged. Tensor arguments given as Tensors are uploaded for each
+/// call; CPUBuffers (the weights) are uploaded once, on first use, and stay on the device while the runner lives;
+/// results and probes are downloaded. The CPUBuffers must outlive the runner (a CPUSequence holds both). The state
+/// crosses the host between steps here; GpuSequence keeps it on the device.
+cpu::CPUSequence::Runner makeCPUSequenceRunner(std::shared_ptr<const GpuStepLibrary> library, std::string name);
+
 } // namespace dsa::cuda
 
 #endif
