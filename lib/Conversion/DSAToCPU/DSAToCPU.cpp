@@ -65,30 +65,39 @@ using namespace cpu_lowering;
 // Patterns
 //===----------------------------------------------------------------------------------------------------------===//
 
-/// linear (section 2): y[m, n] = round(dotF32(x[m, :], w[n, :])), round = bf16 RNE for bf16, none for f32. One
-/// parallel generic over (n, m) (n outer: a weight row is reused from cache by every token) whose body is the dot.
+/// `x` [rows, K] as f32 (bf16 widened exactly, in one elementwise generic; an f32 x as is).
+Value widenRows(Emit e, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getElementType().isF32())
+    return x;
+  MLIRContext *ctx = e.b.getContext();
+  SmallVector<OpFoldResult> sizes = sizesOf(e, x);
+  SmallVector<AffineMap> maps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))};
+  return generic(e, tensorType(sizes, e.f32()), ValueRange{x}, e.empty(sizes, e.f32()), maps, parallel(2),
+                 [&](OpBuilder &b, Location loc, ValueRange args) {
+                   Emit t{b, loc};
+                   linalg::YieldOp::create(b, loc, t.toF32(args[0]));
+                 });
+}
+
+/// linear (section 2): y[m, n] = round(dotF32(x[m, :], w[n, :])), round = bf16 RNE for bf16, none for f32. x is
+/// widened to f32 once; the dots are emitGroupedDots' blocked product (G = 1): panels of w rows, blocks of
+/// tokens x outputs sharing each loaded vector, every output in dotF32's own order.
 struct LinearLowering : OpConversionPattern<LinearOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     if (failed(requireStatic(op, op.getWeight(), 1, "weight")) || failed(requireStatic(op, op.getWeight(), 0, "weight")))
       return failure();
     Emit e{rewriter, op.getLoc()};
-    MLIRContext *ctx = rewriter.getContext();
-    Value x = collapseRows(e, adaptor.getX());
+    Value x = widenRows(e, collapseRows(e, adaptor.getX()));
     Value w = adaptor.getWeight();
     const int64_t K = cast<RankedTensorType>(w.getType()).getDimSize(1);
     const int64_t N = cast<RankedTensorType>(w.getType()).getDimSize(0);
     auto resultType = cast<RankedTensorType>(op.getType());
     Type outElem = resultType.getElementType();
     SmallVector<OpFoldResult> ySizes{sizesOf(e, x)[0], rewriter.getIndexAttr(N)};
-    Value y = generic(e, tensorType(ySizes, outElem), {}, e.empty(ySizes, outElem),
-                      {mapOf(ctx, 2, {dimExpr(ctx, 1), dimExpr(ctx, 0)})}, parallel(2),
-                      [&](OpBuilder &b, Location loc, ValueRange) {
-                        Emit t{b, loc};
-                        Value n = t.linalgIndex(0), m = t.linalgIndex(1);
-                        Value s = emitDotF32(t, x, {m}, w, {n}, K);
-                        linalg::YieldOp::create(b, loc, outElem.isBF16() ? t.toBf16(s) : s);
-                      });
+    Value y = emitGroupedDots(e, x, w, e.empty(ySizes, outElem), /*G=*/1, N, K, GemmTiling(),
+                              [&](Emit t, Value dot) { return outElem.isBF16() ? t.toBf16(dot) : dot; });
     rewriter.replaceOp(op, expandRows(e, y, adaptor.getX(), resultType));
     return success();
   }
@@ -519,30 +528,17 @@ struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
     if (!wType.hasStaticShape())
       return op.emitOpError() << "dsa-to-cpu needs 'wo_a' to have a static shape";
     Emit e{rewriter, op.getLoc()};
-    MLIRContext *ctx = rewriter.getContext();
     const int64_t G = op.getGroups();
     const int64_t H = oType.getDimSize(1), hd = oType.getDimSize(2);
     const int64_t gw = H / G * hd;
     const int64_t R = wType.getDimSize(0) / G;
     Value o = adaptor.getO();
     OpFoldResult s = sizesOf(e, o)[0];
-    Value oFlat = tensor::CollapseShapeOp::create(e.b, e.loc, o, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-    SmallVector<OpFoldResult> o3Sizes{s, rewriter.getIndexAttr(G), rewriter.getIndexAttr(gw)};
-    Value o3 = tensor::ExpandShapeOp::create(e.b, e.loc, tensorType(o3Sizes, oType.getElementType()), oFlat,
-                                             ArrayRef<ReassociationIndices>{{0}, {1, 2}}, o3Sizes);
-    SmallVector<OpFoldResult> w3Sizes{rewriter.getIndexAttr(G), rewriter.getIndexAttr(R), rewriter.getIndexAttr(gw)};
-    Value w3 = tensor::ExpandShapeOp::create(e.b, e.loc, tensorType(w3Sizes, wType.getElementType()),
-                                             adaptor.getWoA(), ArrayRef<ReassociationIndices>{{0, 1}, {2}}, w3Sizes);
-    SmallVector<OpFoldResult> pSizes{s, rewriter.getIndexAttr(G), rewriter.getIndexAttr(R)};
+    Value oFlat = widenRows(e, tensor::CollapseShapeOp::create(e.b, e.loc, o, ArrayRef<ReassociationIndices>{{0}, {1, 2}}));
+    SmallVector<OpFoldResult> ySizes{s, rewriter.getIndexAttr(G * R)};
     Type bf16 = rewriter.getBF16Type();
-    Value y3 = generic(e, tensorType(pSizes, bf16), {}, e.empty(pSizes, bf16), {mapOf(ctx, 3, dimExprs(ctx, 3))},
-                       parallel(3), [&](OpBuilder &b, Location loc, ValueRange) {
-                         Emit t{b, loc};
-                         SmallVector<Value> iv = loopIndices(t, 3);
-                         Value dot = emitDotF32(t, o3, {iv[0], iv[1]}, w3, {iv[1], iv[2]}, gw);
-                         linalg::YieldOp::create(b, loc, t.toBf16(dot));
-                       });
-    Value y = tensor::CollapseShapeOp::create(e.b, e.loc, y3, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+    Value y = emitGroupedDots(e, oFlat, adaptor.getWoA(), e.empty(ySizes, bf16), G, R, gw, GemmTiling(),
+                              [&](Emit t, Value dot) { return t.toBf16(dot); });
     rewriter.replaceOp(op, e.castTo(y, op.getType()));
     return success();
   }

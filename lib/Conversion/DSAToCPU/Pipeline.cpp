@@ -39,6 +39,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -100,10 +101,15 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel) {
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(std::make_unique<StridedCopiesToLinalgPass>());
 
-  if (parallel)
+  // The blocked dot products are scf.forall loops (DSAToCPU's emitGroupedDots): OpenMP loops with parallel=true,
+  // sequential ones otherwise.
+  if (parallel) {
+    pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  else
+  } else {
+    pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  }
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createLowerAffinePass());
   if (parallel) {

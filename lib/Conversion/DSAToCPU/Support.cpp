@@ -8,8 +8,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+
+#include <algorithm>
 
 namespace mlir::dsa::cpu_lowering {
 
@@ -149,55 +152,196 @@ Value clampSym(Emit e, Value v, float lim) {
 // Lane dot products (the kernels' dotF32)
 //===----------------------------------------------------------------------------------------------------------===//
 
-/// dotF32 of the kernels (Kernels.cpp) of two rows, emitted in a generic's body: `a[aLead..., 0:K]` and
-/// `b[bLead..., 0:K]` (bf16 or f32 tensors whose LAST dimension has K elements, K static, read in place). Eight f32
-/// lanes accumulate acc[l] += a[8i+l] * b[8i+l] over i ascending, from 0: one vector<8xf32> accumulator in an
-/// scf.for, element-wise vector ops only (no reduction across lanes, no contraction). The lanes are combined as
-/// ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), then the tail sum over k >= 8*(K/8) (ascending, from 0.0f) is added last.
-Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, int64_t K) {
+/// 8 lanes of `src[lead..., k]` .. `src[lead..., k + 7]` as f32 (bf16 widened exactly).
+static Value readLanes(Emit t, Value src, ValueRange lead, Value k) {
+  Type elem = cast<RankedTensorType>(src.getType()).getElementType();
+  SmallVector<Value> at(lead.begin(), lead.end());
+  at.push_back(k);
+  Value pad = arith::ConstantOp::create(t.b, t.loc, t.b.getZeroAttr(elem));
+  Value read = vector::TransferReadOp::create(t.b, t.loc, VectorType::get({kLanes}, elem), src, at, pad,
+                                             ArrayRef<bool>{true});
+  if (elem.isF32())
+    return read;
+  return arith::ExtFOp::create(t.b, t.loc, VectorType::get({kLanes}, t.f32()), read);
+}
+
+/// dotF32 of the kernels (Kernels.cpp) for every pair of rows (a_i, b_j) of a block, emitted inline (see Support.h).
+/// One scf.for over k = 0, 8, .. carries one vector<8xf32> accumulator PER PAIR (acc_ij[l] += a_i[8s+l] *
+/// b_j[8s+l], s ascending, from 0): every row is loaded (and widened) once per step and used by every pair it is in,
+/// but no pair's sum is shared with or reordered by another's. Element-wise vector ops only (no reduction across
+/// lanes, no contraction). Each pair's lanes are combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), then its tail sum
+/// over k >= 8*(K/8) (ascending, from 0.0f) is added last.
+SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K) {
   const int64_t K8 = K / kLanes;
+  const size_t na = a.rows.size(), nb = b.rows.size();
   auto laneType = VectorType::get({kLanes}, e.f32());
-  Value acc = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(laneType, 0.0f));
-  auto readLanes = [](Emit t, Value src, ValueRange lead, Value k) -> Value {
-    Type elem = cast<RankedTensorType>(src.getType()).getElementType();
-    SmallVector<Value> at(lead.begin(), lead.end());
-    at.push_back(k);
-    Value pad = arith::ConstantOp::create(t.b, t.loc, t.b.getZeroAttr(elem));
-    Value read = vector::TransferReadOp::create(t.b, t.loc, VectorType::get({kLanes}, elem), src, at, pad,
-                                               ArrayRef<bool>{true});
-    if (elem.isF32())
-      return read;
-    return arith::ExtFOp::create(t.b, t.loc, VectorType::get({kLanes}, t.f32()), read);
-  };
+  Value zero8 = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(laneType, 0.0f));
+  SmallVector<Value> accs(na * nb, zero8);
+  auto column = [](Emit t, Value k0, Value k) { return k0 ? t.add(k0, k) : k; };
   if (K8 > 0) {
     auto loop = scf::ForOp::create(
-        e.b, e.loc, e.idx(0), e.idx(K8 * kLanes), e.idx(kLanes), ValueRange{acc},
+        e.b, e.loc, e.idx(0), e.idx(K8 * kLanes), e.idx(kLanes), accs,
         [&](OpBuilder &bb, Location loc, Value k, ValueRange iter) {
           Emit t{bb, loc};
-          Value p = t.fmul(readLanes(t, a, aLead, k), readLanes(t, b, bLead, k));
-          scf::YieldOp::create(bb, loc, t.fadd(iter[0], p));
+          SmallVector<Value> av, bv, next;
+          for (const SmallVector<Value> &lead : a.rows)
+            av.push_back(readLanes(t, a.tensor, lead, column(t, a.k0, k)));
+          for (const SmallVector<Value> &lead : b.rows)
+            bv.push_back(readLanes(t, b.tensor, lead, column(t, b.k0, k)));
+          for (size_t i = 0; i < na; ++i)
+            for (size_t j = 0; j < nb; ++j)
+              next.push_back(t.fadd(iter[i * nb + j], t.fmul(av[i], bv[j])));
+          scf::YieldOp::create(bb, loc, next);
         });
-    acc = loop.getResult(0);
+    accs.assign(loop.getResults().begin(), loop.getResults().end());
   }
-  Value tail = e.cf(0.0f);
+  SmallVector<Value> tails(na * nb, e.cf(0.0f));
   if (K % kLanes != 0) {
     auto loop = scf::ForOp::create(
-        e.b, e.loc, e.idx(K8 * kLanes), e.idx(K), e.idx(1), ValueRange{tail},
+        e.b, e.loc, e.idx(K8 * kLanes), e.idx(K), e.idx(1), tails,
         [&](OpBuilder &bb, Location loc, Value k, ValueRange iter) {
           Emit t{bb, loc};
-          SmallVector<Value> ai(aLead.begin(), aLead.end()), bi(bLead.begin(), bLead.end());
-          ai.push_back(k);
-          bi.push_back(k);
-          Value p = t.fmul(t.toF32(t.extract(a, ai)), t.toF32(t.extract(b, bi)));
-          scf::YieldOp::create(bb, loc, t.fadd(iter[0], p));
+          auto element = [&](const DotRows &r, size_t i) {
+            SmallVector<Value> at(r.rows[i].begin(), r.rows[i].end());
+            at.push_back(column(t, r.k0, k));
+            return t.toF32(t.extract(r.tensor, at));
+          };
+          SmallVector<Value> av, bv, next;
+          for (size_t i = 0; i < na; ++i)
+            av.push_back(element(a, i));
+          for (size_t j = 0; j < nb; ++j)
+            bv.push_back(element(b, j));
+          for (size_t i = 0; i < na; ++i)
+            for (size_t j = 0; j < nb; ++j)
+              next.push_back(t.fadd(iter[i * nb + j], t.fmul(av[i], bv[j])));
+          scf::YieldOp::create(bb, loc, next);
         });
-    tail = loop.getResult(0);
+    tails.assign(loop.getResults().begin(), loop.getResults().end());
   }
-  SmallVector<Value> l;
-  for (int64_t i = 0; i < kLanes; ++i)
-    l.push_back(vector::ExtractOp::create(e.b, e.loc, acc, ArrayRef<int64_t>{i}));
-  Value s = e.fadd(e.fadd(e.fadd(l[0], l[4]), e.fadd(l[1], l[5])), e.fadd(e.fadd(l[2], l[6]), e.fadd(l[3], l[7])));
-  return e.fadd(s, tail);
+  SmallVector<Value> dots;
+  for (size_t p = 0; p < na * nb; ++p) {
+    SmallVector<Value> l;
+    for (int64_t i = 0; i < kLanes; ++i)
+      l.push_back(vector::ExtractOp::create(e.b, e.loc, accs[p], ArrayRef<int64_t>{i}));
+    Value s =
+        e.fadd(e.fadd(e.fadd(l[0], l[4]), e.fadd(l[1], l[5])), e.fadd(e.fadd(l[2], l[6]), e.fadd(l[3], l[7])));
+    dots.push_back(e.fadd(s, tails[p]));
+  }
+  return dots;
+}
+
+Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, int64_t K) {
+  DotRows ar{a, {SmallVector<Value>(aLead.begin(), aLead.end())}, Value()};
+  DotRows br{b, {SmallVector<Value>(bLead.begin(), bLead.end())}, Value()};
+  return emitDotBlock(e, ar, br, K).front();
+}
+
+/// out[m, g*N + n] = finish(dotF32(x[m, g*K : g*K + K], w[g*N + n, :])) (see Support.h). Loop nest, on tensors:
+///   scf.forall (g, panel) over G x ceil(N / panelRows), shared out: the panel's columns [M, nc] as an
+///   extract_slice of the shared out, filled by
+///     for m0 in [0, M - M % blockRows) step blockRows:  for n in panel step blockCols: a blockRows x blockCols
+///                                                       block; leftover columns one at a time
+///     for m in the leftover rows:                       for n in panel step rowCols: a 1 x rowCols block; leftovers
+///   and written back with tensor.parallel_insert_slice.
+/// A panel of W rows stays in L2 while every block of x rows passes over it; a block's x rows and w rows are each
+/// loaded once per k-step for all blockRows x blockCols dots.
+Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N, int64_t K, const GemmTiling &tilingIn,
+                      function_ref<Value(Emit, Value)> finish) {
+  GemmTiling tiling = tilingIn;
+  const int64_t wBytes = cast<RankedTensorType>(w.getType()).getElementType().isF32() ? 4 : 2;
+  if (tiling.rowCols == 0) // short rows: fewer concurrent streams measured faster
+    tiling.rowCols = K * wBytes <= 4096 ? 4 : 8;
+  const int64_t unit = std::max(tiling.blockCols, tiling.rowCols);
+  auto panelRows = [&](int64_t bytes) {
+    int64_t rows = std::max<int64_t>(1, bytes / std::max<int64_t>(1, K * wBytes));
+    return std::min(N, std::max(unit, rows / unit * unit));
+  };
+  const int64_t smallPanel = panelRows(tiling.panelBytes), largePanel = panelRows(tiling.streamPanelBytes);
+  Value M = e.sizeValue(sizesOf(e, x)[0]);
+  Type outElem = cast<RankedTensorType>(out.getType()).getElementType();
+  const int64_t mb = tiling.blockRows;
+  // Fewer rows than one block (decode): every w row is read once, the panels only split the work; large panels
+  // give each strided row set long sequential streams (below).
+  Value panel = e.sel(e.cmpi(arith::CmpIPredicate::slt, M, e.idx(mb)), e.idx(largePanel), e.idx(smallPanel));
+  Value panels = arith::CeilDivSIOp::create(e.b, e.loc, e.idx(N), panel);
+
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{e.b.getIndexAttr(G), panels},
+                                      ValueRange{out}, std::nullopt);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(forall.getTerminator());
+  Emit f{e.b, e.loc};
+  Value g = forall.getInductionVar(0), p = forall.getInductionVar(1);
+  Value shared = forall.getRegionIterArgs()[0];
+  Value n0 = f.mul(p, panel);
+  Value nc = f.minsi(panel, f.sub(f.idx(N), n0));
+  Value col0 = f.add(f.mul(g, f.idx(N)), n0); // the panel's first column of out, and its first row of w
+  Value xk0 = f.mul(g, f.idx(K));
+  SmallVector<OpFoldResult> offsets{f.b.getIndexAttr(0), col0}, sizes{M, nc}, strides{f.b.getIndexAttr(1),
+                                                                                      f.b.getIndexAttr(1)};
+  Value slice = tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, outElem), shared, offsets, sizes, strides);
+
+  // One block: rows m0 .. m0+mb-1 of x times the panel columns `cols`, inserted into `acc`.
+  auto block = [&](Emit t, Value acc, Value m0, int64_t rows, ArrayRef<Value> cols) -> Value {
+    DotRows a{x, {}, xk0}, b{w, {}, Value()};
+    for (int64_t i = 0; i < rows; ++i)
+      a.rows.push_back({i ? t.add(m0, t.idx(i)) : m0});
+    for (Value c : cols)
+      b.rows.push_back({t.add(col0, c)});
+    SmallVector<Value> dots = emitDotBlock(t, a, b, K);
+    const int64_t nb = static_cast<int64_t>(cols.size());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < nb; ++j)
+        acc = tensor::InsertOp::create(t.b, t.loc, finish(t, dots[i * nb + j]), acc, ValueRange{a.rows[i][0], cols[j]});
+    return acc;
+  };
+  // The panel's columns for rows m0 .. m0+rows-1, in blocks of nb columns, then the leftover columns one at a time.
+  // Adjacent columns (rows == mb): the block's w rows are adjacent in memory. Strided (one x row, decode): block c
+  // takes columns c, c + q, .., c + (nb-1)q (q = nc / nb), so each of its nb w rows continues a sequential stream of
+  // q rows (adjacent short rows would be nb short streams restarted every block, which the prefetcher follows badly).
+  auto rowBand = [&](Emit t, Value acc, Value m0, int64_t rows, int64_t nb, bool strided) -> Value {
+    Value q = arith::DivSIOp::create(t.b, t.loc, nc, t.idx(nb));
+    Value full = t.mul(q, t.idx(nb));
+    Value upper = strided ? q : full;
+    Value step = t.idx(strided ? 1 : nb);
+    auto blocks = scf::ForOp::create(t.b, t.loc, t.idx(0), upper, step, ValueRange{acc},
+                                     [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
+                                       Emit u{bb, loc};
+                                       SmallVector<Value> cols{c};
+                                       for (int64_t j = 1; j < nb; ++j)
+                                         cols.push_back(u.add(c, strided ? u.mul(q, u.idx(j)) : u.idx(j)));
+                                       scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, cols));
+                                     });
+    if (nb == 1)
+      return blocks.getResult(0);
+    auto rest = scf::ForOp::create(t.b, t.loc, full, nc, t.idx(1), ValueRange{blocks.getResult(0)},
+                                   [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
+                                     Emit u{bb, loc};
+                                     scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, {c}));
+                                   });
+    return rest.getResult(0);
+  };
+  Value mFull = f.sub(M, arith::RemSIOp::create(f.b, f.loc, M, f.idx(mb)));
+  Value filled = slice;
+  if (mb > 1) {
+    auto bands = scf::ForOp::create(f.b, f.loc, f.idx(0), mFull, f.idx(mb), ValueRange{filled},
+                                    [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
+                                      Emit u{bb, loc};
+                                      scf::YieldOp::create(
+                                          bb, loc, rowBand(u, iter[0], m0, mb, tiling.blockCols, /*strided=*/false));
+                                    });
+    filled = bands.getResult(0);
+  } else {
+    mFull = f.idx(0);
+  }
+  auto rows = scf::ForOp::create(f.b, f.loc, mFull, M, f.idx(1), ValueRange{filled},
+                                 [&](OpBuilder &bb, Location loc, Value m, ValueRange iter) {
+                                   Emit u{bb, loc};
+                                   scf::YieldOp::create(bb, loc, rowBand(u, iter[0], m, 1, tiling.rowCols, true));
+                                 });
+  filled = rows.getResult(0);
+  e.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(e.b, e.loc, filled, shared, offsets, sizes, strides);
+  return forall.getResult(0);
 }
 
 /// The generic's loop indices d0 .. d(n-1).

@@ -122,6 +122,36 @@ Value roundE4M3(Emit e, Value v);
 Value clampSym(Emit e, Value v, float lim);
 /// The kernels' dotF32 of a[aLead..., 0:K] and b[bLead..., 0:K] (last dims, K static), in a generic's body.
 Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, int64_t K);
+
+/// Rows of one side of a dot block: row i is tensor[rows[i]..., k0 + k] for k in [0, K) (k0 null = 0). The tensor
+/// is bf16 or f32; its last dimension holds the k values.
+struct DotRows {
+  Value tensor;
+  SmallVector<SmallVector<Value>> rows;
+  Value k0;
+};
+/// The kernels' dotF32 of every pair (a row i, b row j), K static, as result[i * b.rows.size() + j]: one k-loop with
+/// one vector<8xf32> accumulator per pair, each row loaded once per step. Every dot keeps dotF32's order exactly
+/// (its own 8 lanes, the fixed lane combination, the tail added last), so a block of dots gives the bits of the
+/// dots one at a time. Keep a.rows.size() * b.rows.size() <= ~24 (one register per accumulator).
+SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K);
+
+/// Register and cache blocking of emitGroupedDots.
+struct GemmTiling {
+  int64_t blockRows = 4;        // rows of x (tokens) per block
+  int64_t blockCols = 4;        // rows of w (outputs) per block
+  int64_t rowCols = 0;          // rows of w per block for the leftover single x rows (decode: the only path);
+                                // 0: 4 when a w row has <= 4 KiB, else 8
+  int64_t panelBytes = 256 << 10; // bytes of w per panel (the unit of reuse from L2, and of OpenMP work)
+  int64_t streamPanelBytes = 2 << 20; // bytes of w per panel when x has fewer than blockRows rows (decode)
+};
+/// G independent blocked products: out[m, g*N + n] = finish(dotF32(x[m, g*K .. g*K+K), w[g*N + n, 0:K))) for
+/// m < rows of x, g < G, n < N. x [M, G*K] and w [G*N, K] are bf16 or f32 (f32 x avoids widening x in every
+/// block), out [M, G*N]; returns the updated out. An scf.forall over (g, panel of w rows) (parallel=true turns it into
+/// OpenMP); inside, blocks of tiling.blockRows x tiling.blockCols dots (emitDotBlock), leftover rows as 1 x
+/// tiling.rowCols blocks, leftover columns one at a time. Bit-identical to one dotF32 per output.
+Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N, int64_t K, const GemmTiling &tiling,
+                      function_ref<Value(Emit, Value)> finish);
 /// The enclosing generic's loop indices d0 .. d(n-1).
 SmallVector<Value> loopIndices(Emit e, unsigned n);
 

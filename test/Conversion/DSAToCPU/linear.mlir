@@ -1,62 +1,86 @@
-// dsa.linear -> one parallel linalg.generic over the outputs, dims (n, m) (n outer: a weight row stays in cache for
-// every token), whose body is the kernels' dotF32 (Kernels.cpp): one vector<8xf32> accumulator in an scf.for over
-// k = 0, 8, .. (acc + x[m, k:k+8] * w[n, k:k+8], element-wise), a scalar tail loop over the last K % 8 columns, the
-// lanes combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, then bf16 RNE (bf16 linear) or nothing (f32).
+// dsa.linear -> x widened to f32 once (an elementwise generic), then emitGroupedDots' blocked product: an
+// scf.forall over panels of w rows (folded away when one panel holds all of w), and inside, blocks of 4 tokens x 4
+// outputs: ONE scf.for over k = 0, 8, .. carrying 16 vector<8xf32> accumulators, one per (token, output), each
+// updated as acc + x[m, k:k+8] * w[n, k:k+8] (element-wise mulf then addf: the kernels' dotF32 lanes, no
+// contraction, no reduction across lanes); then a scalar tail loop over the last K % 8 columns (one f32 sum per
+// pair, from 0.0), each pair's lanes combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, then bf16 RNE (bf16
+// linear) or nothing (f32), inserted at (m, n). Leftover outputs of a block of tokens: 4 x 1 blocks; leftover
+// tokens (decode): 1 x 4 blocks over strided outputs n, n + q, n + 2q, n + 3q (q = outputs / 4), then 1 x 1.
 // RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
 
-// K = 29: three 8-lane steps and a tail of 5.
+// K = 29: three 8-lane steps and a tail of 5; N = 5: one 4 x 4 block and a 4 x 1 leftover per block of tokens.
 // CHECK-LABEL: func.func @linear_tail
 // CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x29xbf16>, %[[W:[a-z0-9_]+]]: tensor<5x29xbf16>)
 // CHECK-DAG: %[[ZERO8:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : vector<8xf32>
 // CHECK-DAG: %[[ZERO:[a-z0-9_]+]] = arith.constant 0.000000e+00 : f32
-// CHECK: linalg.generic {indexing_maps = [#[[OUTMAP:map[0-9]*]]], iterator_types = ["parallel", "parallel"]} outs(%{{.*}} : tensor<?x5xbf16>)
-// CHECK: %[[N:[a-z0-9_]+]] = linalg.index 0 : index
-// CHECK: %[[M:[a-z0-9_]+]] = linalg.index 1 : index
-// CHECK: %[[ACC:[a-z0-9_]+]] = scf.for %[[K:[a-z0-9_]+]] = %c0 to %c24 step %c8 iter_args(%[[A:[a-z0-9_]+]] = %[[ZERO8]]) -> (vector<8xf32>) {
-// CHECK-DAG: %[[WV:[a-z0-9_]+]] = vector.transfer_read %[[W]][%[[N]], %[[K]]], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
-// CHECK-DAG: %[[XV:[a-z0-9_]+]] = vector.transfer_read %[[X]][%[[M]], %[[K]]], %{{.*}} {in_bounds = [true]} : tensor<?x29xbf16>, vector<8xbf16>
-// CHECK-DAG: %[[WF:[a-z0-9_]+]] = arith.extf %[[WV]] : vector<8xbf16> to vector<8xf32>
-// CHECK-DAG: %[[XF:[a-z0-9_]+]] = arith.extf %[[XV]] : vector<8xbf16> to vector<8xf32>
-// CHECK: %[[P:[a-z0-9_]+]] = arith.mulf %[[XF]], %[[WF]] : vector<8xf32>
-// CHECK: %[[S:[a-z0-9_]+]] = arith.addf %[[A]], %[[P]] : vector<8xf32>
-// CHECK: scf.yield %[[S]] : vector<8xf32>
-// CHECK: %[[TAIL:[a-z0-9_]+]] = scf.for %[[KT:[a-z0-9_]+]] = %c24 to %c29 step %c1 iter_args(%[[T:[a-z0-9_]+]] = %[[ZERO]]) -> (f32) {
-// CHECK: tensor.extract %[[W]][%[[N]], %[[KT]]]
-// CHECK: tensor.extract %[[X]][%[[M]], %[[KT]]]
-// CHECK: arith.mulf
-// CHECK: arith.addf %[[T]], %{{.*}} : f32
-// CHECK-DAG: %[[A0:[a-z0-9_]+]] = vector.extract %[[ACC]][0]
-// CHECK-DAG: %[[A1:[a-z0-9_]+]] = vector.extract %[[ACC]][1]
-// CHECK-DAG: %[[A2:[a-z0-9_]+]] = vector.extract %[[ACC]][2]
-// CHECK-DAG: %[[A3:[a-z0-9_]+]] = vector.extract %[[ACC]][3]
-// CHECK-DAG: %[[A4:[a-z0-9_]+]] = vector.extract %[[ACC]][4]
-// CHECK-DAG: %[[A5:[a-z0-9_]+]] = vector.extract %[[ACC]][5]
-// CHECK-DAG: %[[A6:[a-z0-9_]+]] = vector.extract %[[ACC]][6]
-// CHECK-DAG: %[[A7:[a-z0-9_]+]] = vector.extract %[[ACC]][7]
-// CHECK-DAG: %[[S37:[a-z0-9_]+]] = arith.addf %[[A3]], %[[A7]]
-// CHECK-DAG: %[[S26:[a-z0-9_]+]] = arith.addf %[[A2]], %[[A6]]
+// CHECK: %[[XF:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[X]] : tensor<?x29xbf16>) outs(%{{.*}} : tensor<?x29xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: %[[OUT:[a-z0-9_]+]] = tensor.empty(%{{.*}}) : tensor<?x5xbf16>
+// CHECK: %[[SLICE:[a-z0-9_]+]] = tensor.extract_slice %[[OUT]][0, 0] [%{{.*}}, 5] [1, 1]
+// Blocks of 4 tokens.
+// CHECK: %[[BANDS:[a-z0-9_]+]] = scf.for %[[M0:[a-z0-9_]+]] = %c0 to %{{.*}} step %c4 iter_args(%[[Y:[a-z0-9_]+]] = %[[SLICE]]) -> (tensor<?x5xbf16>) {
+// CHECK: %[[M1:[a-z0-9_]+]] = arith.addi %[[M0]], %c1 : index
+// CHECK: %[[ACC:[a-z0-9_]+]]:16 = scf.for %[[K:[a-z0-9_]+]] = %c0 to %c24 step %c8 iter_args(%[[A00:[a-z0-9_]+]] = %[[ZERO8]], %[[A01:[a-z0-9_]+]] = %[[ZERO8]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK-DAG: %[[XV0:[a-z0-9_]+]] = vector.transfer_read %[[XF]][%[[M0]], %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
+// CHECK-DAG: %[[XV1:[a-z0-9_]+]] = vector.transfer_read %[[XF]][%[[M1]], %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
+// CHECK-DAG: %[[WB0:[a-z0-9_]+]] = vector.transfer_read %[[W]][%c0, %[[K]]], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
+// CHECK-DAG: %[[WV0:[a-z0-9_]+]] = arith.extf %[[WB0]] : vector<8xbf16> to vector<8xf32>
+// CHECK-DAG: %[[WB1:[a-z0-9_]+]] = vector.transfer_read %[[W]][%c1, %[[K]]], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
+// CHECK-DAG: %[[WV1:[a-z0-9_]+]] = arith.extf %[[WB1]] : vector<8xbf16> to vector<8xf32>
+// CHECK: %[[P00:[a-z0-9_]+]] = arith.mulf %[[XV0]], %[[WV0]] : vector<8xf32>
+// CHECK: %[[S00:[a-z0-9_]+]] = arith.addf %[[A00]], %[[P00]] : vector<8xf32>
+// CHECK: %[[P01:[a-z0-9_]+]] = arith.mulf %[[XV0]], %[[WV1]] : vector<8xf32>
+// CHECK: %[[S01:[a-z0-9_]+]] = arith.addf %[[A01]], %[[P01]] : vector<8xf32>
+// CHECK: scf.yield %[[S00]], %[[S01]], {{.*}} : vector<8xf32>,
+// CHECK: %[[TAIL:[a-z0-9_]+]]:16 = scf.for %[[KT:[a-z0-9_]+]] = %c24 to %c29 step %c1 iter_args(%[[T00:[a-z0-9_]+]] = %[[ZERO]], {{.*}}) -> (f32,
+// CHECK-DAG: %[[XS:[a-z0-9_]+]] = tensor.extract %[[XF]][%[[M0]], %[[KT]]] : tensor<?x29xf32>
+// CHECK-DAG: %[[WS:[a-z0-9_]+]] = tensor.extract %[[W]][%c0, %[[KT]]] : tensor<5x29xbf16>
+// CHECK: %[[WSF:[a-z0-9_]+]] = arith.extf %[[WS]] : bf16 to f32
+// CHECK: %[[PT:[a-z0-9_]+]] = arith.mulf %[[XS]], %[[WSF]] : f32
+// CHECK: arith.addf %[[T00]], %[[PT]] : f32
+// The lanes of (m0, n0): ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, bf16, inserted at (m0, 0).
+// CHECK-DAG: %[[L0:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[0] : f32 from vector<8xf32>
+// CHECK-DAG: %[[L1:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[1] : f32 from vector<8xf32>
+// CHECK-DAG: %[[L2:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[2] : f32 from vector<8xf32>
+// CHECK-DAG: %[[L3:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[3] : f32 from vector<8xf32>
+// CHECK-DAG: %[[L4:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[4] : f32 from vector<8xf32>
+// CHECK-DAG: %[[L5:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[5] : f32 from vector<8xf32>
+// CHECK-DAG: %[[L6:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[6] : f32 from vector<8xf32>
+// CHECK-DAG: %[[L7:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[7] : f32 from vector<8xf32>
+// CHECK-DAG: %[[S37:[a-z0-9_]+]] = arith.addf %[[L3]], %[[L7]]
+// CHECK-DAG: %[[S26:[a-z0-9_]+]] = arith.addf %[[L2]], %[[L6]]
 // CHECK-DAG: %[[HI:[a-z0-9_]+]] = arith.addf %[[S26]], %[[S37]]
-// CHECK-DAG: %[[S15:[a-z0-9_]+]] = arith.addf %[[A1]], %[[A5]]
-// CHECK-DAG: %[[S04:[a-z0-9_]+]] = arith.addf %[[A0]], %[[A4]]
+// CHECK-DAG: %[[S15:[a-z0-9_]+]] = arith.addf %[[L1]], %[[L5]]
+// CHECK-DAG: %[[S04:[a-z0-9_]+]] = arith.addf %[[L0]], %[[L4]]
 // CHECK-DAG: %[[LO:[a-z0-9_]+]] = arith.addf %[[S04]], %[[S15]]
 // CHECK: %[[SUM:[a-z0-9_]+]] = arith.addf %[[LO]], %[[HI]]
-// CHECK: %[[DOT:[a-z0-9_]+]] = arith.addf %[[SUM]], %[[TAIL]]
+// CHECK: %[[DOT:[a-z0-9_]+]] = arith.addf %[[SUM]], %[[TAIL]]#0
 // CHECK: %[[R:[a-z0-9_]+]] = arith.truncf %[[DOT]] : f32 to bf16
-// CHECK: linalg.yield %[[R]] : bf16
+// CHECK: tensor.insert %[[R]] into %[[Y]][%[[M0]], %c0] : tensor<?x5xbf16>
+// The leftover output (n = 4) of the block of tokens: 4 x 1.
+// CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK: vector.transfer_read %[[W]][%c4, %{{.*}}]
+// CHECK: scf.yield %{{.*}} : tensor<?x5xbf16>
+// Leftover tokens: 1 x 4 blocks of strided outputs (q = 1 here: n = 0, 1, 2, 3), then n = 4 alone.
+// CHECK: %[[ROWS:[a-z0-9_]+]] = scf.for %[[M:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c1 iter_args(%{{.*}} = %[[BANDS]]) -> (tensor<?x5xbf16>) {
+// CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK: vector.transfer_read %[[XF]][%[[M]], %{{.*}}]
+// CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>) {
+// CHECK: return
 // CHECK-NOT: dsa.
 func.func @linear_tail(%x: tensor<?x29xbf16>, %w: tensor<5x29xbf16>) -> tensor<?x5xbf16> {
   %y = dsa.linear %x, %w : (tensor<?x29xbf16>, tensor<5x29xbf16>) -> tensor<?x5xbf16>
   return %y : tensor<?x5xbf16>
 }
 
-// K = 64 (no tail: the kernel still adds its +0.0 tail sum); rank 3 x is collapsed to rows and expanded back.
+// K = 64 (no tail loop: the kernel still adds its +0.0 tail sum); rank 3 x is collapsed to rows and expanded back.
 // CHECK-LABEL: func.func @linear_rank3
 // CHECK-DAG: %[[ZERO:[a-z0-9_]+]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[XR:[a-z0-9_]+]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<2x3x64xbf16> into tensor<6x64xbf16>
-// CHECK: linalg.generic
+// CHECK: %[[XF:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[XR]] : tensor<6x64xbf16>)
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8
-// CHECK: vector.transfer_read %[[XR]]
-// CHECK-NOT: scf.for
+// CHECK: vector.transfer_read %[[XF]]
+// CHECK-NOT: scf.for %{{.*}} = %c64
 // CHECK: arith.addf %{{.*}}, %[[ZERO]] : f32
 // CHECK: arith.truncf
 // CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [2, 3, 24] : tensor<6x24xbf16> into tensor<2x3x24xbf16>
@@ -65,8 +89,9 @@ func.func @linear_rank3(%x: tensor<2x3x64xbf16>, %w: tensor<24x64xbf16>) -> tens
   return %y : tensor<2x3x24xbf16>
 }
 
-// f32 linear (the ratio >= 2 compressor): no extf, no rounding.
+// f32 linear (the ratio >= 2 compressor): x read as is (no widening generic), no extf, no rounding.
 // CHECK-LABEL: func.func @linear_f32
+// CHECK-NOT: linalg.generic
 // CHECK: vector.transfer_read {{.*}} : tensor<7x16xf32>, vector<8xf32>
 // CHECK-NOT: arith.extf
 // CHECK-NOT: arith.truncf
@@ -74,4 +99,21 @@ func.func @linear_rank3(%x: tensor<2x3x64xbf16>, %w: tensor<24x64xbf16>) -> tens
 func.func @linear_f32(%x: tensor<?x16xf32>, %w: tensor<7x16xf32>) -> tensor<?x7xf32> {
   %y = dsa.linear %x, %w : (tensor<?x16xf32>, tensor<7x16xf32>) -> tensor<?x7xf32>
   return %y : tensor<?x7xf32>
+}
+
+// w larger than one panel (256 KiB: 128 rows of 1000 bf16): an scf.forall over the panels (the unit group dimension folded away) whose panel size is
+// chosen at run time (128 rows for 4+ tokens, all 300 rows for fewer: decode streams w once), each panel's columns
+// an extract_slice of the shared result, written back by tensor.parallel_insert_slice.
+// CHECK-LABEL: func.func @linear_panels
+// CHECK: %[[FEW:[a-z0-9_]+]] = arith.cmpi slt, %{{.*}}, %c4 : index
+// CHECK: %[[PANEL:[a-z0-9_]+]] = arith.select %[[FEW]], %c300, %c128 : index
+// CHECK: %[[NP:[a-z0-9_]+]] = arith.ceildivsi %c300, %[[PANEL]] : index
+// CHECK: scf.forall (%[[P:[a-z0-9_]+]]) in (%[[NP]]) shared_outs(%[[SH:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x300xbf16>) {
+// CHECK: %[[N0:[a-z0-9_]+]] = arith.muli %[[P]], %[[PANEL]] : index
+// CHECK: tensor.extract_slice %[[SH]][0, %{{.*}}] [%{{.*}}, %{{.*}}] [1, 1]
+// CHECK: scf.forall.in_parallel {
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[SH]][0, %{{.*}}] [%{{.*}}, %{{.*}}] [1, 1]
+func.func @linear_panels(%x: tensor<?x1000xbf16>, %w: tensor<300x1000xbf16>) -> tensor<?x300xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x1000xbf16>, tensor<300x1000xbf16>) -> tensor<?x300xbf16>
+  return %y : tensor<?x300xbf16>
 }
