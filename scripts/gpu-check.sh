@@ -8,11 +8,21 @@
 #   scripts/gpu-check.sh --deps          HERE: copy GoogleTest's sources and nlohmann_json into .gpu-deps/ (ignored
 #                                        through .git/info/exclude) for a GPU machine that lacks them; then name
 #                                        .gpu-deps in the device tool's `carry`.
+#   scripts/gpu-check.sh --libs [BUILD]  HERE: compile GPU step libraries (sm_90 cubins in x86-64 host code; docs/
+#                                        gpu-backend.md "Step libraries") into .gpu-libs/ (ignored through
+#                                        .git/info/exclude) with BUILD/bin/dsa-gpu-aot and dsa-run: the window-only
+#                                        layer of test/Conversion/DSAToGPU/Inputs/window-layer.mlir, and one library
+#                                        per layer of the tiny golden (.gpu-libs/golden, for dsa-golden). Then name
+#                                        .gpu-libs in the device tool's `carry`. Redo after any compiler change.
 #   scripts/gpu-check.sh                 ON THE GPU MACHINE (CUDA, CMake, a C++ compiler; no MLIR, no network):
 #                                        builds the MLIR-free part (-DDSA_ENABLE_MLIR=OFF) and runs the CUDA runtime's
 #                                        tests: the driver loader (CudaLoaderTest) and every kernel family of the
 #                                        committed PTX against the reference kernels (CudaKernelsTest), then the
-#                                        kernel tests again under compute-sanitizer memcheck when it is installed.
+#                                        kernel tests again under compute-sanitizer memcheck when it is installed;
+#                                        with .gpu-libs: the step library runtime (GpuStepRuntimeTest: the window
+#                                        layer's prefill + decodes with the ring resident vs the reference kernels)
+#                                        and the whole tiny golden replayed on the GPU step libraries (dsa-golden,
+#                                        section 12 tolerance: expects "golden: 441 passed, 0 failed").
 #
 # Device mode environment: DSA_REQUIRE_CUDA_DEVICE (default 1: a missing device fails the tests instead of
 # skipping them; set 0 to dry-run the script on a machine without a GPU), DSA_GPU_BUILD_DIR (default
@@ -49,9 +59,27 @@ case "${1:-}" in
   du -sh "$deps"
   exit 0
   ;;
+--libs)
+  build=${2:-${DSA_BUILD_DIR:-$root/build}}
+  for tool in dsa-gpu-aot dsa-run; do
+    [ -x "$build/bin/$tool" ] || { echo "gpu-check --libs: $build/bin/$tool not found (build it first)" >&2; exit 2; }
+  done
+  libs=$root/.gpu-libs
+  rm -rf "$libs"
+  mkdir -p "$libs"
+  "$build/bin/dsa-gpu-aot" "$root/test/Conversion/DSAToGPU/Inputs/window-layer.mlir" -o "$libs" --chip sm_90 \
+    --format bin || exit 1
+  "$build/bin/dsa-run" --golden "$root/test/Golden/ds41_tiny_golden.json" --emit-libraries="$libs/golden" \
+    --backend=gpu || exit 1
+  rm -f "$libs"/*.o "$libs"/golden/*.o # only the .so and .json travel
+  grep -qx '/.gpu-libs/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu-libs/' >>"$root/.git/info/exclude"
+  du -sh "$libs"
+  echo "carry .gpu-libs to the GPU machine (run(carry=[\".gpu-libs\", ...]))"
+  exit 0
+  ;;
 "") ;;
 *)
-  echo "usage: $0 [--ptx [BUILD] | --deps]" >&2
+  echo "usage: $0 [--ptx [BUILD] | --libs [BUILD] | --deps]" >&2
   exit 2
   ;;
 esac
@@ -119,7 +147,8 @@ if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -
   verdict configure 1
   finish
 fi
-if ! cmake --build "$build" --target CudaLoaderTest CudaKernelsTest -j "$(nproc)" >"$logs/build.log" 2>&1; then
+if ! cmake --build "$build" --target CudaLoaderTest CudaKernelsTest GpuStepRuntimeTest dsa-golden -j "$(nproc)" \
+  >"$logs/build.log" 2>&1; then
   grep -E "error|Error" "$logs/build.log" | head -30
   verdict build 1
   finish
@@ -127,14 +156,18 @@ fi
 verdict build 0
 
 run_test() {
-  # $1: executable name; remaining: extra arguments. A skipped test counts as a failure when a device is required.
+  # $1: executable, relative to test/unit/ or to the build dir; remaining: extra arguments. A skipped test counts as a
+  # failure when a device is required.
   local exe=$build/test/unit/$1
+  [ -x "$exe" ] || exe=$build/$1
   shift
   "$exe" --gtest_color=no "$@" 2>&1 | tee "$logs/$(basename "$exe").log" | grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED|info) *\]|device [0-9]'
   local status=${PIPESTATUS[0]}
   if [ "$DSA_REQUIRE_CUDA_DEVICE" = 1 ] && grep -q '^\[  SKIPPED \]' "$logs/$(basename "$exe").log"; then
-    # The only test meant to skip with a device present is the no-driver check.
-    if grep '^\[  SKIPPED \]' "$logs/$(basename "$exe").log" | grep -vq 'NoDriverGivesAClearError'; then
+    # The only tests meant to skip with a device present are the no-driver checks (and the toolkit stub's, where the
+    # toolkit has none).
+    if grep '^\[  SKIPPED \]' "$logs/$(basename "$exe").log" |
+      grep -Evq 'NoDriverGivesAClearError|NoDriverIsAClearError|WithoutADriverOpeningFailsClearly|ToolkitStubIsNotADriver'; then
       echo "unexpected skips with DSA_REQUIRE_CUDA_DEVICE=1"
       status=1
     fi
@@ -157,6 +190,37 @@ if [ "${DSA_GPU_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; 
   status=$?
   grep -E '^========= (ERROR SUMMARY|Invalid|Program hit)' "$logs/memcheck.log" | head -20
   verdict "compute-sanitizer memcheck" $status
+fi
+
+step "GPU step libraries (.gpu-libs, compiled on the MLIR machine by --libs)"
+if [ -f "$root/.gpu-libs/window-layer.json" ]; then
+  DSA_GPU_STEP_LIBS=$root/.gpu-libs run_test test/Backend/GPU/GpuStepRuntimeTest
+  verdict GpuStepRuntimeTest $?
+  if [ "${DSA_GPU_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+    DSA_GPU_STEP_LIBS=$root/.gpu-libs timeout 200 compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$build/test/Backend/GPU/GpuStepRuntimeTest" --gtest_color=no --gtest_filter='GpuStepLibraryOnDevice.*' \
+      >"$logs/memcheck-steplib.log" 2>&1
+    status=$?
+    grep -E '^========= (ERROR SUMMARY|Invalid|Program hit)' "$logs/memcheck-steplib.log" | head -20
+    verdict "step library under compute-sanitizer memcheck" $status
+  fi
+else
+  echo "missing .gpu-libs/window-layer.json: run scripts/gpu-check.sh --libs on the MLIR machine and carry .gpu-libs"
+  verdict "GPU step libraries present" 1
+fi
+
+step "the tiny golden on the GPU step libraries (dsa-golden)"
+if [ -f "$root/.gpu-libs/golden/golden_layers.json" ]; then
+  timeout 300 "$build/bin/dsa-golden" --golden "$root/test/Golden/ds41_tiny_golden.json" \
+    --libraries "$root/.gpu-libs/golden" >"$logs/golden-gpu.log" 2>&1
+  status=$?
+  grep -E '^(FAIL|dsa-golden: error)' "$logs/golden-gpu.log" | head -20
+  grep -E '^golden: ' "$logs/golden-gpu.log"
+  grep -qE '^golden: 441 passed, 0 failed' "$logs/golden-gpu.log" || status=1
+  verdict "golden replay on the GPU" $status
+else
+  echo "missing .gpu-libs/golden: run scripts/gpu-check.sh --libs on the MLIR machine and carry .gpu-libs"
+  verdict "golden step libraries present" 1
 fi
 
 finish
