@@ -180,8 +180,9 @@ void entryLaunchesANullFunction(void **args) {
   mgpuLaunchKernel(nullptr, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr, 1);
   gReachedAfterFailure = true;
 }
+void *gModule = nullptr;
 void entryFailingLaunch(void **args) {
-  void *module = mgpuModuleLoad(args[0], 8);
+  void *module = gModule = mgpuModuleLoad(args[0], 8);
   void *f = mgpuModuleGetFunction(module, "dsa_positions");
   void *stream = mgpuStreamCreate();
   int64_t x = 0;
@@ -263,6 +264,9 @@ TEST_F(MgpuRuntimeOnFakeDriver, DriverLaunchFailureNamesTheCudaError) {
       << out.error();
   EXPECT_FALSE(gReachedAfterFailure);
   EXPECT_EQ(rt->loadedModules(), 1u);
+  MgpuRuntime::Binding bind(*rt);
+  mgpuModuleUnload(gModule);
+  EXPECT_EQ(rt->loadedModules(), 0u);
 }
 
 TEST_F(MgpuRuntimeOnFakeDriver, HostAssertEndsTheCallWithItsMessage) {
