@@ -375,6 +375,131 @@ struct WindowIndicesLowering : OpConversionPattern<WindowIndicesOp> {
 /// sparse_attn (section 10) with the kernel's order: z_j = dotF32(q, kv[idx_j]) * scale (-inf for -1);
 /// m = sink, then m = (m < z_j) ? z_j : m over j; den = exp(sink - m) + sum_j exp(z_j - m) (valid j, ascending);
 /// p_j = exp(z_j - m) / den; o[d] = bf16(sum_j p_j * kv[idx_j, d]) (valid j, ascending, from 0).
+/// z[t, h, j] = dotF32(q[t, h, :], kv[rowOf(idx[t, j]), :]) * scale, or -inf where idx[t, j] < 0, into `init`
+/// [s, H, k] f32. An scf.forall over (t, block of hb heads) (hb = 4, 2 or 1, dividing H); inside, blocks of hb heads x
+/// 4 indices (emitDotBlock: each kv row loaded once per step for hb heads, each q row for 4 indices), the leftover
+/// indices hb x 1.
+Value emitQueryKeyScores(Emit e, Value q, Value kv, Value idx, Value init, int64_t H, int64_t hd, float scale,
+                         function_ref<Value(Emit, Value)> rowOf) {
+  using P = arith::CmpIPredicate;
+  constexpr int64_t kKeys = 4;
+  const int64_t hb = H % 4 == 0 ? 4 : H % 2 == 0 ? 2 : 1;
+  Value s = e.sizeValue(sizesOf(e, init)[0]);
+  Value k = e.sizeValue(sizesOf(e, idx)[1]);
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{s, e.b.getIndexAttr(H / hb)},
+                                      ValueRange{init}, std::nullopt);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(forall.getTerminator());
+  Emit f{e.b, e.loc};
+  Value t = forall.getInductionVar(0), h0 = f.mul(forall.getInductionVar(1), f.idx(hb));
+  Value shared = forall.getRegionIterArgs()[0];
+  SmallVector<OpFoldResult> offsets{t, h0, f.b.getIndexAttr(0)}, sizes{f.b.getIndexAttr(1), f.b.getIndexAttr(hb), k},
+      strides{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(1)};
+  Value slice = tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, f.f32()), shared, offsets, sizes, strides);
+  const float negInf = -std::numeric_limits<float>::infinity();
+  // Indices j .. j+nk-1 for the hb heads, inserted into `acc`.
+  auto block = [&](Emit u, Value acc, Value j, int64_t nk) -> Value {
+    DotRows a{q, {}, Value()}, b{kv, {}, Value()};
+    for (int64_t i = 0; i < hb; ++i)
+      a.rows.push_back({t, i ? u.add(h0, u.idx(i)) : h0});
+    SmallVector<Value> js, valid;
+    for (int64_t c = 0; c < nk; ++c) {
+      js.push_back(c ? u.add(j, u.idx(c)) : j);
+      Value ij = u.extract(idx, {t, js.back()});
+      valid.push_back(u.cmpi(P::sge, ij, u.c32(0)));
+      b.rows.push_back({rowOf(u, ij)});
+    }
+    SmallVector<Value> dots = emitDotBlock(u, a, b, hd);
+    for (int64_t i = 0; i < hb; ++i)
+      for (int64_t c = 0; c < nk; ++c) {
+        Value zz = u.sel(valid[c], u.fmul(dots[i * nk + c], u.cf(scale)), u.cf(negInf));
+        acc = tensor::InsertOp::create(u.b, u.loc, zz, acc, ValueRange{u.idx(0), u.idx(i), js[c]});
+      }
+    return acc;
+  };
+  Value full = f.sub(k, arith::RemSIOp::create(f.b, f.loc, k, f.idx(kKeys)));
+  auto blocks = scf::ForOp::create(f.b, f.loc, f.idx(0), full, f.idx(kKeys), ValueRange{slice},
+                                   [&](OpBuilder &bb, Location loc, Value j, ValueRange iter) {
+                                     Emit u{bb, loc};
+                                     scf::YieldOp::create(bb, loc, block(u, iter[0], j, kKeys));
+                                   });
+  auto rest = scf::ForOp::create(f.b, f.loc, full, k, f.idx(1), ValueRange{blocks.getResult(0)},
+                                 [&](OpBuilder &bb, Location loc, Value j, ValueRange iter) {
+                                   Emit u{bb, loc};
+                                   scf::YieldOp::create(bb, loc, block(u, iter[0], j, 1));
+                                 });
+  e.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(e.b, e.loc, rest.getResult(0), shared, offsets, sizes, strides);
+  return forall.getResult(0);
+}
+
+/// o[t, h, d] = sum over j ascending with idx[t, j] >= 0 of p[t, h, j] * kv[rowOf(idx[t, j]), d], from 0.0f (the
+/// kernel's `acc[d] += p * row[d]`, f32 mulf then addf), into `init` [s, H, hd] f32. An scf.forall over (t, h) (OpenMP
+/// with parallel=true); inside, chunks of up to 8 vectors of 8 columns (plus the hd % 8 tail columns as scalars),
+/// one scf.for over j per chunk; a skipped j leaves the sums unchanged (select).
+Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int64_t H, int64_t hd,
+                          function_ref<Value(Emit, Value)> rowOf) {
+  using P = arith::CmpIPredicate;
+  constexpr int64_t kChunkVectors = 8;
+  Value s = e.sizeValue(sizesOf(e, init)[0]);
+  Value k = e.sizeValue(sizesOf(e, idx)[1]);
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{s, e.b.getIndexAttr(H)}, ValueRange{init},
+                                      std::nullopt);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(forall.getTerminator());
+  Emit f{e.b, e.loc};
+  Value t = forall.getInductionVar(0), h = forall.getInductionVar(1);
+  Value shared = forall.getRegionIterArgs()[0];
+  SmallVector<OpFoldResult> offsets{t, h, f.b.getIndexAttr(0)},
+      sizes{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(hd)},
+      strides{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(1)};
+  auto rowType = RankedTensorType::get({1, 1, hd}, f.f32());
+  Value row = tensor::ExtractSliceOp::create(f.b, f.loc, rowType, shared, offsets, sizes, strides);
+  auto laneType = VectorType::get({kLanes}, f.f32());
+  Value zero8 = arith::ConstantOp::create(f.b, f.loc, DenseElementsAttr::get(laneType, 0.0f));
+  const int64_t vectors = hd / kLanes;
+  for (int64_t c0 = 0; c0 < hd; c0 += kChunkVectors * kLanes) {
+    const int64_t nv = std::min(kChunkVectors, vectors - c0 / kLanes);
+    const int64_t tailCols = (nv < kChunkVectors) ? hd % kLanes : 0; // the last chunk carries the tail columns
+    if (nv == 0 && tailCols == 0)
+      break;
+    SmallVector<Value> inits(nv, zero8);
+    for (int64_t i = 0; i < tailCols; ++i)
+      inits.push_back(f.cf(0.0f));
+    auto loop = scf::ForOp::create(
+        f.b, f.loc, f.idx(0), k, f.idx(1), inits, [&](OpBuilder &bb, Location loc, Value j, ValueRange iter) {
+          Emit u{bb, loc};
+          Value ij = u.extract(idx, {t, j});
+          Value valid = u.cmpi(P::sge, ij, u.c32(0));
+          Value r = rowOf(u, ij);
+          Value pj = u.extract(p, {t, h, j});
+          Value pv = vector::BroadcastOp::create(bb, loc, laneType, pj);
+          SmallVector<Value> next;
+          for (int64_t v = 0; v < nv; ++v) {
+            Value kvv = readLanes(u, kv, {r}, u.idx(c0 + v * kLanes));
+            next.push_back(u.sel(valid, u.fadd(iter[v], u.fmul(pv, kvv)), iter[v]));
+          }
+          for (int64_t i = 0; i < tailCols; ++i) {
+            Value kvs = u.toF32(u.extract(kv, {r, u.idx(vectors * kLanes + i)}));
+            Value a = iter[nv + i];
+            next.push_back(u.sel(valid, u.fadd(a, u.fmul(pj, kvs)), a));
+          }
+          scf::YieldOp::create(bb, loc, next);
+        });
+    for (int64_t v = 0; v < nv; ++v)
+      row = vector::TransferWriteOp::create(f.b, f.loc, loop.getResult(v), row,
+                                            ValueRange{f.idx(0), f.idx(0), f.idx(c0 + v * kLanes)},
+                                            ArrayRef<bool>{true})
+                .getResult();
+    for (int64_t i = 0; i < tailCols; ++i)
+      row = tensor::InsertOp::create(f.b, f.loc, loop.getResult(nv + i), row,
+                                     ValueRange{f.idx(0), f.idx(0), f.idx(vectors * kLanes + i)});
+  }
+  e.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(e.b, e.loc, row, shared, offsets, sizes, strides);
+  return forall.getResult(0);
+}
+
 struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SparseAttnOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
@@ -430,19 +555,10 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
             return arith::IndexCastOp::create(t.b, t.loc, t.b.getIndexType(), t.maxsi(t.minsi(i, nMinus1), t.c32(0)))
                 .getResult();
           };
-          // z[t, h, j] = dotF32(q[t, h], kv[row(idx[t, j])]) * scale, -inf for -1.
+          // z[t, h, j] = dotF32(q[t, h], kv[row(idx[t, j])]) * scale, -inf for -1: blocks of heads x 4 indices
+          // (emitQueryKeyScores), each dot in dotF32's order.
           SmallVector<OpFoldResult> zSizes{qSizes[0], g.b.getIndexAttr(H), k};
-          Value z = generic(g, tensorType(zSizes, f32), ValueRange{idx}, g.empty(zSizes, f32),
-                            {mapOf(ctx, 3, {dimExpr(ctx, 0), dimExpr(ctx, 2)}), mapOf(ctx, 3, dimExprs(ctx, 3))},
-                            parallel(3), [&](OpBuilder &b, Location loc, ValueRange args) {
-                              Emit t{b, loc};
-                              SmallVector<Value> iv = loopIndices(t, 3);
-                              Value row = rowOf(t, args[0]);
-                              Value zz = t.fmul(emitDotF32(t, q, {iv[0], iv[1]}, kv, {row}, hd), t.cf(scale));
-                              Value valid = t.cmpi(P::sge, args[0], t.c32(0));
-                              linalg::YieldOp::create(
-                                  b, loc, t.sel(valid, zz, t.cf(-std::numeric_limits<float>::infinity())));
-                            });
+          Value z = emitQueryKeyScores(g, q, kv, idx, g.empty(zSizes, f32), H, hd, scale, rowOf);
           // m[t, h] = max over sink and z (std::max order).
           SmallVector<OpFoldResult> thSizes{qSizes[0], g.b.getIndexAttr(H)};
           auto thType = tensorType(thSizes, f32);
@@ -486,20 +602,12 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
                               Value ez = math::ExpOp::create(b, loc, t.fsub(args[0], args[1]));
                               linalg::YieldOp::create(b, loc, t.fdiv(ez, args[2]));
                             });
-          // o[t, h, d] = sum over valid j (ascending) of p * kv[idx_j, d]; dims (t, h, d, j).
+          // o[t, h, d] = sum over valid j (ascending) of p * kv[idx_j, d], from 0: an scf.forall over (t, h); per
+          // chunk of up to 64 columns, one scf.for over j carrying a vector<8xf32> per 8 columns (and an f32 per
+          // column of the hd % 8 tail), so the index, validity and p of j are computed once per chunk and every
+          // column keeps the kernel's own sum (j ascending, invalid j skipped).
           SmallVector<OpFoldResult> oSizes{qSizes[0], g.b.getIndexAttr(H), g.b.getIndexAttr(hd)};
-          Value o32 = generic(g, tensorType(oSizes, f32), ValueRange{p, idx}, g.filled(oSizes, g.cf(0.0f)),
-                              {mapOf(ctx, 4, {dimExpr(ctx, 0), dimExpr(ctx, 1), dimExpr(ctx, 3)}),
-                               mapOf(ctx, 4, {dimExpr(ctx, 0), dimExpr(ctx, 3)}), mapOf(ctx, 4, dimExprs(ctx, 3))},
-                              {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
-                               IteratorType::reduction},
-                              [&](OpBuilder &b, Location loc, ValueRange args) {
-                                Emit t{b, loc};
-                                Value valid = t.cmpi(P::sge, args[1], t.c32(0));
-                                Value v = t.toF32(t.extract(kv, {rowOf(t, args[1]), t.linalgIndex(2)}));
-                                linalg::YieldOp::create(b, loc, t.sel(valid, t.fadd(args[2], t.fmul(args[0], v)),
-                                                                      args[2]));
-                              });
+          Value o32 = emitWeightedRowSums(g, p, idx, kv, g.empty(oSizes, f32), H, hd, rowOf);
           Type bf16 = g.b.getBF16Type();
           return generic(g, tensorType(oSizes, bf16), ValueRange{o32}, g.empty(oSizes, bf16),
                          {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 3))}, parallel(3),

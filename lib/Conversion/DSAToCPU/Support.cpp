@@ -153,7 +153,7 @@ Value clampSym(Emit e, Value v, float lim) {
 //===----------------------------------------------------------------------------------------------------------===//
 
 /// 8 lanes of `src[lead..., k]` .. `src[lead..., k + 7]` as f32 (bf16 widened exactly).
-static Value readLanes(Emit t, Value src, ValueRange lead, Value k) {
+Value readLanes(Emit t, Value src, ValueRange lead, Value k) {
   Type elem = cast<RankedTensorType>(src.getType()).getElementType();
   SmallVector<Value> at(lead.begin(), lead.end());
   at.push_back(k);

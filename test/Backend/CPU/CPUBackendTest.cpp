@@ -641,6 +641,47 @@ func.func @grouped(%o: tensor<?x4x250xbf16>, %w: tensor<1062x500xbf16>) -> tenso
   }
 }
 
+/// sparse_attn's blocked q.k scores (blocks of 4, 2 or 1 heads x 4 indices, leftover indices) and its chunked p.v
+/// sums (chunks of 8 vectors, a chunk of 1 vector + the hd % 8 tail, a tail-only chunk), with -1 indices.
+TEST_F(CPUBackendTest, BlockedSparseAttnMatchesInterpreter) {
+  const char *text = R"mlir(
+func.func @h3(%q: tensor<?x3x77xbf16>, %kv: tensor<?x77xbf16>, %idx: tensor<?x?xi32>, %sink: tensor<3xf32>)
+    -> tensor<?x3x77xbf16> {
+  %o = dsa.sparse_attn %q, %kv, %idx, %sink {scale = 0.125 : f32}
+      : (tensor<?x3x77xbf16>, tensor<?x77xbf16>, tensor<?x?xi32>, tensor<3xf32>) -> tensor<?x3x77xbf16>
+  return %o : tensor<?x3x77xbf16>
+}
+func.func @h6(%q: tensor<?x6x69xbf16>, %kv: tensor<?x69xbf16>, %idx: tensor<?x?xi32>, %sink: tensor<6xf32>)
+    -> tensor<?x6x69xbf16> {
+  %o = dsa.sparse_attn %q, %kv, %idx, %sink {scale = 0.125 : f32}
+      : (tensor<?x6x69xbf16>, tensor<?x69xbf16>, tensor<?x?xi32>, tensor<6xf32>) -> tensor<?x6x69xbf16>
+  return %o : tensor<?x6x69xbf16>
+}
+func.func @h8(%q: tensor<?x8x136xbf16>, %kv: tensor<?x136xbf16>, %idx: tensor<?x?xi32>, %sink: tensor<8xf32>)
+    -> tensor<?x8x136xbf16> {
+  %o = dsa.sparse_attn %q, %kv, %idx, %sink {scale = 0.125 : f32}
+      : (tensor<?x8x136xbf16>, tensor<?x136xbf16>, tensor<?x?xi32>, tensor<8xf32>) -> tensor<?x8x136xbf16>
+  return %o : tensor<?x8x136xbf16>
+}
+)mlir";
+  auto indices = [](int64_t s, int64_t k, int64_t n) {
+    std::vector<int64_t> v;
+    for (int64_t t = 0; t < s; ++t)
+      for (int64_t j = 0; j < k; ++j)
+        v.push_back((t * 5 + j * 3) % (n + 2) - 1); // -1 .. n: clamp below n
+    for (int64_t &x : v)
+      x = std::min(x, n - 1);
+    return Tensor::fromInts(ElementType::I32, {s, k}, v);
+  };
+  expectMatchesInterpreter(text, "h3", {randomFloats(ElementType::BF16, {3, 3, 77}), randomFloats(ElementType::BF16, {9, 77}),
+                                        indices(3, 7, 9), randomFloats(ElementType::F32, {3})});
+  expectMatchesInterpreter(text, "h6", {randomFloats(ElementType::BF16, {2, 6, 69}), randomFloats(ElementType::BF16, {5, 69}),
+                                        indices(2, 9, 5), randomFloats(ElementType::F32, {6})});
+  expectMatchesInterpreter(text, "h8", {randomFloats(ElementType::BF16, {4, 8, 136}),
+                                        randomFloats(ElementType::BF16, {20, 136}), indices(4, 13, 20),
+                                        randomFloats(ElementType::F32, {8})});
+}
+
 //===----------------------------------------------------------------------------------------------------------===//
 // The pipeline's bf16 rounding against ::dsa::numerics::roundBf16
 //===----------------------------------------------------------------------------------------------------------===//

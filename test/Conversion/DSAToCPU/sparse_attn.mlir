@@ -15,26 +15,31 @@
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]} ins(%[[IDX]]
 // CHECK: func.call @dsa_cpu_fail(%c11_i32)
 // CHECK: %[[OUT:[a-z0-9_]+]] = scf.if %{{.*}} -> (tensor<?x4x32xbf16>) {
-// z[t, h, j]: the dot of q[t, h] with the kv row gathered by index (clamped), times scale; -inf for -1.
-// CHECK: %[[Z:[a-z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[IDX]] : tensor<?x?xi32>) outs(%{{.*}} : tensor<?x4x?xf32>)
-// CHECK-NEXT: ^bb0(%[[I:[a-z0-9_]+]]: i32, %{{.*}}: f32):
-// CHECK-DAG: %[[T:[a-z0-9_]+]] = linalg.index 0 : index
-// CHECK-DAG: %[[H:[a-z0-9_]+]] = linalg.index 1 : index
-// CHECK-DAG: %[[LO:[a-z0-9_]+]] = arith.minsi %[[I]], %{{.*}} : i32
-// CHECK-DAG: %[[CL:[a-z0-9_]+]] = arith.maxsi %[[LO]], %c0_i32 : i32
-// CHECK-DAG: %[[ROW:[a-z0-9_]+]] = arith.index_cast %[[CL]] : i32 to index
-// CHECK: scf.for %[[K:[a-z0-9_]+]] = %c0 to %c32 step %c8
-// CHECK-DAG: vector.transfer_read %[[KV]][%[[ROW]], %[[K]]]
-// CHECK-DAG: vector.transfer_read %[[Q]][%[[T]], %[[H]], %[[K]]]
-// CHECK: %[[ZS:[a-z0-9_]+]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+// z[t, h, j]: the dot of q[t, h] with the kv row gathered by index (clamped), times scale; -inf for -1. An
+// scf.forall over (t, block of 4 heads); blocks of 4 heads x 4 indices share each loaded row (one vector<8xf32>
+// accumulator per (head, index): dotF32's order), leftover indices 4 x 1.
+// CHECK: %[[Z:[a-z0-9_]+]] = scf.forall (%[[T:[a-z0-9_]+]]) in (%{{.*}}) shared_outs(%[[ZS0:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x4x?xf32>) {
+// CHECK: %[[ZSL:[a-z0-9_]+]] = tensor.extract_slice %[[ZS0]][%[[T]], 0, 0] [1, 4, %{{.*}}] [1, 1, 1]
+// CHECK: scf.for %[[J:[a-z0-9_]+]] = %c0 to %{{.*}} step %c4 iter_args(%{{.*}} = %[[ZSL]]) -> (tensor<1x4x?xf32>) {
+// CHECK: %[[I:[a-z0-9_]+]] = tensor.extract %[[IDX]][%[[T]], %[[J]]] : tensor<?x?xi32>
 // CHECK: %[[VALID:[a-z0-9_]+]] = arith.cmpi sge, %[[I]], %c0_i32 : i32
-// CHECK: arith.select %[[VALID]], %[[ZS]], %[[NEGINF]] : f32
+// CHECK: %[[LO:[a-z0-9_]+]] = arith.minsi %[[I]], %{{.*}} : i32
+// CHECK: %[[CL:[a-z0-9_]+]] = arith.maxsi %[[LO]], %c0_i32 : i32
+// CHECK: %[[ROW:[a-z0-9_]+]] = arith.index_cast %[[CL]] : i32 to index
+// CHECK: scf.for %[[K:[a-z0-9_]+]] = %c0 to %c32 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK-DAG: vector.transfer_read %[[Q]][%[[T]], %c0, %[[K]]]
+// CHECK-DAG: vector.transfer_read %[[KV]][%[[ROW]], %[[K]]]
+// CHECK: %[[ZV:[a-z0-9_]+]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+// CHECK: %[[ZSEL:[a-z0-9_]+]] = arith.select %[[VALID]], %[[ZV]], %[[NEGINF]] : f32
+// CHECK: tensor.insert %[[ZSEL]] into %{{.*}}[%c0, %c0, %[[J]]] : tensor<1x4x?xf32>
+// CHECK: scf.forall.in_parallel {
+// CHECK: tensor.parallel_insert_slice
 // m: the sink broadcast, then (m < z) ? z : m over j.
 // CHECK: %[[SINKB:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[SINK]] : tensor<4xf32>)
 // CHECK: %[[M:[a-z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[Z]] : tensor<?x4x?xf32>) outs(%[[SINKB]] : tensor<?x4xf32>)
-// CHECK-NEXT: ^bb0(%[[ZV:[a-z0-9_]+]]: f32, %[[MV:[a-z0-9_]+]]: f32):
-// CHECK-NEXT: %[[LT:[a-z0-9_]+]] = arith.cmpf olt, %[[MV]], %[[ZV]] : f32
-// CHECK-NEXT: arith.select %[[LT]], %[[ZV]], %[[MV]] : f32
+// CHECK-NEXT: ^bb0(%[[ZE:[a-z0-9_]+]]: f32, %[[MV:[a-z0-9_]+]]: f32):
+// CHECK-NEXT: %[[LT:[a-z0-9_]+]] = arith.cmpf olt, %[[MV]], %[[ZE]] : f32
+// CHECK-NEXT: arith.select %[[LT]], %[[ZE]], %[[MV]] : f32
 // den: exp(sink - m), then + exp(z - m) for valid j.
 // CHECK: %[[DEN0:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[SINK]], %[[M]] :
 // CHECK: math.exp
@@ -43,9 +48,23 @@
 // CHECK: %[[P:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[Z]], %[[M]], %[[DEN]] :
 // CHECK: %[[E:[a-z0-9_]+]] = math.exp
 // CHECK-NEXT: arith.divf %[[E]], %{{.*}} : f32
-// o: dims (t, h, d, j), j the reduction.
-// CHECK: %[[O:[a-z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[IDX]] :
-// CHECK: tensor.extract %[[KV]]
+// o: an scf.forall over (t, h); one scf.for over j carrying hd / 8 = 4 vector<8xf32> sums (a chunk holds up to 8),
+// each acc + broadcast(p) * kv[row, c:c+8] when the index is valid, else acc; written back by transfer_write.
+// CHECK: %[[O:[a-z0-9_]+]] = scf.forall (%[[OT:[a-z0-9_]+]], %[[OH:[a-z0-9_]+]]) in (%{{.*}}, 4) shared_outs(%[[OS:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x4x32xf32>) {
+// CHECK: %[[OROW:[a-z0-9_]+]] = tensor.extract_slice %[[OS]][%[[OT]], %[[OH]], 0] [1, 1, 32] [1, 1, 1]
+// CHECK: %[[SUMS:[a-z0-9_]+]]:4 = scf.for %[[OJ:[a-z0-9_]+]] = %c0 to %{{.*}} step %c1 iter_args(%[[S0:[a-z0-9_]+]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK: %[[OI:[a-z0-9_]+]] = tensor.extract %[[IDX]][%[[OT]], %[[OJ]]] : tensor<?x?xi32>
+// CHECK: %[[OVALID:[a-z0-9_]+]] = arith.cmpi sge, %[[OI]], %c0_i32 : i32
+// CHECK: %[[PJ:[a-z0-9_]+]] = tensor.extract %[[P]][%[[OT]], %[[OH]], %[[OJ]]] : tensor<?x4x?xf32>
+// CHECK: %[[PV:[a-z0-9_]+]] = vector.broadcast %[[PJ]] : f32 to vector<8xf32>
+// CHECK: %[[KB:[a-z0-9_]+]] = vector.transfer_read %[[KV]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<?x32xbf16>, vector<8xbf16>
+// CHECK: %[[KF:[a-z0-9_]+]] = arith.extf %[[KB]] : vector<8xbf16> to vector<8xf32>
+// CHECK: %[[PK:[a-z0-9_]+]] = arith.mulf %[[PV]], %[[KF]] : vector<8xf32>
+// CHECK: %[[ACC:[a-z0-9_]+]] = arith.addf %[[S0]], %[[PK]] : vector<8xf32>
+// CHECK: arith.select %[[OVALID]], %[[ACC]], %[[S0]] : vector<8xf32>
+// CHECK: vector.transfer_write %[[SUMS]]#0, %[[OROW]][%c0, %c0, %c0] {in_bounds = [true]} : vector<8xf32>, tensor<1x1x32xf32>
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OS]][%[[OT]], %[[OH]], 0] [1, 1, 32] [1, 1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[O]] : tensor<?x4x32xf32>)
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: } else {
 // CHECK: linalg.fill
