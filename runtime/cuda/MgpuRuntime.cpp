@@ -202,7 +202,11 @@ Status MgpuRuntime::upload(DevicePtr dst, const void *src, size_t bytes) {
   if (bytes == 0)
     return Status::success();
   Binding bind(*this);
-  return check(api_->cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD(" + std::to_string(bytes) + " bytes)");
+  if (Status st = check(api_->cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD(" + std::to_string(bytes) + " bytes)"); !st)
+    return st;
+  // A copy from pageable memory may return before its DMA ends, and the compiled code launches on non-blocking
+  // streams, which do not wait for the legacy stream: finish the copy before any kernel can read it.
+  return check(api_->cuCtxSynchronize(), "cuCtxSynchronize after an upload");
 }
 
 Status MgpuRuntime::download(void *dst, DevicePtr src, size_t bytes) {

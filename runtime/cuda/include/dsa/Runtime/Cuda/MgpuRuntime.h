@@ -101,7 +101,8 @@ public:
     MgpuRuntime *previous_;
   };
 
-  /// Host-side memory: a device allocation of `bytes` (0 allowed), uploads and downloads (synchronous).
+  /// Host-side memory: a device allocation of `bytes` (0 allowed), uploads and downloads (synchronous: an upload
+  /// has reached the device when it returns, whatever stream the compiled code launches on).
   Result<std::shared_ptr<DeviceAllocation>> alloc(size_t bytes);
   Status upload(DevicePtr dst, const void *src, size_t bytes);
   Status download(void *dst, DevicePtr src, size_t bytes);
