@@ -147,6 +147,9 @@ TEST(MgpuRuntimeErrors, ToolkitStubIsNotADriver) {
   const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
   if (!std::ifstream(stub).good())
     GTEST_SKIP() << stub << " is not installed";
+  // The stub's soname is libcuda.so.1: where a driver is installed, dlopen may hand back the real one.
+  if (MgpuRuntime::open().ok())
+    GTEST_SKIP() << "a CUDA driver is present; the stub is checked on machines without one";
   Result<std::shared_ptr<MgpuRuntime>> rt = MgpuRuntime::open(0, stub);
   ASSERT_FALSE(rt.ok());
   EXPECT_TRUE(contains(rt.error(), "cuInit failed")) << rt.error();
