@@ -388,7 +388,18 @@ bool eventDestroy(MgpuRuntime *rt, void *event) {
 }
 
 bool launch(MgpuRuntime *rt, void *function, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx, intptr_t by,
-            intptr_t bz, int32_t smem, void *stream, void **params, void **extra) {
+            intptr_t bz, int32_t smem, void *stream, void **params, void **extra, size_t paramsCount) {
+  if (rt->launchObserver()) {
+    MgpuRuntime::Launch l;
+    l.kernel = function ? rt->functionName(function) : "null";
+    l.paramsCount = paramsCount;
+    const intptr_t dims[6] = {gx, gy, gz, bx, by, bz};
+    for (int d = 0; d < 3; ++d) {
+      l.grid[d] = dims[d];
+      l.block[d] = dims[3 + d];
+    }
+    rt->launchObserver()(l);
+  }
   const std::string what = "mgpuLaunchKernel(" + (function ? rt->functionName(function) : std::string("null")) + ")";
   if (!function)
     return fail(rt, what + ": null function (its module did not load, or mgpuModuleGetFunction failed)");
@@ -461,9 +472,10 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ, intptr_t blockX,
                       intptr_t blockY, intptr_t blockZ, int32_t smem, void *stream, void **params, void **extra,
-                      size_t /*paramsCount*/) {
+                      size_t paramsCount) {
   MgpuRuntime *rt = runtimeFor("mgpuLaunchKernel");
-  if (rt && !launch(rt, function, gridX, gridY, gridZ, blockX, blockY, blockZ, smem, stream, params, extra))
+  if (rt && !launch(rt, function, gridX, gridY, gridZ, blockX, blockY, blockZ, smem, stream, params, extra,
+                    paramsCount))
     escapeIfInCall(rt);
 }
 

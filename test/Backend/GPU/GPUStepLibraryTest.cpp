@@ -22,6 +22,7 @@
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
+#include "dsa/Runtime/Cuda/KernelLibrary.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -242,6 +243,10 @@ TEST_F(GPUStepLibraryTest, SequenceRunsTheHostCodeOnTheTestDoubleDriver) {
     const WindowLayer layer(700);
     Result<GpuSequence> seq = GpuSequence::create(**lib, "layer0", layerArgs(*rt, layer));
     ASSERT_TRUE(seq.ok()) << seq.error();
+    // Every launch of the generated host code passes the parameter count of the kernel ABI that KernelLibrary
+    // keeps independently (KernelLibrary::parameterBytes, checked against the committed PTX by CudaLoaderTest).
+    std::vector<MgpuRuntime::Launch> launches;
+    rt->setLaunchObserver([&](const MgpuRuntime::Launch &l) { launches.push_back(l); });
     const long downloadsBefore = FakeDriver::downloads();
     DevicePtr previousRing = seq->state(2)->device()->ptr();
     for (auto [start, s] : {std::pair<int64_t, int64_t>{0, 12}, {12, 1}, {13, 1}}) {
@@ -265,6 +270,15 @@ TEST_F(GPUStepLibraryTest, SequenceRunsTheHostCodeOnTheTestDoubleDriver) {
           << "step at " << start;
     }
     EXPECT_EQ(FakeDriver::downloads(), downloadsBefore) << "no step copied anything back to the host";
+    rt->setLaunchObserver(nullptr);
+    ASSERT_FALSE(launches.empty());
+    for (const MgpuRuntime::Launch &l : launches) {
+      const std::vector<unsigned> abi = KernelLibrary::parameterBytes(l.kernel);
+      ASSERT_FALSE(abi.empty()) << l.kernel << " is not in KernelLibrary's ABI table";
+      EXPECT_EQ(l.paramsCount, abi.size()) << l.kernel;
+      for (int d = 0; d < 3; ++d)
+        EXPECT_GE(l.grid[d], 1) << l.kernel << " grid dimension " << d;
+    }
     EXPECT_EQ(FakeDriver::liveStreams(), 0);
     EXPECT_EQ((*lib)->leakedAllocations(), 0u);
 

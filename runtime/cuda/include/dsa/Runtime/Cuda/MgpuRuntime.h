@@ -41,6 +41,7 @@
 #include "dsa/Runtime/Cuda/Driver.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -130,6 +131,16 @@ public:
   /// The loaded kernel modules (mgpuModuleLoad* minus mgpuModuleUnload), for checks.
   size_t loadedModules() const { return modules_; }
 
+  /// Called for every kernel launch of the compiled code before it is handed to the driver (tests, tracing): the
+  /// kernel's name, the parameter count the host code passes, grid and block. Null to stop.
+  struct Launch {
+    std::string kernel;
+    size_t paramsCount = 0;
+    intptr_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  };
+  void setLaunchObserver(std::function<void(const Launch &)> observer) { launchObserver_ = std::move(observer); }
+  const std::function<void(const Launch &)> &launchObserver() const { return launchObserver_; }
+
   /// The error of the last mgpu* call made on this thread with no runtime bound, and clears it; empty if none.
   static std::string takeUnboundError();
   /// The runtime bound on this thread, or null.
@@ -162,6 +173,7 @@ private:
   CallState *call_ = nullptr;
   size_t modules_ = 0;
   std::map<void *, std::string> functionNames_;
+  std::function<void(const Launch &)> launchObserver_;
 };
 
 } // namespace dsa::cuda
