@@ -402,3 +402,80 @@ TEST_F(GPUStepLibraryTest, CPUSequenceRunsAGpuLibraryThroughTheRunner) {
   }
   EXPECT_EQ(FakeDriver::liveAllocations(), before);
 }
+
+// The compressed roles (test/Conversion/DSAToGPU/Inputs/compressed-layers.mlir: L2 kv+index source ratio 2, L3
+// ratio-2 consumer, L4 ratio-1 source and candidate source, L5 indexer with candidates) as one stack on the test
+// double driver, through CPUSequence (step roles, state with its init, shared slots from layer to layer): prefill 12,
+// decode 12. Checks the host code's plumbing (the host top-k downloads and uploads included), not numbers: every
+// launch names a kernel of KernelLibrary's ABI table with its parameter count, output shapes, no leaks.
+TEST_F(GPUStepLibraryTest, CompressedStackRunsOnTheTestDoubleDriver) {
+  const std::string text =
+      readText(std::string(DSA_SOURCE_DIR) + "/test/Conversion/DSAToGPU/Inputs/compressed-layers.mlir");
+  auto compressed = mlir::parseSourceString<mlir::ModuleOp>(text, context);
+  ASSERT_TRUE(compressed);
+  const std::string d = tempDir("compressed");
+  Result<std::string> json = gpu::emitGPUStepLibrary(*compressed, d, "compressed");
+  ASSERT_TRUE(json.ok()) << json.error();
+  std::shared_ptr<MgpuRuntime> rt = fakeRuntime();
+  ASSERT_TRUE(rt);
+  const long before = FakeDriver::liveAllocations();
+  std::vector<MgpuRuntime::Launch> launches;
+  rt->setLaunchObserver([&](const MgpuRuntime::Launch &l) { launches.push_back(l); });
+  {
+    Result<std::unique_ptr<GpuStepLibrary>> opened = GpuStepLibrary::open(rt, *json);
+    ASSERT_TRUE(opened.ok()) << opened.error();
+    std::shared_ptr<const GpuStepLibrary> lib = opened.take();
+    std::vector<cpu::CPUSequence> stack;
+    for (const char *name : {"attention_L2", "attention_L3", "attention_L4", "attention_L5"}) {
+      const cpu::FunctionSignature *sig = lib->signature(name);
+      ASSERT_NE(sig, nullptr) << name;
+      ASSERT_TRUE(sig->step.present()) << name;
+      std::set<int64_t> roles = {sig->step.x, sig->step.startPos};
+      for (const cpu::StateBinding &b : sig->state)
+        roles.insert(b.arg);
+      for (const cpu::StateBinding &b : sig->step.shared)
+        roles.insert(b.arg);
+      std::map<size_t, cpu::CPUValue> weights; // small deterministic values of each static weight shape
+      for (size_t a = 0; a < sig->args.size(); ++a) {
+        if (roles.count(static_cast<int64_t>(a)))
+          continue;
+        const cpu::ValueKind &k = sig->args[a];
+        int64_t n = 1;
+        for (int64_t s : k.shape)
+          n *= s;
+        weights.emplace(a, cpu::CPUBuffer::fromTensor(Tensor::fromFloats(
+                               k.elem, k.shape, randomBf16(static_cast<size_t>(n), 0.1f, static_cast<uint32_t>(a)))));
+      }
+      Result<cpu::CPUSequence> seq = cpu::CPUSequence::start(*sig, makeCPUSequenceRunner(lib, name), weights);
+      ASSERT_TRUE(seq.ok()) << name << ": " << seq.error();
+      stack.push_back(seq.take());
+    }
+    Result<cpu::CPUSequence::SlotSet> slots = cpu::CPUSequence::initialSlots(stack.front().signature());
+    ASSERT_TRUE(slots.ok()) << slots.error();
+    for (auto [start, s] : {std::pair<int64_t, int64_t>{0, 12}, {12, 1}}) {
+      Tensor x = bf16({s, 64}, randomBf16(s * 64, 1.0f, 40 + static_cast<uint32_t>(start)));
+      for (cpu::CPUSequence &seq : stack) {
+        Result<std::vector<Tensor>> r = seq.run(x, start, &*slots);
+        ASSERT_TRUE(r.ok()) << seq.signature().name << " at " << start << ": " << r.error();
+        EXPECT_EQ((*r)[0].shape(), (std::vector<int64_t>{s, 64})) << seq.signature().name;
+      }
+    }
+    EXPECT_EQ(lib->leakedAllocations(), 0u);
+  }
+  rt->setLaunchObserver(nullptr);
+  std::set<std::string> kernels;
+  for (const MgpuRuntime::Launch &l : launches) {
+    const std::vector<unsigned> abi = KernelLibrary::parameterBytes(l.kernel);
+    ASSERT_FALSE(abi.empty()) << l.kernel << " is not in KernelLibrary's ABI table";
+    EXPECT_EQ(l.paramsCount, abi.size()) << l.kernel;
+    kernels.insert(l.kernel);
+  }
+  // The compressed families the four roles need (compressor, fp4 quantisers, caches, indexer, candidates, top-k).
+  for (const char *k : {"dsa_compress_state", "dsa_compress_pool", "dsa_fp4_quant", "dsa_cache_write",
+                        "dsa_indexer_scores", "dsa_compress_visibility", "dsa_apply_candidates",
+                        "dsa_candidate_block_scores", "dsa_candidate_mask", "dsa_topk_map"})
+    EXPECT_TRUE(kernels.count(k)) << k << " was never launched by the compressed stack";
+  std::cout << "[ info ] " << launches.size() << " launches of " << kernels.size() << " kernels\n";
+  EXPECT_EQ(FakeDriver::liveAllocations(), before);
+  llvm::sys::fs::remove_directories(d);
+}
