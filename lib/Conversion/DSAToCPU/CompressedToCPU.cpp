@@ -34,6 +34,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -406,6 +407,116 @@ struct CacheWriteLowering : OpConversionPattern<CacheWriteOp> {
   }
 };
 
+/// The f32 head sums of indexer_scores (before the final bf16): sum[t, p] = sum over h ascending from 0.0 of
+/// bf16(fmax(bf16(dot(t, h, p)), 0) * w'[t, h]), dot = the SEQUENTIAL f32 dot of iq[t, h, :] and keys[p, :] (d
+/// ascending from 0.0: the kernel's loop, not dotF32). Vectorised ACROSS POSITIONS: lane l of a vector<8xf32> is
+/// position p0 + l, so every lane runs the kernel's scalar order for its own (t, p, h). keys are transposed once
+/// into kT [ihd, wp] f32 (wp = width rounded up to 8, zero rows past width) and iq widened to f32; then an
+/// scf.forall over (t, chunk of 32 positions) computes blocks of hb heads (4, 2 or 1, dividing IH) x 4 vectors of
+/// positions: per d, 4 kT loads and hb broadcasts of q feed hb x 4 accumulators. Returns [s, wp] f32 (columns >=
+/// width unused).
+Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, int64_t IH, int64_t ihd) {
+  MLIRContext *ctx = e.b.getContext();
+  constexpr int64_t kVectors = 4; // position vectors per block
+  const int64_t hb = IH % 4 == 0 ? 4 : IH % 2 == 0 ? 2 : 1;
+  Value s = e.sizeValue(sizesOf(e, iq)[0]);
+  Value wp = e.mul(arith::CeilDivSIOp::create(e.b, e.loc, width, e.idx(kLanes)), e.idx(kLanes));
+  // kT[d, p] = f32(keys[p, d]) for p < width, else 0.
+  SmallVector<OpFoldResult> ktSizes{e.b.getIndexAttr(ihd), wp};
+  Value kT = generic(e, tensorType(ktSizes, e.f32()), {}, e.empty(ktSizes, e.f32()), {mapOf(ctx, 2, dimExprs(ctx, 2))},
+                     parallel(2), [&](OpBuilder &b, Location loc, ValueRange) {
+                       Emit t{b, loc};
+                       Value d = t.linalgIndex(0), p = t.linalgIndex(1);
+                       Value in = t.cmpi(P::slt, p, width);
+                       Value v = t.toF32(t.extract(keys, {t.sel(in, p, t.idx(0)), d}));
+                       linalg::YieldOp::create(b, loc, t.sel(in, v, t.cf(0.0f)));
+                     });
+  SmallVector<OpFoldResult> qSizes = sizesOf(e, iq);
+  SmallVector<AffineMap> qMaps{mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 3))};
+  Value qf = generic(e, tensorType(qSizes, e.f32()), ValueRange{iq}, e.empty(qSizes, e.f32()), qMaps, parallel(3),
+                     [&](OpBuilder &b, Location loc, ValueRange args) {
+                       Emit t{b, loc};
+                       linalg::YieldOp::create(b, loc, t.toF32(args[0]));
+                     });
+  SmallVector<OpFoldResult> outSizes{s, wp};
+  Value init = e.empty(outSizes, e.f32());
+  const int64_t chunk = kVectors * kLanes;
+  Value chunks = arith::CeilDivSIOp::create(e.b, e.loc, wp, e.idx(chunk));
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{s, chunks}, ValueRange{init}, std::nullopt);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(forall.getTerminator());
+  Emit f{e.b, e.loc};
+  Value t = forall.getInductionVar(0), c0 = f.mul(forall.getInductionVar(1), f.idx(chunk));
+  Value shared = forall.getRegionIterArgs()[0];
+  Value len = f.minsi(f.idx(chunk), f.sub(wp, c0)); // a multiple of 8
+  SmallVector<OpFoldResult> offsets{t, c0}, sizes{f.b.getIndexAttr(1), len},
+      strides{f.b.getIndexAttr(1), f.b.getIndexAttr(1)};
+  Value slice =
+      tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, f.f32()), shared, offsets, sizes, strides);
+  auto laneType = VectorType::get({kLanes}, f.f32());
+  auto bf16Lanes = VectorType::get({kLanes}, f.b.getBF16Type());
+  // nv vectors of positions starting at chunk column v0 (relative), all heads; written into `acc`.
+  auto block = [&](Emit u, Value acc, Value v0, int64_t nv) -> Value {
+    Value zero8 = arith::ConstantOp::create(u.b, u.loc, DenseElementsAttr::get(laneType, 0.0f));
+    SmallVector<Value> cols;
+    for (int64_t v = 0; v < nv; ++v)
+      cols.push_back(u.add(c0, u.add(v0, u.idx(v * kLanes))));
+    auto heads = scf::ForOp::create(
+        u.b, u.loc, u.idx(0), u.idx(IH), u.idx(hb), SmallVector<Value>(nv, zero8),
+        [&](OpBuilder &bb, Location loc, Value h0, ValueRange sumsIn) {
+          Emit w{bb, loc};
+          auto dots = scf::ForOp::create(
+              bb, loc, w.idx(0), w.idx(ihd), w.idx(1), SmallVector<Value>(hb * nv, zero8),
+              [&](OpBuilder &b2, Location loc2, Value d, ValueRange acc) {
+                Emit x{b2, loc2};
+                SmallVector<Value> kv, next;
+                for (int64_t v = 0; v < nv; ++v)
+                  kv.push_back(readLanes(x, kT, {d}, cols[v]));
+                for (int64_t i = 0; i < hb; ++i) {
+                  Value q = x.extract(qf, {t, i ? x.add(h0, x.idx(i)) : h0, d});
+                  Value qv = vector::BroadcastOp::create(b2, loc2, laneType, q);
+                  for (int64_t v = 0; v < nv; ++v)
+                    next.push_back(x.fadd(acc[i * nv + v], x.fmul(qv, kv[v])));
+                }
+                scf::YieldOp::create(b2, loc2, next);
+              });
+          SmallVector<Value> sums(sumsIn.begin(), sumsIn.end());
+          auto roundLanes = [&](Value v) {
+            Value r = arith::TruncFOp::create(bb, loc, bf16Lanes, v);
+            return arith::ExtFOp::create(bb, loc, laneType, r).getResult();
+          };
+          for (int64_t i = 0; i < hb; ++i) { // heads in ascending order
+            Value wh = w.extract(wScaled, {t, i ? w.add(h0, w.idx(i)) : h0});
+            Value whv = vector::BroadcastOp::create(bb, loc, laneType, wh);
+            for (int64_t v = 0; v < nv; ++v) {
+              Value relu = arith::MaxNumFOp::create(bb, loc, roundLanes(dots.getResult(i * nv + v)), zero8);
+              sums[v] = w.fadd(sums[v], roundLanes(w.fmul(relu, whv)));
+            }
+          }
+          scf::YieldOp::create(bb, loc, sums);
+        });
+    for (int64_t v = 0; v < nv; ++v)
+      acc = vector::TransferWriteOp::create(u.b, u.loc, heads.getResult(v), acc,
+                                            ValueRange{u.idx(0), u.add(v0, u.idx(v * kLanes))}, ArrayRef<bool>{true})
+                .getResult();
+    return acc;
+  };
+  Value full = f.mul(arith::DivSIOp::create(f.b, f.loc, len, f.idx(chunk)), f.idx(chunk)); // chunk or 0
+  auto blocks = scf::ForOp::create(f.b, f.loc, f.idx(0), full, f.idx(chunk), ValueRange{slice},
+                                   [&](OpBuilder &bb, Location loc, Value v0, ValueRange iter) {
+                                     Emit u{bb, loc};
+                                     scf::YieldOp::create(bb, loc, block(u, iter[0], v0, kVectors));
+                                   });
+  auto rest = scf::ForOp::create(f.b, f.loc, full, len, f.idx(kLanes), ValueRange{blocks.getResult(0)},
+                                 [&](OpBuilder &bb, Location loc, Value v0, ValueRange iter) {
+                                   Emit u{bb, loc};
+                                   scf::YieldOp::create(bb, loc, block(u, iter[0], v0, 1));
+                                 });
+  e.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(e.b, e.loc, rest.getResult(0), shared, offsets, sizes, strides);
+  return forall.getResult(0);
+}
+
 /// indexer_scores (section 6 steps 3-4) in the kernel's order: w'[t,h] = bf16(weights[t,h] * weight_scale);
 /// score[t,p] = bf16(sum_h bf16(fmax(bf16(dot(iq[t,h], keys[p])), 0) * w'[t,h])), the dot sequential over ihd
 /// from 0.0f, the h-sum ascending from 0.0f, p < width = (start_pos + s) // ratio.
@@ -450,26 +561,17 @@ struct IndexerScoresLowering : OpConversionPattern<IndexerScoresOp> {
                                     Value v = t.fmul(t.toF32(args[0]), t.cf(weightScale));
                                     linalg::YieldOp::create(b, loc, t.toF32(t.toBf16(v)));
                                   });
-          return generic(
-              g, outType, {}, g.empty(outSizes, bf16), {mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
-              [&](OpBuilder &b, Location loc, ValueRange) {
-                Emit t{b, loc};
-                Value tt = t.linalgIndex(0), p = t.linalgIndex(1);
-                Value sum = forLoop(t, t.idx(0), t.idx(IH), {t.cf(0.0f)},
-                                    [&](Emit u, Value h, ValueRange it) -> SmallVector<Value> {
-                                      Value dot = forLoop(u, u.idx(0), u.idx(ihd), {u.cf(0.0f)},
-                                                          [&](Emit v, Value d, ValueRange acc) -> SmallVector<Value> {
-                                                            Value q = v.toF32(v.extract(iq, {tt, h, d}));
-                                                            Value k = v.toF32(v.extract(keys, {p, d}));
-                                                            return {v.fadd(acc[0], v.fmul(q, k))};
-                                                          })[0];
-                                      Value relu = arith::MaxNumFOp::create(u.b, u.loc, u.toF32(u.toBf16(dot)),
-                                                                            u.cf(0.0f));
-                                      Value term = u.fmul(relu, u.extract(wScaled, {tt, h}));
-                                      return {u.fadd(it[0], u.toF32(u.toBf16(term)))};
-                                    })[0];
-                linalg::YieldOp::create(b, loc, t.toBf16(sum));
-              });
+          Value sumsPadded = emitIndexerSums(g, iq, keys, wScaled, g.i64ToIndex(width), IH, ihd);
+          SmallVector<OpFoldResult> zeros{g.b.getIndexAttr(0), g.b.getIndexAttr(0)},
+              ones{g.b.getIndexAttr(1), g.b.getIndexAttr(1)};
+          Value sums = tensor::ExtractSliceOp::create(g.b, g.loc, tensorType(outSizes, g.f32()), sumsPadded, zeros,
+                                                      outSizes, ones);
+          return generic(g, outType, ValueRange{sums}, g.empty(outSizes, bf16),
+                         {mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
+                         [&](OpBuilder &b, Location loc, ValueRange args) {
+                           Emit t{b, loc};
+                           linalg::YieldOp::create(b, loc, t.toBf16(args[0]));
+                         });
         },
         [&](Emit g) -> Value { return g.filled(outSizes, floatConst(g, bf16, 0.0)); });
     rewriter.replaceOp(op, e.castTo(out, op.getType()));

@@ -781,6 +781,12 @@ func.func @scores2(%iq: tensor<?x3x20xbf16>, %w: tensor<?x3xbf16>, %k: tensor<?x
       : (tensor<?x3x20xbf16>, tensor<?x3xbf16>, tensor<?x20xbf16>, i64) -> tensor<?x?xbf16>
   return %y : tensor<?x?xbf16>
 }
+func.func @scores8(%iq: tensor<?x8x24xbf16>, %w: tensor<?x8xbf16>, %k: tensor<?x24xbf16>, %sp: i64)
+    -> tensor<?x?xbf16> {
+  %y = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 0.25 : f32}
+      : (tensor<?x8x24xbf16>, tensor<?x8xbf16>, tensor<?x24xbf16>, i64) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
 func.func @vis(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xbf16> {
   %y = dsa.compress_visibility %s, %sp {ratio = 2 : i64} : (tensor<?x?xbf16>, i64) -> tensor<?x?xbf16>
   return %y : tensor<?x?xbf16>
@@ -1042,6 +1048,17 @@ TEST_F(CPUBackendCompressedTest, IndexerScoresMatchInterpreter) {
   expectSame("scores2", {randomFloats(ElementType::BF16, {1, 3, 20}), randomFloats(ElementType::BF16, {1, 3}),
                          randomFloats(ElementType::BF16, {6, 20}), Tensor::scalarI64(9)},
              "ratio 2 decode 9");
+  // Widths past one block of 32 positions (the lowering's vectors of 8 positions, blocks of 4 vectors, a width
+  // that is not a multiple of 8), blocks of 4 heads, several tokens.
+  expectSame("scores8", {randomFloats(ElementType::BF16, {1, 8, 24}), randomFloats(ElementType::BF16, {1, 8}),
+                         randomFloats(ElementType::BF16, {75, 24}), Tensor::scalarI64(70)},
+             "8 heads decode 70 (width 71)");
+  expectSame("scores8", {randomFloats(ElementType::BF16, {40, 8, 24}), randomFloats(ElementType::BF16, {40, 8}),
+                         randomFloats(ElementType::BF16, {40, 24}), Tensor::scalarI64(0)},
+             "8 heads prefill 40");
+  expectSame("scores2", {randomFloats(ElementType::BF16, {1, 3, 20}), randomFloats(ElementType::BF16, {1, 3}),
+                         randomFloats(ElementType::BF16, {40, 20}), Tensor::scalarI64(77)},
+             "ratio 2 decode 77 (width 39)");
   // relu of a NaN dot is 0 (fmax), an inf weight, large values whose products overflow bf16.
   Tensor iq = randomFloats(ElementType::BF16, {3, 2, 32}, 40.0f);
   std::vector<float> q = iq.floatVector();

@@ -1,13 +1,16 @@
-// dsa.indexer_scores -> the kernel's loops: w' = bf16(weights * weight_scale) per (t, h), then per (t, p) an
-// scf.for over heads (ascending, from 0.0) around an scf.for over ihd (the dot, sequential from 0.0, not the
-// 8-lane dotF32), bf16(dot), relu as arith.maxnumf(., 0) (fmax: a NaN dot gives 0), bf16(relu * w'), the bf16 of
-// the sum. Width = (start_pos + s) floordiv ratio; checks start_pos >= 0 (19), weights rows (20), keys rows >= width
-// (21); zeros when one fails.
+// dsa.indexer_scores -> the kernel's arithmetic, vectorised ACROSS POSITIONS (lane l = position p0 + l, each lane
+// in the kernel's scalar order): w' = bf16(weights * weight_scale) per (t, h); keys transposed once into kT [ihd,
+// wp] f32 (wp = width rounded up to 8, zeros past width) and iq widened to f32; then an scf.forall over (t, chunk of
+// 32 positions), blocks of (2 heads here) x 4 vectors of positions: per d (sequential, from 0.0, not the 8-lane
+// dotF32) acc += broadcast(q[t, h, d]) * kT[d, p0:p0+8]; per head in ascending order, bf16(dot), relu as
+// arith.maxnumf(., 0) (fmax: a NaN dot gives 0), bf16(relu * w'), added to the head sum (from 0.0); the sums
+// written to [s, wp] f32, then the bf16 of the sum for p < width. Width = (start_pos + s) floordiv ratio; checks
+// start_pos >= 0 (19), weights rows (20), keys rows >= width (21); zeros when one fails.
 // RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
 
 // CHECK-LABEL: func.func @scores
 // CHECK-DAG: %[[SCALE:.*]] = arith.constant 1.250000e-01 : f32
-// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[ZERO8:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
 // CHECK: func.call @dsa_cpu_fail(%c19_i32)
 // CHECK: func.call @dsa_cpu_fail(%c20_i32)
 // CHECK: %[[W:.*]] = arith.floordivsi %{{.*}}, %c2_i64 : i64
@@ -16,22 +19,34 @@
 // CHECK: %[[WS:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<?x2xbf16>)
 // CHECK: arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK-NEXT: arith.truncf
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x?xbf16>) {
-// CHECK: %[[T:.*]] = linalg.index 0 : index
-// CHECK: %[[P:.*]] = linalg.index 1 : index
-// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1 iter_args(%[[SUM:.*]] = %[[ZERO]]) -> (f32) {
-// CHECK: %[[DOT:.*]] = scf.for %[[D:.*]] = %c0 to %c32 step %c1 iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32) {
-// CHECK: tensor.extract %arg0[%[[T]], %[[H]], %[[D]]]
-// CHECK: tensor.extract %arg2[%[[P]], %[[D]]]
-// CHECK: %[[PROD:.*]] = arith.mulf
-// CHECK: arith.addf %[[ACC]], %[[PROD]] : f32
-// CHECK: %[[DB:.*]] = arith.truncf %[[DOT]] : f32 to bf16
-// CHECK: %[[DF:.*]] = arith.extf %[[DB]] : bf16 to f32
-// CHECK: %[[RELU:.*]] = arith.maxnumf %[[DF]], %[[ZERO]] : f32
-// CHECK: %[[WTH:.*]] = tensor.extract %[[WS]][%[[T]], %[[H]]]
-// CHECK: %[[TERM:.*]] = arith.mulf %[[RELU]], %[[WTH]] : f32
-// CHECK: arith.truncf %[[TERM]] : f32 to bf16
-// CHECK: arith.addf %[[SUM]], %{{.*}} : f32
+// kT[d, p] = keys[p, d] (p < width), 0 past width.
+// CHECK: %[[KT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<32x?xf32>)
+// CHECK: %[[KD:.*]] = linalg.index 0 : index
+// CHECK: %[[KP:.*]] = linalg.index 1 : index
+// CHECK: tensor.extract %arg2[%{{.*}}, %[[KD]]] : tensor<?x32xbf16>
+// CHECK: %[[QF:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<?x2x32xbf16>) outs(%{{.*}} : tensor<?x2x32xf32>)
+// CHECK: %[[SUMS:.*]] = scf.forall (%[[T:.*]], %[[C:.*]]) in (%{{.*}}, %{{.*}}) shared_outs(%{{.*}}) -> (tensor<?x?xf32>) {
+// CHECK: scf.for %[[V0:.*]] = %c0 to %{{.*}} step %c32 iter_args
+// CHECK: %[[DOTS:.*]]:8 = scf.for %[[D:.*]] = %c0 to %c32 step %c1 iter_args(%[[A0:[a-z0-9_]+]] = %[[ZERO8]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK: %[[K0:.*]] = vector.transfer_read %[[KT]][%[[D]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<32x?xf32>, vector<8xf32>
+// CHECK: %[[Q0:.*]] = tensor.extract %[[QF]][%[[T]], %c0, %[[D]]] : tensor<?x2x32xf32>
+// CHECK: %[[QV:.*]] = vector.broadcast %[[Q0]] : f32 to vector<8xf32>
+// CHECK: %[[PROD:.*]] = arith.mulf %[[QV]], %[[K0]] : vector<8xf32>
+// CHECK: arith.addf %[[A0]], %[[PROD]] : vector<8xf32>
+// Head 0, first vector of positions: bf16(dot), relu, bf16(relu * w'), head sum from 0.
+// CHECK: %[[WTH:.*]] = tensor.extract %[[WS]][%[[T]], %c0] : tensor<?x2xf32>
+// CHECK: %[[WV:.*]] = vector.broadcast %[[WTH]] : f32 to vector<8xf32>
+// CHECK: %[[DB:.*]] = arith.truncf %[[DOTS]]#0 : vector<8xf32> to vector<8xbf16>
+// CHECK: %[[DF:.*]] = arith.extf %[[DB]] : vector<8xbf16> to vector<8xf32>
+// CHECK: %[[RELU:.*]] = arith.maxnumf %[[DF]], %[[ZERO8]] : vector<8xf32>
+// CHECK: %[[TERM:.*]] = arith.mulf %[[RELU]], %[[WV]] : vector<8xf32>
+// CHECK: %[[TB:.*]] = arith.truncf %[[TERM]] : vector<8xf32> to vector<8xbf16>
+// CHECK: %[[TF:.*]] = arith.extf %[[TB]] : vector<8xbf16> to vector<8xf32>
+// CHECK: arith.addf %[[TF]], %[[ZERO8]] : vector<8xf32>
+// CHECK: vector.transfer_write
+// CHECK: tensor.parallel_insert_slice
+// CHECK: %[[SL:.*]] = tensor.extract_slice %[[SUMS]][0, 0] [%{{.*}}, %{{.*}}] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[SL]] : tensor<?x?xf32>) outs(%{{.*}} : tensor<?x?xbf16>)
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: } else {
 // CHECK: linalg.fill
