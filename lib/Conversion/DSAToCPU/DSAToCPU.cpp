@@ -550,6 +550,8 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
         e, ok, qType,
         [&](Emit g) -> Value {
           Value nMinus1 = g.sub(n32, g.c32(1));
+          // kv widened to f32 once: every (t, h) reads its rows (q.k and p.v), none widens them again.
+          Value kvF = widenRows(g, kv);
           // The row an index reads, clamped into [0, n) (a -1 is masked out of every sum).
           auto rowOf = [nMinus1](Emit t, Value i) {
             return arith::IndexCastOp::create(t.b, t.loc, t.b.getIndexType(), t.maxsi(t.minsi(i, nMinus1), t.c32(0)))
@@ -558,7 +560,7 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
           // z[t, h, j] = dotF32(q[t, h], kv[row(idx[t, j])]) * scale, -inf for -1: blocks of heads x 4 indices
           // (emitQueryKeyScores), each dot in dotF32's order.
           SmallVector<OpFoldResult> zSizes{qSizes[0], g.b.getIndexAttr(H), k};
-          Value z = emitQueryKeyScores(g, q, kv, idx, g.empty(zSizes, f32), H, hd, scale, rowOf);
+          Value z = emitQueryKeyScores(g, q, kvF, idx, g.empty(zSizes, f32), H, hd, scale, rowOf);
           // m[t, h] = max over sink and z (std::max order).
           SmallVector<OpFoldResult> thSizes{qSizes[0], g.b.getIndexAttr(H)};
           auto thType = tensorType(thSizes, f32);
@@ -584,30 +586,37 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
                                     Value ex = math::ExpOp::create(b, loc, t.fsub(args[0], args[1]));
                                     linalg::YieldOp::create(b, loc, ex);
                                   });
-          Value den = generic(g, thType, ValueRange{z, m, idx}, denInit,
-                              {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 2)),
-                               mapOf(ctx, 3, {dimExpr(ctx, 0), dimExpr(ctx, 2)}), mapOf(ctx, 3, dimExprs(ctx, 2))},
+          // ez[t, h, j] = exp(z - m), once (the same libm call on the same input as the kernel's two).
+          Value ez = generic(g, tensorType(zSizes, f32), ValueRange{z, m}, g.empty(zSizes, f32),
+                             {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 2)),
+                              mapOf(ctx, 3, dimExprs(ctx, 3))},
+                             parallel(3), [&](OpBuilder &b, Location loc, ValueRange args) {
+                               Emit t{b, loc};
+                               Value ex = math::ExpOp::create(b, loc, t.fsub(args[0], args[1]));
+                               linalg::YieldOp::create(b, loc, ex);
+                             });
+          Value den = generic(g, thType, ValueRange{ez, idx}, denInit,
+                              {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, {dimExpr(ctx, 0), dimExpr(ctx, 2)}),
+                               mapOf(ctx, 3, dimExprs(ctx, 2))},
                               thjIters, [&](OpBuilder &b, Location loc, ValueRange args) {
                                 Emit t{b, loc};
-                                Value valid = t.cmpi(P::sge, args[2], t.c32(0));
-                                Value ez = math::ExpOp::create(b, loc, t.fsub(args[0], args[1]));
-                                linalg::YieldOp::create(b, loc, t.sel(valid, t.fadd(args[3], ez), args[3]));
+                                Value valid = t.cmpi(P::sge, args[1], t.c32(0));
+                                linalg::YieldOp::create(b, loc, t.sel(valid, t.fadd(args[2], args[0]), args[2]));
                               });
           // p[t, h, j] = exp(z - m) / den.
-          Value p = generic(g, tensorType(zSizes, f32), ValueRange{z, m, den}, g.empty(zSizes, f32),
+          Value p = generic(g, tensorType(zSizes, f32), ValueRange{ez, den}, g.empty(zSizes, f32),
                             {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 2)),
-                             mapOf(ctx, 3, dimExprs(ctx, 2)), mapOf(ctx, 3, dimExprs(ctx, 3))},
+                             mapOf(ctx, 3, dimExprs(ctx, 3))},
                             parallel(3), [&](OpBuilder &b, Location loc, ValueRange args) {
                               Emit t{b, loc};
-                              Value ez = math::ExpOp::create(b, loc, t.fsub(args[0], args[1]));
-                              linalg::YieldOp::create(b, loc, t.fdiv(ez, args[2]));
+                              linalg::YieldOp::create(b, loc, t.fdiv(args[0], args[1]));
                             });
           // o[t, h, d] = sum over valid j (ascending) of p * kv[idx_j, d], from 0: an scf.forall over (t, h); per
           // chunk of up to 64 columns, one scf.for over j carrying a vector<8xf32> per 8 columns (and an f32 per
           // column of the hd % 8 tail), so the index, validity and p of j are computed once per chunk and every
           // column keeps the kernel's own sum (j ascending, invalid j skipped).
           SmallVector<OpFoldResult> oSizes{qSizes[0], g.b.getIndexAttr(H), g.b.getIndexAttr(hd)};
-          Value o32 = emitWeightedRowSums(g, p, idx, kv, g.empty(oSizes, f32), H, hd, rowOf);
+          Value o32 = emitWeightedRowSums(g, p, idx, kvF, g.empty(oSizes, f32), H, hd, rowOf);
           Type bf16 = g.b.getBF16Type();
           return generic(g, tensorType(oSizes, bf16), ValueRange{o32}, g.empty(oSizes, bf16),
                          {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 3))}, parallel(3),

@@ -15,6 +15,8 @@
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]} ins(%[[IDX]]
 // CHECK: func.call @dsa_cpu_fail(%c11_i32)
 // CHECK: %[[OUT:[a-z0-9_]+]] = scf.if %{{.*}} -> (tensor<?x4x32xbf16>) {
+// kv widened to f32 once (both q.k and p.v read the widened rows).
+// CHECK: %[[KVF:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[KV]] : tensor<?x32xbf16>) outs(%{{.*}} : tensor<?x32xf32>)
 // z[t, h, j]: the dot of q[t, h] with the kv row gathered by index (clamped), times scale; -inf for -1. An
 // scf.forall over (t, block of 4 heads); blocks of 4 heads x 4 indices share each loaded row (one vector<8xf32>
 // accumulator per (head, index): dotF32's order), leftover indices 4 x 1.
@@ -28,7 +30,7 @@
 // CHECK: %[[ROW:[a-z0-9_]+]] = arith.index_cast %[[CL]] : i32 to index
 // CHECK: scf.for %[[K:[a-z0-9_]+]] = %c0 to %c32 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-DAG: vector.transfer_read %[[Q]][%[[T]], %c0, %[[K]]]
-// CHECK-DAG: vector.transfer_read %[[KV]][%[[ROW]], %[[K]]]
+// CHECK-DAG: vector.transfer_read %[[KVF]][%[[ROW]], %[[K]]]
 // CHECK: %[[ZV:[a-z0-9_]+]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK: %[[ZSEL:[a-z0-9_]+]] = arith.select %[[VALID]], %[[ZV]], %[[NEGINF]] : f32
 // CHECK: tensor.insert %[[ZSEL]] into %{{.*}}[%c0, %c0, %[[J]]] : tensor<1x4x?xf32>
@@ -40,14 +42,20 @@
 // CHECK-NEXT: ^bb0(%[[ZE:[a-z0-9_]+]]: f32, %[[MV:[a-z0-9_]+]]: f32):
 // CHECK-NEXT: %[[LT:[a-z0-9_]+]] = arith.cmpf olt, %[[MV]], %[[ZE]] : f32
 // CHECK-NEXT: arith.select %[[LT]], %[[ZE]], %[[MV]] : f32
-// den: exp(sink - m), then + exp(z - m) for valid j.
+// den: exp(sink - m), then + exp(z - m) for valid j; exp(z - m) computed once for den and p.
 // CHECK: %[[DEN0:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[SINK]], %[[M]] :
 // CHECK: math.exp
-// CHECK: %[[DEN:[a-z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[Z]], %[[M]], %[[IDX]] : {{.*}} outs(%[[DEN0]] :
-// CHECK: math.exp
-// CHECK: %[[P:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[Z]], %[[M]], %[[DEN]] :
-// CHECK: %[[E:[a-z0-9_]+]] = math.exp
-// CHECK-NEXT: arith.divf %[[E]], %{{.*}} : f32
+// CHECK: %[[EZ:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[Z]], %[[M]] :
+// CHECK: %[[ZM:[a-z0-9_]+]] = arith.subf
+// CHECK-NEXT: math.exp %[[ZM]] : f32
+// CHECK: %[[DEN:[a-z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[EZ]], %[[IDX]] : {{.*}} outs(%[[DEN0]] :
+// CHECK: ^bb0(%[[EV:[a-z0-9_]+]]: f32, %[[IV:[a-z0-9_]+]]: i32, %[[DV:[a-z0-9_]+]]: f32):
+// CHECK: %[[DVALID:[a-z0-9_]+]] = arith.cmpi sge, %[[IV]], %c0_i32 : i32
+// CHECK: %[[DSUM:[a-z0-9_]+]] = arith.addf %[[DV]], %[[EV]] : f32
+// CHECK: arith.select %[[DVALID]], %[[DSUM]], %[[DV]] : f32
+// CHECK: %[[P:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[EZ]], %[[DEN]] :
+// CHECK-NEXT: ^bb0(%[[PE:[a-z0-9_]+]]: f32, %[[PD:[a-z0-9_]+]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: arith.divf %[[PE]], %[[PD]] : f32
 // o: an scf.forall over (t, h); one scf.for over j carrying hd / 8 = 4 vector<8xf32> sums (a chunk holds up to 8),
 // each acc + broadcast(p) * kv[row, c:c+8] when the index is valid, else acc; written back by transfer_write.
 // CHECK: %[[O:[a-z0-9_]+]] = scf.forall (%[[OT:[a-z0-9_]+]], %[[OH:[a-z0-9_]+]]) in (%{{.*}}, 4) shared_outs(%[[OS:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x4x32xf32>) {
@@ -57,8 +65,7 @@
 // CHECK: %[[OVALID:[a-z0-9_]+]] = arith.cmpi sge, %[[OI]], %c0_i32 : i32
 // CHECK: %[[PJ:[a-z0-9_]+]] = tensor.extract %[[P]][%[[OT]], %[[OH]], %[[OJ]]] : tensor<?x4x?xf32>
 // CHECK: %[[PV:[a-z0-9_]+]] = vector.broadcast %[[PJ]] : f32 to vector<8xf32>
-// CHECK: %[[KB:[a-z0-9_]+]] = vector.transfer_read %[[KV]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<?x32xbf16>, vector<8xbf16>
-// CHECK: %[[KF:[a-z0-9_]+]] = arith.extf %[[KB]] : vector<8xbf16> to vector<8xf32>
+// CHECK: %[[KF:[a-z0-9_]+]] = vector.transfer_read %[[KVF]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<8xf32>
 // CHECK: %[[PK:[a-z0-9_]+]] = arith.mulf %[[PV]], %[[KF]] : vector<8xf32>
 // CHECK: %[[ACC:[a-z0-9_]+]] = arith.addf %[[S0]], %[[PK]] : vector<8xf32>
 // CHECK: arith.select %[[OVALID]], %[[ACC]], %[[S0]] : vector<8xf32>
