@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Golden/Golden.h"
 #include "dsa/Golden/ModelConfig.h"
+#include "dsa/Golden/Replay.h"
 #include "dsa/Golden/TinyModel.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
@@ -61,19 +62,6 @@ struct LayerRun {
   std::unique_ptr<cpu::CPUSequence> sequence;
   bool hasShared = false;
 };
-
-/// Captures not to compare (tiny-model-harness.md "Known quirks"): in decode, `shared.L<l>.candidates` of a layer
-/// before the candidate source holds the previous step's mask. Same rule and text as dsa-run --golden.
-std::string skipReason(const golden::Fixture &f, const golden::Regime &regime, const std::string &name) {
-  const std::string prefix = "shared.L", suffix = ".candidates";
-  if (regime.startPos > 0 && name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + suffix.size() &&
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    int64_t l = std::stoll(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
-    if (f.candidateSourceLayer >= 0 && l < f.candidateSourceLayer)
-      return "stale: holds the previous step's candidate mask (tiny-model-harness.md, known quirks)";
-  }
-  return "";
-}
 
 /// Whether the step description at `path` is a GPU step library's (format dsa-gpu-step-library).
 bool isGpuStepLibrary(const std::string &path) {
@@ -276,19 +264,10 @@ int main(int argc, char **argv) {
     if (!step)
       return fail("regime '" + regime.name + "': " + step.error());
     for (const std::string &name : regime.captureOrder) {
-      dsa::Result<const golden::Capture *> want = file.capture(regime.name, name);
-      if (!want)
-        return fail(want.error());
-      const std::string skip = skipReason(fixture, regime, name);
-      auto it = produced.find(name);
-      if (!skip.empty()) {
-        verdicts.push_back(golden::notCompared(regime.name, name, skip));
-      } else if (it != produced.end()) {
-        verdicts.push_back(golden::compareCapture(regime.name, **want, it->second));
-      } else {
-        verdicts.push_back(golden::notCompared(regime.name, name, "nothing produced this capture"));
-        verdicts.back().status = golden::Verdict::Fail;
-      }
+      dsa::Result<golden::Verdict> verdict = golden::judgeWholeModelCapture(file, regime, name, produced);
+      if (!verdict)
+        return fail(verdict.error());
+      verdicts.push_back(verdict.take());
       std::cout << golden::formatVerdict(verdicts.back()) << "\n";
     }
   }

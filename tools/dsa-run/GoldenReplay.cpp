@@ -8,6 +8,7 @@
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Golden/Golden.h"
 #include "dsa/Golden/ModelConfig.h"
+#include "dsa/Golden/Replay.h"
 #include "dsa/Golden/TinyModel.h"
 #include "dsa/Interpreter/Interpreter.h"
 
@@ -252,19 +253,6 @@ Result<Tensor> runLayer(Layer &layer, SharedSlots &shared, const Tensor &x, int6
   return r[0];
 }
 
-/// Captures the harness doc says not to compare: in decode, `shared.L<l>.candidates` of a layer before the candidate
-/// source holds the previous step's mask (tiny-model-harness.md, "Known quirks").
-std::string skipReason(const golden::Fixture &f, const golden::Regime &regime, const std::string &name) {
-  const std::string prefix = "shared.L", suffix = ".candidates";
-  if (regime.startPos > 0 && name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + suffix.size() &&
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    int64_t l = std::stoll(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
-    if (f.candidateSourceLayer >= 0 && l < f.candidateSourceLayer)
-      return "stale: holds the previous step's candidate mask (tiny-model-harness.md, known quirks)";
-  }
-  return "";
-}
-
 } // namespace
 
 int runGoldenReplay(const GoldenReplayOptions &options) {
@@ -420,18 +408,14 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
       Result<const golden::Capture *> want = file.capture(regime.name, name);
       if (!want)
         return fail(want.error());
-      std::string skip = wholeModel ? skipReason(fixture, regime, name) : std::string();
-      auto it = produced.find(name);
-      if (!skip.empty()) {
-        verdicts.push_back(golden::notCompared(regime.name, name, skip));
+      if (wholeModel) {
+        Result<golden::Verdict> verdict = golden::judgeWholeModelCapture(file, regime, name, produced);
+        if (!verdict)
+          return fail(verdict.error());
+        verdicts.push_back(verdict.take());
         llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
-      } else if (it != produced.end()) {
+      } else if (auto it = produced.find(name); it != produced.end()) {
         verdicts.push_back(golden::compareCapture(regime.name, **want, it->second));
-        llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
-      } else if (wholeModel) {
-        golden::Verdict v = golden::notCompared(regime.name, name, "nothing produced this capture");
-        v.status = golden::Verdict::Fail;
-        verdicts.push_back(v);
         llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
       } else {
         notCompared.push_back(name);
