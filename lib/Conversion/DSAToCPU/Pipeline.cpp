@@ -39,6 +39,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -75,6 +77,145 @@ struct StridedCopiesToLinalgPass : PassWrapper<StridedCopiesToLinalgPass, Operat
   }
 };
 
+/// The marker lib/Backend/CPU's lowerForCPU puts on a function whose caches it made writable (array<i64: those
+/// arguments>; one-shot bufferization drops the bufferization.writable argument attributes), and the module
+/// attributes this pass records the dropped results and the written arguments in (Lowering.cpp reads and removes
+/// them).
+constexpr const char *kInPlaceAttr = "dsa.cpu_in_place";
+constexpr const char *kWrittenAttr = "dsa.cpu_written";
+
+/// The entry-block argument whose buffer `v` is after bufferization: the argument itself, through memref.cast, and
+/// through scf.if when every branch yields that argument's buffer (dsa-to-cpu's guarded cache_write: the rows
+/// inserted into the argument in one branch, the argument in the other). Null otherwise.
+BlockArgument argumentBuffer(Value v, func::FuncOp f, int depth = 0) {
+  if (depth > 32)
+    return {};
+  while (auto cast = v.getDefiningOp<memref::CastOp>())
+    v = cast.getSource();
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == &f.front() ? arg : BlockArgument();
+  if (auto ifOp = v.getDefiningOp<scf::IfOp>()) {
+    if (ifOp.getElseRegion().empty())
+      return {};
+    const unsigned i = cast<OpResult>(v).getResultNumber();
+    BlockArgument t = argumentBuffer(ifOp.thenYield().getOperand(i), f, depth + 1);
+    BlockArgument e = argumentBuffer(ifOp.elseYield().getOperand(i), f, depth + 1);
+    return t && t == e ? t : BlockArgument();
+  }
+  return {};
+}
+
+/// Whether the function may write the memory of its argument `arg` (after bufferization): an op with a write (or
+/// free) effect on `arg` or on a value that may alias it (any memref result of an op taking one, scf.if / scf.for
+/// results and loop arguments fed by scf.yield), or an op of unknown effects taking one (a call). Conservative.
+bool mayWriteArgument(BlockArgument arg) {
+  SmallVector<Value> work{arg};
+  llvm::DenseSet<Value> seen{arg};
+  auto alias = [&](Value v) {
+    if (seen.insert(v).second)
+      work.push_back(v);
+  };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *op = use.getOwner();
+      if (isa<func::ReturnOp>(op))
+        continue;
+      if (auto yield = dyn_cast<scf::YieldOp>(op)) {
+        Operation *parent = yield->getParentOp();
+        const unsigned i = use.getOperandNumber();
+        if (!isa<scf::IfOp, scf::ForOp>(parent))
+          return true;
+        alias(parent->getResult(i));
+        if (auto loop = dyn_cast<scf::ForOp>(parent))
+          alias(loop.getRegionIterArgs()[i]);
+        continue;
+      }
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        if (use.getOperandNumber() < loop.getNumControlOperands())
+          continue;
+        const unsigned i = use.getOperandNumber() - loop.getNumControlOperands();
+        alias(loop.getRegionIterArgs()[i]);
+        alias(loop.getResult(i));
+        continue;
+      }
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!effects)
+        return true;
+      SmallVector<SideEffects::EffectInstance<MemoryEffects::Effect>> list;
+      effects.getEffectsOnValue(v, list);
+      for (const auto &e : list)
+        if (isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect()))
+          return true;
+      for (Value r : op->getResults())
+        if (isa<BaseMemRefType>(r.getType()))
+          alias(r);
+    }
+  }
+  return false;
+}
+
+/// For every function marked `dsa.cpu_in_place` (the marker is removed): drops the results that one-shot
+/// bufferization made an argument's buffer (argumentBuffer: the caches written in place into their writable
+/// arguments, a shared slot passed through, a result repeating one of them) and records, per function, the argument
+/// of each original result or -1 in the module attribute `dsa.cpu_in_place` = {name = array<i64: ...>}, and the
+/// writable arguments the code may write (mayWriteArgument) in `dsa.cpu_written` = {name = array<i64: ...>} (a
+/// writable argument bufferization chose to copy is not written: the runtime need not protect it). Returned,
+/// such a result would be cloned by the ownership-based deallocation (an argument is not owned by the function): a
+/// copy of the whole cache per call. Like upstream's drop-equivalent-buffer-results, but for public functions whose
+/// callers (the CPU runtime) learn the dropped results from the record. Functions called within the module, or
+/// with more than one block, are left as they are. Runs between one-shot bufferization and the deallocation.
+struct DropInPlaceResultsPass : PassWrapper<DropInPlaceResultsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropInPlaceResultsPass)
+  StringRef getArgument() const override { return "dsa-cpu-drop-in-place-results"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    llvm::DenseSet<StringRef> called;
+    module.walk([&](func::CallOp call) { called.insert(call.getCallee()); });
+    SmallVector<NamedAttribute> record, written;
+    for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+      auto marked = f->getAttrOfType<DenseI64ArrayAttr>(kInPlaceAttr);
+      if (!marked)
+        continue;
+      f->removeAttr(kInPlaceAttr);
+      if (f.isDeclaration())
+        continue;
+      SmallVector<int64_t> writtenArgs;
+      for (int64_t a : marked.asArrayRef())
+        if (a >= 0 && a < static_cast<int64_t>(f.getNumArguments()) && mayWriteArgument(f.getArgument(a)))
+          writtenArgs.push_back(a);
+      written.push_back(NamedAttribute(f.getNameAttr(), DenseI64ArrayAttr::get(ctx, writtenArgs)));
+      if (called.contains(f.getName()) || !f.getBody().hasOneBlock())
+        continue;
+      auto ret = dyn_cast<func::ReturnOp>(f.front().getTerminator());
+      if (!ret)
+        continue;
+      SmallVector<int64_t> perResult;
+      llvm::BitVector drop(ret.getNumOperands());
+      SmallVector<Value> kept;
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        BlockArgument arg = isa<BaseMemRefType>(v.getType()) ? argumentBuffer(v, f) : BlockArgument();
+        perResult.push_back(arg ? static_cast<int64_t>(arg.getArgNumber()) : -1);
+        if (arg)
+          drop.set(i);
+        else
+          kept.push_back(v);
+      }
+      record.push_back(NamedAttribute(f.getNameAttr(), DenseI64ArrayAttr::get(ctx, perResult)));
+      if (drop.none())
+        continue;
+      ret->setOperands(kept);
+      if (failed(f.eraseResults(drop)))
+        return signalPassFailure();
+    }
+    if (!record.empty())
+      module->setAttr(kInPlaceAttr, DictionaryAttr::get(ctx, record));
+    if (!written.empty())
+      module->setAttr(kWrittenAttr, DictionaryAttr::get(ctx, written));
+  }
+};
+
 struct DSACPUPipelineOptions : PassPipelineOptions<DSACPUPipelineOptions> {
   Option<bool> parallel{*this, "parallel",
                         llvm::cl::desc("Run the outputs of every op on OpenMP threads (needs libomp at run time)"),
@@ -97,6 +238,15 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel) {
   // library's memrefCopy (absent from the JIT's process and from an AOT object).
   bufferize.unknownTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Each scf.forall iteration (DSAToCPU's blocked dots) writes its slice of the shared result in place; bufferizing
+  // its tensor.parallel_insert_slice leaves a copy from that slice to an identical second subview. Folding the loops'
+  // memref results, merging the two subviews and erasing the self-copy removes it (no f32 arithmetic is touched:
+  // canonicalization folds nothing inexact).
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  // Functions lib/Backend/CPU marked: the results that are an argument's buffer (caches updated in place) dropped.
+  pm.addPass(std::make_unique<DropInPlaceResultsPass>());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(std::make_unique<StridedCopiesToLinalgPass>());
