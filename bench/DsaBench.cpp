@@ -10,6 +10,10 @@
 //     x 128 and index_topk 512; max_seq_len 65536 + 1024): one decode step at start_pos = 4096 and 65536 (the
 //     contexts; --dsa_index_contexts), its state (ring, kv_state / score_state, compressed-KV and index-key caches,
 //     the shared slots) filled with seeded random values as if that many tokens had been processed (IndexLayer).
+//     CPU/ and CPUParallel/ time it the way a user decodes: a CPUSequence resumed there whose state stays resident
+//     (CPUModule::runValues: buffers kept between steps, caches updated in place), consecutive decode steps from
+//     that position on; CPUPerCall/ calls CPUModule::run on the same prepared state each time (results converted
+//     to Tensors).
 // In the same run it measures
 //   - the reference interpreter (interp::interpretFunction on the same module, decomposed, same inputs);
 //   - the machine's streaming read bandwidth (a buffer of 1 GiB, far larger than the caches), one thread and all
@@ -33,7 +37,8 @@
 //   context, index_rows  (index-source layer) start_pos of the decode step; compressed positions the indexer scores.
 // Flags of its own (besides Google Benchmark's): --dsa_skip_interpreter (no interpreter runs: no speedup_interp,
 // used by bench/torch_compare.py), --dsa_buffer_mib=N (size of the bandwidth buffer, default 1024),
-// --dsa_index_contexts=A,B,... (the index-source layer's decode positions, default 4096,65536).
+// --dsa_index_contexts=A,B,... (the index-source layer's decode positions, default 4096,65536), --dsa_no_in_place
+// (compile with CPUCompileOptions::inPlaceCaches = false: every step copies the caches, for before/after runs).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
@@ -42,6 +47,7 @@
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Interpreter.h"
+#include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -79,6 +85,9 @@ using interp::Tensor;
 namespace {
 
 bool gSkipInterpreter = false;
+/// --dsa_no_in_place: compile with CPUCompileOptions::inPlaceCaches = false (every step copies the caches, the
+/// behaviour before in-place caches), for before/after comparisons.
+bool gNoInPlace = false;
 size_t gBufferMiB = 1024;
 std::vector<int64_t> gIndexContexts = {4096, 65536};
 
@@ -260,6 +269,7 @@ struct CompiledLayer {
       die("dsa-decompose-attention failed (see the diagnostic above)");
     interpFn = decomposed->lookupSymbol<func::FuncOp>(fnName);
     cpu::CPUCompileOptions options;
+    options.inPlaceCaches = !gNoInPlace;
     ::dsa::Result<std::unique_ptr<cpu::CPUModule>> m = cpu::compileForCPU(*module, options);
     if (!m)
       die("compileForCPU: " + m.error());
@@ -271,6 +281,7 @@ struct CompiledLayer {
     if (!parallel) {
       cpu::CPUCompileOptions options;
       options.parallel = true;
+      options.inPlaceCaches = !gNoInPlace;
       ::dsa::Result<std::unique_ptr<cpu::CPUModule>> m = cpu::compileForCPU(*module, options);
       if (!m) {
         why = m.error();
@@ -463,6 +474,47 @@ struct IndexLayer {
     args.insert(args.end(), prepared.begin(), prepared.end());
     args.insert(args.end(), st.prepared.begin() + 1, st.prepared.end());
     return compiled.runCPU(m, args);
+  }
+
+  /// The decode as a user runs it, with resident state: a CPUSequence resumed at `context` from the state, whose
+  /// runner is CPUModule::runValues (the state and the shared slots stay the compiled code's buffers from step to
+  /// step, the caches are updated in place, no Tensor conversion), one decode step per run at the next position.
+  struct Resident {
+    std::unique_ptr<cpu::CPUSequence> sequence;
+    cpu::CPUSequence::SlotSet slots;
+    int64_t next = 0;
+  };
+  Resident resident(const cpu::CPUModule &m, int64_t context) {
+    const State &st = state(context);
+    const cpu::FunctionSignature *compiledSig = m.signature(compiled.fnName);
+    if (!compiledSig)
+      die("no function @" + compiled.fnName + " in the compiled module");
+    cpu::FunctionSignature sig = *compiledSig;
+    cpu::addStepRoles(*compiled.module, sig);
+    std::vector<cpu::CPUValue> args = {xDecode, Tensor::scalarI64(context), st.prepared[0]};
+    args.insert(args.end(), prepared.begin(), prepared.end());
+    args.insert(args.end(), st.prepared.begin() + 1, st.prepared.end());
+    const std::string name = compiled.fnName;
+    cpu::CPUSequence::ValueRunner runner = [&m, name](const std::vector<cpu::CPUValue> &a,
+                                                      std::vector<cpu::NamedTensor> *) { return m.runValues(name, a); };
+    ::dsa::Result<cpu::CPUSequence> seq = cpu::CPUSequence::create(sig, runner, args, context);
+    if (!seq)
+      die("CPUSequence: " + seq.error());
+    Resident r;
+    r.sequence = std::make_unique<cpu::CPUSequence>(seq.take());
+    r.slots.assign(st.prepared.begin() + 5, st.prepared.end()); // compress_kv, index_k, topk_idxs, candidates
+    r.next = context;
+    return r;
+  }
+
+  /// One decode step of `r` at its next position; returns `out`.
+  static cpu::CPUValue step(Resident &r, const Tensor &x) {
+    ::dsa::Result<std::vector<cpu::CPUValue>> out = r.sequence->runValues(x, r.next, &r.slots);
+    if (!out)
+      die("CPU backend (resident state): " + out.error());
+    ++r.next;
+    benchmark::DoNotOptimize(out->front().buffer());
+    return std::move(out->front());
   }
 
   Tensor runInterpreter(int64_t context) {
@@ -678,22 +730,40 @@ void BM_IndexInterpreter(benchmark::State &state, int64_t context) {
   state.counters["context"] = static_cast<double>(context);
 }
 
-void BM_IndexCPU(benchmark::State &state, int64_t context, bool par) {
+/// The index-source decode on the CPU backend. Resident (the default, CPU/ and CPUParallel/): the way a user runs
+/// decode, a CPUSequence with the state kept as buffers between steps (IndexLayer::Resident), timed over
+/// consecutive decode steps from `context` on (positions context, context + 1, ...: every fourth completes a
+/// group); the first step's `out` (position `context`, untimed) is checked against the interpreter's. Per call
+/// (CPUPerCall/): CPUModule::run on the prepared state at `context` every time, results converted to Tensors (what a
+/// caller of run() pays; the state is not advanced).
+void BM_IndexCPU(benchmark::State &state, int64_t context, bool par, bool perCall) {
   IndexLayer &l = indexLayer();
   const cpu::CPUModule *m = moduleFor(state, l.compiled, par);
   if (!m)
     return;
   Tensor out = l.runCPU(*m, context); // warm-up (also fills the state)
-  if (auto it = gIndexInterpOut.find(context); it != gIndexInterpOut.end()) {
-    if (!sameBits(out, it->second)) {
-      state.SkipWithError("the CPU backend's out differs from the interpreter's (not bit-exact)");
-      for (auto _ : state) {
-      }
-      return;
+  auto mismatch = [&](const char *what) {
+    state.SkipWithError(what);
+    for (auto _ : state) {
     }
+  };
+  if (auto it = gIndexInterpOut.find(context); it != gIndexInterpOut.end()) {
+    if (!sameBits(out, it->second))
+      return mismatch("the CPU backend's out differs from the interpreter's (not bit-exact)");
     state.counters["checked_vs_interp"] = 1;
   }
-  StepTime t = timeSteps(state, [&] { l.runCPU(*m, context); });
+  StepTime t;
+  if (perCall) {
+    t = timeSteps(state, [&] { l.runCPU(*m, context); });
+  } else {
+    IndexLayer::Resident r = l.resident(*m, context);
+    // The first step (position `context`, untimed: it also copies the prepared caches into the sequence's own
+    // buffers) must give run()'s `out`.
+    if (!sameBits(IndexLayer::step(r, l.xDecode).toTensor(), out))
+      return mismatch("the resident-state step's out differs from CPUModule::run's (not bit-exact)");
+    state.counters["checked_resident"] = 1;
+    t = timeSteps(state, [&] { IndexLayer::step(r, l.xDecode); });
+  }
   StepTime interp = interpreterTime(indexLabel(context), [&] { l.runInterpreter(context); });
   reportCPU(state, t, l.stepBytes(context), l.stepFlops(context), 1, par, interp);
   state.counters["context"] = static_cast<double>(context);
@@ -709,6 +779,8 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     if (a == "--dsa_skip_interpreter") {
       gSkipInterpreter = true;
+    } else if (a == "--dsa_no_in_place") {
+      gNoInPlace = true;
     } else if (a.rfind("--dsa_buffer_mib=", 0) == 0) {
       long v = std::strtol(a.c_str() + 17, nullptr, 10);
       if (v < 64)
@@ -773,11 +845,15 @@ int main(int argc, char **argv) {
         ->Iterations(2)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
-    benchmark::RegisterBenchmark(("CPU/index_decode" + ctx).c_str(), BM_IndexCPU, context, false)
+    benchmark::RegisterBenchmark(("CPU/index_decode" + ctx).c_str(), BM_IndexCPU, context, false, false)
         ->MinTime(2.0)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
-    benchmark::RegisterBenchmark(("CPUParallel/index_decode" + ctx).c_str(), BM_IndexCPU, context, true)
+    benchmark::RegisterBenchmark(("CPUPerCall/index_decode" + ctx).c_str(), BM_IndexCPU, context, false, true)
+        ->MinTime(2.0)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("CPUParallel/index_decode" + ctx).c_str(), BM_IndexCPU, context, true, false)
         ->MinTime(2.0)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();

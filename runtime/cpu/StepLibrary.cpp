@@ -189,6 +189,10 @@ std::string describeStepLibrary(const StepLibraryDescription &d) {
         sj["shared"].push_back({{"arg", b.arg}, {"result", b.result}});
       fj["step"] = sj;
     }
+    fj["writable"] = f.writableArgs;
+    fj["in_place"] = json::array();
+    for (const StateBinding &b : f.inPlace)
+      fj["in_place"].push_back({{"arg", b.arg}, {"result", b.result}});
     j["functions"].push_back(fj);
   }
   return j.dump(2) + "\n";
@@ -201,8 +205,8 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
   if (!j.contains("format") || j["format"] != kStepLibraryFormat)
     return makeError(std::string("format: expected \"") + kStepLibraryFormat + "\"");
   if (!j.contains("version") || !j["version"].is_number_integer() ||
-      (j["version"].get<int64_t>() != 1 && j["version"].get<int64_t>() != kStepLibraryVersion))
-    return makeError("version: expected 1 or " + std::to_string(kStepLibraryVersion));
+      j["version"].get<int64_t>() < 1 || j["version"].get<int64_t>() > kStepLibraryVersion)
+    return makeError("version: expected 1, 2 or " + std::to_string(kStepLibraryVersion));
   const int64_t version = j["version"].get<int64_t>();
   StepLibraryDescription d;
   if (!j.contains("library") || !j["library"].is_string() || j["library"].get<std::string>().empty())
@@ -280,6 +284,36 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
         return makeError(roles.error());
       f.step = roles.take();
     }
+    if (fj.contains("writable")) {
+      if (version < 3)
+        return makeError(where + ".writable: needs version 3");
+      if (!fj["writable"].is_array())
+        return makeError(where + ".writable: expected an array of argument indices");
+      for (const json &a : fj["writable"]) {
+        if (!a.is_number_integer() || a.get<int64_t>() < 0 || a.get<int64_t>() >= static_cast<int64_t>(f.args.size()) ||
+            !f.args[a.get<size_t>()].isTensor)
+          return makeError(where + ".writable: " + a.dump() + " is not one of the function's tensor arguments");
+        f.writableArgs.push_back(a.get<int64_t>());
+      }
+    }
+    if (fj.contains("in_place")) {
+      if (version < 3)
+        return makeError(where + ".in_place: needs version 3");
+      if (!fj["in_place"].is_array())
+        return makeError(where + ".in_place: expected an array");
+      for (size_t b = 0; b < fj["in_place"].size(); ++b) {
+        const std::string bw = where + ".in_place[" + std::to_string(b) + "]";
+        Result<StateBinding> binding = bindingFromJson(fj["in_place"][b], bw, f.args.size(), f.results.size());
+        if (!binding)
+          return makeError(binding.error());
+        const ValueKind &ak = f.args[static_cast<size_t>(binding->arg)];
+        const ValueKind &rk = f.results[static_cast<size_t>(binding->result)];
+        if (!ak.isTensor || ak.elem != rk.elem || ak.shape.size() != rk.shape.size())
+          return makeError(bw + ": argument #" + std::to_string(binding->arg) + " (" + ak.typeString +
+                           ") cannot be result #" + std::to_string(binding->result) + " (" + rk.typeString + ")");
+        f.inPlace.push_back(*binding);
+      }
+    }
     d.functions.push_back(std::move(f));
   }
   return d;
@@ -340,7 +374,55 @@ Result<std::vector<interp::Tensor>> CPUStepLibrary::run(const std::string &name,
   return invokePacked(*sig, entries_.at(name), args, probes);
 }
 
+Result<std::vector<CPUValue>> CPUStepLibrary::runValues(const std::string &name, const std::vector<CPUValue> &args,
+                                                        std::vector<NamedTensor> *probes) const {
+  const FunctionSignature *sig = signature(name);
+  if (!sig) {
+    Result<std::vector<interp::Tensor>> unknown = run(name, args, probes);
+    return makeError(unknown ? std::string("cpu step library: no function @" + name) : unknown.error());
+  }
+  return invokePackedValues(*sig, entries_.at(name), args, probes);
+}
+
+namespace {
+
+/// A Tensor runner as a ValueRunner (its results as Tensor values).
+CPUSequence::ValueRunner valuesOf(CPUSequence::Runner runner) {
+  return [runner = std::move(runner)](const std::vector<CPUValue> &args,
+                                      std::vector<NamedTensor> *probes) -> Result<std::vector<CPUValue>> {
+    Result<std::vector<interp::Tensor>> r = runner(args, probes);
+    if (!r)
+      return makeError(r.error());
+    std::vector<CPUValue> values;
+    values.reserve(r->size());
+    for (interp::Tensor &t : *r)
+      values.emplace_back(std::move(t));
+    return values;
+  };
+}
+
+std::vector<interp::Tensor> tensorsOf(const std::vector<CPUValue> &values) {
+  std::vector<interp::Tensor> out;
+  out.reserve(values.size());
+  for (const CPUValue &v : values)
+    out.push_back(v.toTensor());
+  return out;
+}
+
+} // namespace
+
 Result<CPUSequence> CPUSequence::create(FunctionSignature signature, Runner runner, std::vector<CPUValue> initialArgs) {
+  return create(std::move(signature), valuesOf(std::move(runner)), std::move(initialArgs));
+}
+
+Result<CPUSequence> CPUSequence::start(FunctionSignature signature, Runner runner, std::map<size_t, CPUValue> fixed) {
+  return start(std::move(signature), valuesOf(std::move(runner)), std::move(fixed));
+}
+
+Result<CPUSequence> CPUSequence::create(FunctionSignature signature, ValueRunner runner,
+                                        std::vector<CPUValue> initialArgs, int64_t position) {
+  if (position < 0)
+    return makeError("cpu sequence @" + signature.name + ": position " + std::to_string(position) + " is negative");
   if (initialArgs.size() != signature.args.size())
     return makeError("cpu sequence @" + signature.name + ": " + std::to_string(initialArgs.size()) +
                      " initial arguments, the function takes " + std::to_string(signature.args.size()));
@@ -352,8 +434,14 @@ Result<CPUSequence> CPUSequence::create(FunctionSignature signature, Runner runn
   CPUSequence seq;
   seq.signature_ = std::move(signature);
   seq.runner_ = std::move(runner);
+  // The caller's inPlace buffers become read-only views: the first step copies them (the sequence writes only
+  // buffers its runner gave it), and reset() finds them as given.
+  for (CPUValue &v : initialArgs)
+    if (v.isInPlace())
+      v = CPUValue(v.sharedBuffer());
   seq.args_ = std::move(initialArgs);
   seq.initialArgs_ = seq.args_;
+  seq.position_ = seq.initialPosition_ = position;
   return seq;
 }
 
@@ -428,7 +516,8 @@ Status checkRoles(const FunctionSignature &sig, const std::string &where) {
 
 } // namespace
 
-Result<CPUSequence> CPUSequence::start(FunctionSignature signature, Runner runner, std::map<size_t, CPUValue> fixed) {
+Result<CPUSequence> CPUSequence::start(FunctionSignature signature, ValueRunner runner,
+                                       std::map<size_t, CPUValue> fixed) {
   const std::string where = "cpu sequence @" + signature.name + ": ";
   const StepRoles &roles = signature.step;
   if (!roles.present())
@@ -504,7 +593,7 @@ Result<CPUSequence::SlotSet> CPUSequence::initialSlots(const FunctionSignature &
 
 void CPUSequence::reset() {
   args_ = initialArgs_;
-  position_ = 0;
+  position_ = initialPosition_;
 }
 
 Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_t position,
@@ -568,6 +657,14 @@ Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_
 
 Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, int64_t startPos, SlotSet *shared,
                                                      std::vector<NamedTensor> *probes) {
+  Result<std::vector<CPUValue>> values = runValues(x, startPos, shared, probes);
+  if (!values)
+    return makeError(values.error());
+  return tensorsOf(*values);
+}
+
+Result<std::vector<CPUValue>> CPUSequence::runValues(const interp::Tensor &x, int64_t startPos, SlotSet *shared,
+                                                     std::vector<NamedTensor> *probes) {
   const std::string where = "cpu sequence @" + signature_.name + ": ";
   Result<std::vector<SubStep>> plan =
       planStep(signature_, position_, x.elementType(), x.shape(), startPos,
@@ -579,7 +676,8 @@ Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, in
   const bool split = plan->size() > 1;
   std::vector<CPUValue> args = args_;
   SlotSet slots = shared ? *shared : SlotSet();
-  std::vector<interp::Tensor> outputs, results;
+  std::vector<interp::Tensor> outputs;
+  std::vector<CPUValue> results;
   std::vector<NamedTensor> stepProbes;
   for (const SubStep &sub : *plan) {
     const int64_t t = sub.firstRow;
@@ -587,7 +685,7 @@ Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, in
     args[static_cast<size_t>(roles.startPos)] = CPUValue(interp::Tensor::scalarI64(sub.startPos));
     for (size_t i = 0; i < roles.shared.size(); ++i)
       args[static_cast<size_t>(roles.shared[i].arg)] = slots[i];
-    Result<std::vector<interp::Tensor>> r = runner_(args, probes ? &stepProbes : nullptr);
+    Result<std::vector<CPUValue>> r = runner_(args, probes ? &stepProbes : nullptr);
     if (!r)
       return makeError(split ? where + "token " + std::to_string(t) + " (position " + std::to_string(startPos + t) +
                                    ") of the " + std::to_string(s) + "-token step: " + r.error()
@@ -597,17 +695,17 @@ Result<std::vector<interp::Tensor>> CPUSequence::run(const interp::Tensor &x, in
       return makeError(where + "the function returned " + std::to_string(results.size()) + " results, expected " +
                        std::to_string(signature_.numResults));
     for (const StateBinding &b : signature_.state)
-      args[static_cast<size_t>(b.arg)] = CPUValue(results[static_cast<size_t>(b.result)]);
+      args[static_cast<size_t>(b.arg)] = results[static_cast<size_t>(b.result)];
     for (size_t i = 0; i < roles.shared.size(); ++i)
-      slots[i] = CPUValue(results[static_cast<size_t>(roles.shared[i].result)]);
+      slots[i] = results[static_cast<size_t>(roles.shared[i].result)];
     if (split)
-      outputs.push_back(results[static_cast<size_t>(roles.output)]);
+      outputs.push_back(results[static_cast<size_t>(roles.output)].toTensor());
   }
   if (split) {
     Result<interp::Tensor> out = concatRows(outputs, where + "output");
     if (!out)
       return makeError(out.error());
-    results[static_cast<size_t>(roles.output)] = out.take();
+    results[static_cast<size_t>(roles.output)] = CPUValue(out.take());
   }
   // Success: commit the state, the position and the slots.
   for (const StateBinding &b : signature_.state)
@@ -634,12 +732,16 @@ Result<std::vector<interp::Tensor>> CPUSequence::step(const std::vector<std::pai
                          " is state (the previous step's result #" + std::to_string(b.result) + ")");
     args[index] = value;
   }
-  Result<std::vector<interp::Tensor>> results = runner_(args, probes);
+  Result<std::vector<CPUValue>> results = runner_(args, probes);
   if (!results)
-    return results;
+    return makeError(results.error());
+  if (results->size() < signature_.numResults)
+    return makeError("cpu sequence @" + signature_.name + ": the function returned " +
+                     std::to_string(results->size()) + " results, expected " +
+                     std::to_string(signature_.numResults));
   for (const StateBinding &b : signature_.state)
-    args_[static_cast<size_t>(b.arg)] = CPUValue((*results)[static_cast<size_t>(b.result)]);
-  return results;
+    args_[static_cast<size_t>(b.arg)] = (*results)[static_cast<size_t>(b.result)];
+  return tensorsOf(*results);
 }
 
 const CPUValue *CPUSequence::state(size_t arg) const {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 
 namespace dsa::cpu {
@@ -121,26 +122,121 @@ Result<ElementType> elementTypeFromName(const std::string &text) {
   return makeError("unknown element type '" + text + "' (expected bf16, f32, i1, i32, i64 or index)");
 }
 
-std::shared_ptr<const CPUBuffer> CPUBuffer::fromTensor(const Tensor &t) {
+namespace {
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  return strides;
+}
+
+int64_t countOf(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// malloc'ed memory for `bytes` (at least 8), freed with the last owner.
+std::shared_ptr<void> allocateBytes(int64_t bytes) {
+  void *p = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 8)), 1);
+  if (!p)
+    std::abort();
+  return std::shared_ptr<void>(p, [](void *q) { std::free(q); });
+}
+
+} // namespace
+
+std::shared_ptr<CPUBuffer> CPUBuffer::mutableFromTensor(const Tensor &t) {
   auto buffer = std::shared_ptr<CPUBuffer>(new CPUBuffer());
   buffer->type_ = t.elementType();
   buffer->shape_ = t.shape();
   const int64_t n = t.numElements(), eb = elementBytes(t.elementType());
-  buffer->storage_.assign(static_cast<size_t>((n * eb + 7) / 8 + 1), 0);
-  uint8_t *data = reinterpret_cast<uint8_t *>(buffer->storage_.data());
+  buffer->owner_ = allocateBytes(n * eb);
+  buffer->data_ = buffer->owner_.get();
+  uint8_t *data = static_cast<uint8_t *>(buffer->data_);
   for (int64_t e = 0; e < n; ++e)
     storeElement(t, e, data + e * eb);
   return buffer;
 }
 
-Result<std::vector<Tensor>> invokePacked(const FunctionSignature &sig, PackedFunction fn,
-                                         const std::vector<CPUValue> &args, std::vector<NamedTensor> *probes) {
+std::shared_ptr<const CPUBuffer> CPUBuffer::fromTensor(const Tensor &t) { return mutableFromTensor(t); }
+
+std::shared_ptr<CPUBuffer> CPUBuffer::copyOf(const CPUBuffer &b) {
+  auto buffer = std::shared_ptr<CPUBuffer>(new CPUBuffer());
+  buffer->type_ = b.type_;
+  buffer->shape_ = b.shape_;
+  const int64_t bytes = b.numElements() * elementBytes(b.type_);
+  buffer->owner_ = allocateBytes(bytes);
+  buffer->data_ = buffer->owner_.get();
+  if (bytes > 0)
+    std::memcpy(buffer->data_, b.data_, static_cast<size_t>(bytes));
+  return buffer;
+}
+
+std::shared_ptr<CPUBuffer> CPUBuffer::adopt(ElementType type, std::vector<int64_t> shape, std::shared_ptr<void> owner,
+                                            void *data) {
+  auto buffer = std::shared_ptr<CPUBuffer>(new CPUBuffer());
+  buffer->type_ = type;
+  buffer->shape_ = std::move(shape);
+  buffer->owner_ = std::move(owner);
+  buffer->data_ = data;
+  return buffer;
+}
+
+int64_t CPUBuffer::numElements() const { return countOf(shape_); }
+
+Tensor CPUBuffer::toTensor() const {
+  Tensor out(type_, shape_);
+  const int64_t n = out.numElements(), eb = elementBytes(type_);
+  const uint8_t *src = static_cast<const uint8_t *>(data_);
+  if (out.isFloat())
+    for (int64_t e = 0; e < n; ++e)
+      out.floats()[e] = loadFloat(type_, src + e * eb);
+  else
+    for (int64_t e = 0; e < n; ++e)
+      out.ints()[e] = loadInt(type_, src + e * eb);
+  return out;
+}
+
+Tensor CPUValue::toTensor() const {
+  if (!isBuffer_)
+    return tensor_;
+  if (!buffer_)
+    return Tensor(ElementType::F32, {0});
+  return buffer_->toTensor();
+}
+
+Result<std::vector<CPUValue>> invokePackedValues(const FunctionSignature &sig, PackedFunction fn,
+                                                 const std::vector<CPUValue> &args,
+                                                 std::vector<NamedTensor> *probes) {
   const std::string where = "cpu backend: @" + sig.name + ": ";
   if (!fn)
     return makeError(where + "no compiled entry point");
   if (args.size() != sig.args.size())
     return makeError(where + std::to_string(args.size()) + " arguments given, the function takes " +
                      std::to_string(sig.args.size()));
+
+  // Writable arguments and in-place results.
+  std::vector<bool> writable(args.size(), false);
+  for (int64_t a : sig.writableArgs) {
+    if (a < 0 || a >= static_cast<int64_t>(args.size()) || !sig.args[static_cast<size_t>(a)].isTensor)
+      return makeError(where + "writable argument #" + std::to_string(a) + " is not a tensor argument");
+    writable[static_cast<size_t>(a)] = true;
+  }
+  std::vector<int64_t> inPlaceArg(sig.results.size(), -1);
+  for (const StateBinding &b : sig.inPlace) {
+    if (b.arg < 0 || b.arg >= static_cast<int64_t>(args.size()) || b.result < 0 ||
+        b.result >= static_cast<int64_t>(sig.results.size()) || !sig.args[static_cast<size_t>(b.arg)].isTensor)
+      return makeError(where + "in-place result #" + std::to_string(b.result) + " / argument #" +
+                       std::to_string(b.arg) + " outside the signature");
+    inPlaceArg[static_cast<size_t>(b.result)] = b.arg;
+  }
 
   // Argument checks, then the buffers and the expanded LLVM arguments (each slot is one 8-byte word).
   size_t numSlots = 0;
@@ -172,8 +268,16 @@ Result<std::vector<Tensor>> invokePacked(const FunctionSignature &sig, PackedFun
                          " (dimension " + std::to_string(d) + ")");
     numSlots += 3 + 2 * k.shape.size();
   }
+  for (size_t i = 0; i < args.size(); ++i)
+    for (size_t j = i + 1; j < args.size(); ++j)
+      if (writable[i] && writable[j] && args[i].isInPlace() && args[i].inPlaceBuffer() == args[j].inPlaceBuffer())
+        return makeError(where + "arguments #" + std::to_string(i) + " and #" + std::to_string(j) +
+                         " are one in-place buffer, and the function updates both");
 
+  // Per argument: the buffer the compiled code sees. A writable argument gets the caller's inPlace buffer or a
+  // fresh copy; a read-only one the caller's buffer or this call's conversion of a Tensor.
   std::vector<std::shared_ptr<const CPUBuffer>> converted(args.size());
+  std::vector<std::shared_ptr<CPUBuffer>> writableBuffers(args.size());
   std::vector<int64_t> slots(numSlots);
   std::vector<void *> packed;
   std::set<const void *> argAllocations;
@@ -192,11 +296,16 @@ Result<std::vector<Tensor>> invokePacked(const FunctionSignature &sig, PackedFun
       continue;
     }
     const CPUBuffer *b = args[i].buffer();
-    if (!b) {
+    if (writable[i]) {
+      if (args[i].isInPlace())
+        writableBuffers[i] = args[i].inPlaceBuffer();
+      else
+        writableBuffers[i] = b ? CPUBuffer::copyOf(*b) : CPUBuffer::mutableFromTensor(*args[i].tensor());
+      b = writableBuffers[i].get();
+    } else if (!b) {
       converted[i] = CPUBuffer::fromTensor(*args[i].tensor());
       b = converted[i].get();
     }
-    // The compiled code never writes its arguments: the pointer only travels through the descriptor.
     const void *data = b->data();
     argAllocations.insert(data);
     const int64_t address = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
@@ -206,28 +315,25 @@ Result<std::vector<Tensor>> invokePacked(const FunctionSignature &sig, PackedFun
     const std::vector<int64_t> &shape = b->shape();
     for (int64_t d : shape)
       push(d);
-    std::vector<int64_t> strides(shape.size());
-    int64_t stride = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      strides[d] = stride;
-      stride *= shape[d];
-    }
-    for (int64_t s : strides)
+    for (int64_t s : rowMajorStrides(shape))
       push(s);
   }
 
-  // The result struct.
-  std::vector<size_t> offsets;
+  // The result struct: the results the entry returns (not the in-place ones).
+  std::vector<size_t> returned, offsets;
   size_t bytes = 0, maxAlign = 1;
-  for (const ValueKind &k : sig.results) {
-    auto [size, align] = fieldLayout(k);
+  for (size_t r = 0; r < sig.results.size(); ++r) {
+    if (inPlaceArg[r] >= 0)
+      continue;
+    auto [size, align] = fieldLayout(sig.results[r]);
     bytes = alignUp(bytes, align);
+    returned.push_back(r);
     offsets.push_back(bytes);
     bytes += size;
     maxAlign = std::max(maxAlign, align);
   }
   std::vector<int64_t> resultStorage(alignUp(bytes, maxAlign) / 8 + 1);
-  if (!sig.results.empty())
+  if (!returned.empty())
     packed.push_back(resultStorage.data());
 
   tFirstFailure = 0;
@@ -235,61 +341,94 @@ Result<std::vector<Tensor>> invokePacked(const FunctionSignature &sig, PackedFun
   const int32_t failure = tFirstFailure;
   tFirstFailure = 0;
 
-  // Read the results back (also after a failed check, to free their buffers).
+  // Adopt the returned buffers (also after a failed check, so that they are freed). Result buffers belong to the
+  // caller (the pipeline's ownership-based deallocation returns owned buffers); results sharing an allocation (a
+  // value returned twice) share its owner, so it is freed once.
   const uint8_t *base = reinterpret_cast<const uint8_t *>(resultStorage.data());
-  std::vector<Tensor> results;
-  std::set<void *> toFree;
-  for (size_t r = 0; r < sig.results.size(); ++r) {
+  std::vector<CPUValue> results(sig.results.size(), CPUValue(Tensor()));
+  std::map<void *, std::shared_ptr<void>> owners;
+  for (size_t j = 0; j < returned.size(); ++j) {
+    const size_t r = returned[j];
     const ValueKind &k = sig.results[r];
-    const uint8_t *field = base + offsets[r];
+    const uint8_t *field = base + offsets[j];
     if (!k.isTensor) {
       if (interp::isFloatType(k.elem))
-        results.push_back(Tensor::fromFloats(k.elem, {}, {loadFloat(k.elem, field)}));
+        results[r] = Tensor::fromFloats(k.elem, {}, {loadFloat(k.elem, field)});
       else
-        results.push_back(Tensor::fromInts(k.elem, {}, {loadInt(k.elem, field)}));
+        results[r] = Tensor::fromInts(k.elem, {}, {loadInt(k.elem, field)});
       continue;
     }
     const size_t rank = k.shape.size();
     int64_t words[3 + 2 * 16];
     std::memcpy(words, field, 8 * (3 + 2 * rank));
     void *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(words[0]));
-    const uint8_t *aligned = reinterpret_cast<const uint8_t *>(static_cast<intptr_t>(words[1]));
+    uint8_t *aligned = reinterpret_cast<uint8_t *>(static_cast<intptr_t>(words[1]));
     const int64_t offset = words[2];
     std::vector<int64_t> shape(words + 3, words + 3 + rank);
     std::vector<int64_t> strides(words + 3 + rank, words + 3 + 2 * rank);
     const int64_t eb = elementBytes(k.elem);
-    Tensor out(k.elem, shape);
-    const int64_t n = out.numElements();
+    const int64_t n = countOf(shape);
+    const bool fromArgument = allocated && argAllocations.count(allocated);
+    std::shared_ptr<void> owner;
+    if (allocated && !fromArgument) {
+      auto it = owners.find(allocated);
+      if (it == owners.end())
+        it = owners.emplace(allocated, std::shared_ptr<void>(allocated, [](void *q) { std::free(q); })).first;
+      owner = it->second;
+    }
+    bool contiguous = true;
+    const std::vector<int64_t> dense = rowMajorStrides(shape);
+    for (size_t d = 0; d < rank; ++d)
+      if (shape[d] > 1 && strides[d] != dense[d])
+        contiguous = false;
+    if (owner && contiguous) {
+      results[r] = CPUValue::inPlace(CPUBuffer::adopt(k.elem, shape, owner, aligned + offset * eb));
+      continue;
+    }
+    // A view of an argument, or strided: copy it into a buffer of the caller's (compact).
+    std::shared_ptr<void> fresh = allocateBytes(n * eb);
+    uint8_t *dst = static_cast<uint8_t *>(fresh.get());
+    std::shared_ptr<CPUBuffer> copy = CPUBuffer::adopt(k.elem, shape, fresh, dst);
     std::vector<int64_t> index(rank, 0);
     for (int64_t e = 0; e < n; ++e) {
       int64_t at = offset;
       for (size_t d = 0; d < rank; ++d)
         at += index[d] * strides[d];
-      const uint8_t *src = aligned + at * eb;
-      if (out.isFloat())
-        out.floats()[e] = loadFloat(k.elem, src);
-      else
-        out.ints()[e] = loadInt(k.elem, src);
+      std::memcpy(dst + e * eb, aligned + at * eb, static_cast<size_t>(eb));
       for (size_t d = rank; d-- > 0;) {
         if (++index[d] < shape[d])
           break;
         index[d] = 0;
       }
     }
-    results.push_back(std::move(out));
-    if (allocated && !argAllocations.count(allocated))
-      toFree.insert(allocated);
+    results[r] = CPUValue::inPlace(copy);
   }
-  // Result buffers belong to the caller (the pipeline's ownership-based deallocation returns owned buffers). Two
-  // results may share one (a value returned twice, e.g. a probe of a result): free each once, after every read.
-  for (void *p : toFree)
-    std::free(p);
   if (failure != 0)
     return makeError(where + "run-time check failed: " + runtimeErrorMessage(failure));
+  // In-place results: the argument's buffer after the call.
+  for (size_t r = 0; r < sig.results.size(); ++r) {
+    const int64_t a = inPlaceArg[r];
+    if (a < 0)
+      continue;
+    const size_t ai = static_cast<size_t>(a);
+    results[r] = writable[ai] ? CPUValue::inPlace(writableBuffers[ai]) : args[ai];
+  }
   if (probes)
     for (size_t p = 0; p < sig.probeNames.size(); ++p)
-      probes->push_back(NamedTensor{sig.probeNames[p], std::move(results[sig.numResults + p])});
-  results.resize(sig.numResults);
+      probes->push_back(NamedTensor{sig.probeNames[p], results[sig.numResults + p].toTensor()});
+  results.erase(results.begin() + static_cast<std::ptrdiff_t>(sig.numResults), results.end());
+  return results;
+}
+
+Result<std::vector<Tensor>> invokePacked(const FunctionSignature &sig, PackedFunction fn,
+                                         const std::vector<CPUValue> &args, std::vector<NamedTensor> *probes) {
+  Result<std::vector<CPUValue>> values = invokePackedValues(sig, fn, args, probes);
+  if (!values)
+    return makeError(values.error());
+  std::vector<Tensor> results;
+  results.reserve(values->size());
+  for (const CPUValue &v : *values)
+    results.push_back(v.toTensor());
   return results;
 }
 

@@ -73,6 +73,23 @@ Result<std::vector<interp::Tensor>> CPUModule::run(const std::string &name, cons
                    (known.empty() ? std::string("none") : known) + ")");
 }
 
+Result<std::vector<CPUValue>> CPUModule::runValues(const std::string &name, const std::vector<CPUValue> &args,
+                                                   interp::ProbeLog *probes) const {
+  for (size_t i = 0; i < impl_->functions.size(); ++i) {
+    if (impl_->functions[i].name != name)
+      continue;
+    std::vector<NamedTensor> named;
+    Result<std::vector<CPUValue>> results =
+        invokePackedValues(impl_->functions[i], impl_->entries[i], args, probes ? &named : nullptr);
+    if (results && probes)
+      for (NamedTensor &p : named)
+        probes->push_back(interp::ProbeRecord{std::move(p.name), std::move(p.value)});
+    return results;
+  }
+  Result<std::vector<interp::Tensor>> unknown = run(name, args, probes);
+  return makeError(unknown ? "cpu backend: no function @" + name : unknown.error());
+}
+
 Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CPUCompileOptions &options) {
   Result<LoweredModule> lowered = lowerForCPU(module, options);
   if (!lowered)

@@ -23,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -31,6 +32,11 @@ namespace dsa::cpu {
 namespace {
 
 using interp::ElementType;
+
+/// The marker of a function whose in-place results the pipeline drops, and the module attribute recording them
+/// (lib/Conversion/DSAToCPU/Pipeline.cpp, dsa-cpu-drop-in-place-results).
+constexpr const char *kInPlaceAttr = "dsa.cpu_in_place";
+constexpr const char *kWrittenAttr = "dsa.cpu_written";
 
 std::optional<ElementType> elementTypeOf(mlir::Type t) {
   if (t.isBF16())
@@ -91,6 +97,25 @@ std::vector<StateBinding> attentionState(mlir::func::FuncOp f) {
       state.push_back(StateBinding{static_cast<int64_t>(arg.getArgNumber()), static_cast<int64_t>(resultIndex)});
   }
   return state;
+}
+
+/// The arguments of `f` that are a compressed dsa.attention's compressed-KV or index-key cache: the last two
+/// `state` operands (DSAOps.td: kv_state, score_state for ratio >= 2, then the two caches), when they are arguments.
+std::vector<int64_t> attentionCaches(mlir::func::FuncOp f) {
+  std::vector<int64_t> caches;
+  f.walk([&](mlir::dsa::AttentionOp att) {
+    auto state = att.getState();
+    if (state.size() < 2)
+      return;
+    for (size_t i = state.size() - 2; i < state.size(); ++i) {
+      auto arg = llvm::dyn_cast<mlir::BlockArgument>(state[i]);
+      if (arg && arg.getOwner() == &f.front() &&
+          std::find(caches.begin(), caches.end(), arg.getArgNumber()) == caches.end())
+        caches.push_back(static_cast<int64_t>(arg.getArgNumber()));
+    }
+  });
+  std::sort(caches.begin(), caches.end());
+  return caches;
 }
 
 /// Turns the probes of `f`'s entry block into extra results (appended in program order) and records their names
@@ -176,6 +201,7 @@ Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults,
     }
     sig.numResults = sig.results.size();
     sig.state = attentionState(f);
+    out.cacheArgs.push_back(attentionCaches(f));
     out.functions.push_back(std::move(sig));
   }
   if (out.functions.empty())
@@ -216,10 +242,47 @@ Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions
     diagOs << d.getLocation() << ": " << d << "\n";
     return mlir::success();
   });
+  // The caches are updated in place: writable, and the function marked for the pipeline's
+  // dsa-cpu-drop-in-place-results (Pipeline.cpp), which drops the results that are an argument's buffer.
+  for (size_t i = 0; i < out.functions.size() && options.inPlaceCaches; ++i) {
+    auto f = out.module->lookupSymbol<mlir::func::FuncOp>(out.functions[i].name);
+    if (!f)
+      continue;
+    for (int64_t a : out.cacheArgs[i])
+      f.setArgAttr(static_cast<unsigned>(a), "bufferization.writable", mlir::BoolAttr::get(ctx, true));
+    f->setAttr(kInPlaceAttr, mlir::DenseI64ArrayAttr::get(ctx, out.cacheArgs[i]));
+    out.functions[i].writableArgs = out.cacheArgs[i];
+  }
   mlir::PassManager pm(ctx);
   mlir::dsa::buildDSACPUPipeline(pm, options.parallel);
   if (mlir::failed(pm.run(*out.module)))
     return makeError("cpu backend: --dsa-cpu-pipeline failed:\n" + diagnostics);
+  // The dropped results, recorded by the pass as {function name: [argument of each result, or -1]}.
+  if (auto record = out.module->getOperation()->getAttrOfType<mlir::DictionaryAttr>(kInPlaceAttr)) {
+    for (FunctionSignature &sig : out.functions) {
+      auto perResult = llvm::dyn_cast_or_null<mlir::DenseI64ArrayAttr>(record.get(sig.name));
+      if (!perResult)
+        continue;
+      if (perResult.size() != static_cast<int64_t>(sig.results.size()))
+        return makeError("cpu backend: @" + sig.name + ": the in-place record has " +
+                         std::to_string(perResult.size()) + " results, the signature " +
+                         std::to_string(sig.results.size()));
+      for (auto [r, a] : llvm::enumerate(perResult.asArrayRef()))
+        if (a >= 0)
+          sig.inPlace.push_back(StateBinding{a, static_cast<int64_t>(r)});
+    }
+    out.module->getOperation()->removeAttr(kInPlaceAttr);
+  }
+  // The writable arguments the code may actually write (a cache bufferization copied instead is read-only).
+  if (auto record = out.module->getOperation()->getAttrOfType<mlir::DictionaryAttr>(kWrittenAttr)) {
+    for (FunctionSignature &sig : out.functions) {
+      auto args = llvm::dyn_cast_or_null<mlir::DenseI64ArrayAttr>(record.get(sig.name));
+      if (args)
+        sig.writableArgs.assign(args.asArrayRef().begin(), args.asArrayRef().end());
+    }
+    out.module->getOperation()->removeAttr(kWrittenAttr);
+  }
+
   llvm::raw_string_ostream os(out.text);
   out.module->print(os);
   return out;

@@ -13,6 +13,9 @@ namespace dsa::cpu {
 struct LoweredModule {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::vector<FunctionSignature> functions;
+  /// Per function (as `functions`): the arguments that are a dsa.attention's compressed-KV or index-key cache
+  /// (its last two `state` operands) in the source module: lowerForCPU makes them writable (updated in place).
+  std::vector<std::vector<int64_t>> cacheArgs;
   std::string text; ///< the lowered module, printed
 };
 
@@ -26,8 +29,10 @@ void registerCPUBackendDialects(mlir::MLIRContext *ctx);
 Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults, const std::string &backend = "CPU");
 
 /// Captures the signatures (and state bindings) of `module`'s public functions, then lowers a clone: decomposition
-/// and probes kept as results (options.probesAsResults), arguments marked non-writable, --dsa-cpu-pipeline
-/// (options.parallel). Errors carry the pipeline's diagnostics.
+/// and probes kept as results (options.probesAsResults), arguments marked non-writable except the caches
+/// (LoweredModule::cacheArgs: writable, updated in place), --dsa-cpu-pipeline (options.parallel) with the results
+/// that are an argument's buffer dropped (FunctionSignature::writableArgs / inPlace filled in). Errors carry the
+/// pipeline's diagnostics.
 Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions &options);
 
 /// The OpenMP runtime for parallel code: $DSA_OPENMP_LIB, else the first existing of the known paths; an error

@@ -317,6 +317,91 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerThreadsStateAndSlotsAndReportsErrors) {
   ASSERT_TRUE(last.ok()) << last.error();
 }
 
+/// The same compressed layer with resident state (a ValueRunner over CPUStepLibrary::runValues): the
+/// compressed-KV cache is updated in place (a writable argument, its result and the published compress_kv slot not
+/// returned by the library), the sequence keeps it in one buffer from step to step, which the compress_kv slot is,
+/// and every result and slot equals the interpreter's, bit for bit, over prefill and decode steps with and without
+/// a completed group. A failed run-time check of the compiled code (a cache write past the capacity) leaves the
+/// cache's bytes as they were.
+TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace) {
+  build(tinyLayer(2), 21);
+  const cpu::FunctionSignature *sig = library->signature(name);
+  ASSERT_TRUE(sig && sig->step.present());
+  EXPECT_NE(std::find(sig->writableArgs.begin(), sig->writableArgs.end(), 20), sig->writableArgs.end());
+  bool cacheInPlace = false, slotInPlace = false;
+  for (const cpu::StateBinding &b : sig->inPlace) {
+    cacheInPlace |= b.arg == 20 && b.result == 4; // new compressed-KV cache
+    slotInPlace |= b.arg == 20 && b.result == 6;  // the compress_kv slot it publishes
+  }
+  EXPECT_TRUE(cacheInPlace);
+  EXPECT_TRUE(slotInPlace);
+
+  std::map<size_t, cpu::CPUValue> fixed;
+  for (size_t i = 0; i < weights.size(); ++i)
+    fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(weights[i]));
+  const cpu::CPUStepLibrary *lib = library.get();
+  const std::string fn = name;
+  cpu::CPUSequence::ValueRunner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
+                                                   std::vector<cpu::NamedTensor> *probes) {
+    return lib->runValues(fn, args, probes);
+  };
+  auto seq = cpu::CPUSequence::start(*sig, runner, std::move(fixed));
+  ASSERT_TRUE(seq.ok()) << seq.error();
+  auto slots = cpu::CPUSequence::initialSlots(*sig);
+  ASSERT_TRUE(slots.ok()) << slots.error();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::F32, {2, 32}),
+                               Tensor::fromFloats(ElementType::F32, {2, 32}, std::vector<float>(64, -inf)),
+                               Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::BF16, {8, 32}),
+                               Tensor(ElementType::BF16, {0, 32}), Tensor(ElementType::BF16, {0, 32}),
+                               Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+  std::mt19937_64 rng(23);
+  int64_t pos = 0;
+  const void *cacheData = nullptr;
+  for (int64_t tokens : {7, 1, 1, 1, 1, 1}) {
+    SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
+    const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    std::vector<cpu::NamedTensor> probes;
+    auto got = seq->runValues(x, pos, &*slots, &probes);
+    ASSERT_TRUE(got.ok()) << got.error();
+    std::vector<Tensor> want = interpret(x, pos, state, 5);
+    ASSERT_EQ(want.size(), 10u);
+    ASSERT_EQ(got->size(), 10u);
+    for (size_t r = 0; r < 10; ++r)
+      EXPECT_TRUE(sameBits((*got)[r].toTensor(), want[r])) << "result " << r;
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_TRUE(sameBits((*slots)[i].toTensor(), state[5 + i])) << "slot " << i;
+    EXPECT_FALSE(probes.empty());
+    const cpu::CPUValue *cache = seq->state(20);
+    ASSERT_TRUE(cache && cache->isInPlace());
+    if (!cacheData)
+      cacheData = cache->buffer()->data();
+    EXPECT_EQ(cache->buffer()->data(), cacheData) << "the cache moved";
+    EXPECT_EQ((*slots)[0].buffer()->data(), cacheData) << "compress_kv is not the cache";
+    pos += tokens;
+  }
+  const Tensor cache = seq->state(20)->toTensor();
+  EXPECT_TRUE(std::any_of(cache.floats(), cache.floats() + 6 * 32, [](float v) { return v != 0.0f; }));
+
+  // A call that fails in the compiled code: position 17 completes a group whose row (17 // 2 = 8) is past the 8
+  // rows of the cache. The in-place cache is left as it was.
+  auto copy = cpu::CPUBuffer::copyOf(*seq->state(20)->buffer());
+  const Tensor before = copy->toTensor();
+  std::vector<cpu::CPUValue> args = {randomTensor(rng, ElementType::BF16, {1, 64}, 1.0f), Tensor::scalarI64(17),
+                                     state[0]};
+  for (const Tensor &w : weights)
+    args.push_back(w);
+  args.push_back(state[1]);
+  args.push_back(state[2]);
+  args.push_back(cpu::CPUValue::inPlace(copy));
+  for (size_t i = 4; i < state.size(); ++i)
+    args.push_back(state[i]);
+  auto bad = library->runValues(name, args);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("run-time check failed"), std::string::npos) << bad.error();
+  EXPECT_TRUE(sameBits(copy->toTensor(), before));
+}
+
 /// The golden's layer 0 (window-only, its real weights) as a step library: prefill12, then decode12 and decode13
 /// MERGED into one 2-token step at start_pos 12, which the runtime splits; the two output rows and each token's
 /// probes match the golden's decode12 and decode13 captures (section 12 tolerance, golden::compareCapture).

@@ -61,6 +61,8 @@ cpu::FunctionSignature scaleSignature() {
   return sig;
 }
 
+cpu::FunctionSignature bumpSignature(); // below: a function with a writable argument updated in place
+
 TEST(CPURuntime, InvokePackedMarshalsTensorsAndBuffers) {
   cpu::FunctionSignature sig = scaleSignature();
   Tensor x = Tensor::fromFloats(ElementType::BF16, {3, 2}, {1.0f, 2.0f, -0.5f, 0.25f, 3.0f, 1.5f});
@@ -156,7 +158,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   };
   expectError("[1, 2", "not a JSON object");
   expectError(R"({"format": "other", "version": 1})", "format: expected \"dsa-cpu-step-library\"");
-  expectError(R"({"format": "dsa-cpu-step-library", "version": 3})", "version: expected 1 or 2");
+  expectError(R"({"format": "dsa-cpu-step-library", "version": 4})", "version: expected 1, 2 or 3");
   const std::string head = R"({"format": "dsa-cpu-step-library", "version": 1, "library": "l.so", "functions": [)";
   expectError(head + R"({"name": "f", "args": [{"element": "f16", "shape": [2]}], "results": [], "num_results": 0}]})",
               "functions[0].args[0].element: unknown element type 'f16'");
@@ -192,6 +194,170 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   expectError(head2 + fn + R"(, "state": [{"arg": 2, "result": 1, "init": "ones"}]}]})",
               "functions[0].state[0].init: expected \"zeros\" or \"-inf\"");
   expectError(head + fn + R"(, "step": {"x": 0, "start_pos": 1, "output": 0}}]})", "functions[0].step: needs version 2");
+  // Version 3: writable arguments and in-place results.
+  cpu::StepLibraryDescription d3;
+  d3.library = "b.so";
+  d3.functions = {bumpSignature()};
+  auto back3 = cpu::parseStepLibrary(cpu::describeStepLibrary(d3));
+  ASSERT_TRUE(back3.ok()) << back3.error();
+  EXPECT_EQ(back3->functions[0].writableArgs, std::vector<int64_t>{0});
+  ASSERT_EQ(back3->functions[0].inPlace.size(), 2u);
+  EXPECT_EQ(back3->functions[0].inPlace[1].arg, 0);
+  EXPECT_EQ(back3->functions[0].inPlace[1].result, 2);
+  const std::string head3 = R"({"format": "dsa-cpu-step-library", "version": 3, "library": "l.so", "functions": [)";
+  expectError(head2 + fn + R"(, "writable": [2]}]})", "functions[0].writable: needs version 3");
+  expectError(head2 + fn + R"(, "in_place": []}]})", "functions[0].in_place: needs version 3");
+  expectError(head3 + fn + R"(, "writable": [1]}]})", "functions[0].writable: 1 is not one of the function's tensor arguments");
+  expectError(head3 + fn + R"(, "in_place": [{"arg": 2, "result": 9}]}]})", "functions[0].in_place[0]: arg 2 / result 9 out of range");
+  expectError(head3 + fn + R"(, "in_place": [{"arg": 2, "result": 0}]}]})",
+              "functions[0].in_place[0]: argument #2 (f32) cannot be result #0 (bf16)");
+}
+
+/// @bump(c: tensor<4xf32> {writable}, i: i64) -> (tensor<4xf32> = c in place, i64, tensor<4xf32> = c in place):
+/// c[i] += 1 in place, returns i + 1 only (the in-place results are not returned, as the pipeline drops them);
+/// i < 0 writes c[3] = -7 and then fails check 6 (a failure after a write into the in-place argument).
+void packedBump(void **args) {
+  auto word = [&](int j) { return *static_cast<int64_t *>(args[j]); };
+  float *c = reinterpret_cast<float *>(static_cast<intptr_t>(word(1)));
+  const int64_t i = word(5);
+  int64_t *result = static_cast<int64_t *>(args[6]);
+  result[0] = i + 1;
+  if (i < 0) {
+    c[3] = -7.0f;
+    cpu::dsaCpuRecordFailure(static_cast<int32_t>(cpu::RuntimeError::WindowKvMultiTokenDecode));
+    return;
+  }
+  c[i] += 1.0f;
+}
+
+cpu::FunctionSignature bumpSignature() {
+  cpu::FunctionSignature sig;
+  sig.name = "bump";
+  const cpu::ValueKind vec{true, ElementType::F32, {4}, "tensor<4xf32>"};
+  sig.args = {vec, cpu::ValueKind{false, ElementType::I64, {}, "i64"}};
+  sig.results = {vec, cpu::ValueKind{false, ElementType::I64, {}, "i64"}, vec};
+  sig.numResults = 3;
+  sig.writableArgs = {0};
+  sig.inPlace = {{0, 0}, {0, 2}};
+  sig.state = {{0, 0}};
+  return sig;
+}
+
+/// Writable arguments: a Tensor or a shared CPUBuffer is never modified (the call updates a copy), an inPlace buffer
+/// is updated where it is and comes back as the in-place results (the same buffer, no copy).
+TEST(CPURuntime, InPlaceArgumentsAreUpdatedOnlyWhenHandedOver) {
+  const cpu::FunctionSignature sig = bumpSignature();
+  const Tensor c = Tensor::fromFloats(ElementType::F32, {4}, {1.0f, 2.0f, 3.0f, 4.0f});
+  auto r = cpu::invokePacked(sig, packedBump, {c, Tensor::scalarI64(1)}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0].floatVector(), (std::vector<float>{1.0f, 3.0f, 3.0f, 4.0f}));
+  EXPECT_EQ((*r)[1].intVector(), std::vector<int64_t>{2});
+  EXPECT_EQ((*r)[2].floatVector(), (*r)[0].floatVector());
+  EXPECT_EQ(c.floatVector(), (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f})); // the caller's Tensor as it was
+
+  auto shared = cpu::CPUBuffer::fromTensor(c);
+  auto r2 = cpu::invokePackedValues(sig, packedBump, {shared, Tensor::scalarI64(2)}, nullptr);
+  ASSERT_TRUE(r2.ok()) << r2.error();
+  EXPECT_EQ(shared->toTensor().floatVector(), c.floatVector()); // copied, not written
+  EXPECT_EQ((*r2)[0].toTensor().floatVector(), (std::vector<float>{1.0f, 2.0f, 4.0f, 4.0f}));
+  EXPECT_NE((*r2)[0].buffer()->data(), shared->data());
+
+  auto mine = cpu::CPUBuffer::mutableFromTensor(c);
+  auto r3 = cpu::invokePackedValues(sig, packedBump, {cpu::CPUValue::inPlace(mine), Tensor::scalarI64(0)}, nullptr);
+  ASSERT_TRUE(r3.ok()) << r3.error();
+  EXPECT_EQ(mine->toTensor().floatVector(), (std::vector<float>{2.0f, 2.0f, 3.0f, 4.0f}));
+  EXPECT_EQ((*r3)[0].inPlaceBuffer(), mine); // the argument's buffer itself, for both in-place results
+  EXPECT_EQ((*r3)[2].inPlaceBuffer(), mine);
+  EXPECT_EQ((*r3)[1].tensor()->intVector(), std::vector<int64_t>{1});
+
+  // A failed check after a write: the error, and (documented) the write stays in the in-place buffer.
+  auto bad = cpu::invokePackedValues(sig, packedBump, {cpu::CPUValue::inPlace(mine), Tensor::scalarI64(-1)}, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("@bump: run-time check failed"), std::string::npos) << bad.error();
+  EXPECT_EQ(mine->toTensor().floats()[3], -7.0f);
+
+  // Signature entries outside the lists, and one in-place buffer for two writable arguments, are errors.
+  cpu::FunctionSignature badSig = sig;
+  badSig.writableArgs = {1};
+  auto e1 = cpu::invokePacked(badSig, packedBump, {c, Tensor::scalarI64(0)}, nullptr);
+  ASSERT_FALSE(e1.ok());
+  EXPECT_NE(e1.error().find("writable argument #1 is not a tensor argument"), std::string::npos) << e1.error();
+  badSig = sig;
+  badSig.inPlace = {{0, 5}};
+  auto e2 = cpu::invokePacked(badSig, packedBump, {c, Tensor::scalarI64(0)}, nullptr);
+  ASSERT_FALSE(e2.ok());
+  EXPECT_NE(e2.error().find("in-place result #5 / argument #0 outside the signature"), std::string::npos)
+      << e2.error();
+  cpu::FunctionSignature two = sig;
+  two.args = {sig.args[0], sig.args[0]};
+  two.writableArgs = {0, 1};
+  two.inPlace = {};
+  auto e3 = cpu::invokePackedValues(two, packedBump, {cpu::CPUValue::inPlace(mine), cpu::CPUValue::inPlace(mine)},
+                                    nullptr);
+  ASSERT_FALSE(e3.ok());
+  EXPECT_NE(e3.error().find("arguments #0 and #1 are one in-place buffer"), std::string::npos) << e3.error();
+}
+
+/// @twice(x: tensor<?x2xbf16>, n: i64) -> (tensor<?x2xf32>, tensor<?x2xf32>): scale's first result returned twice
+/// (one allocation): both values share it, freed once.
+void packedTwice(void **args) {
+  int64_t scaleResult[8];
+  std::vector<void *> inner(args, args + 8);
+  inner.push_back(scaleResult);
+  packedScale(inner.data());
+  int64_t *result = static_cast<int64_t *>(args[8]);
+  std::memcpy(result, scaleResult, 7 * sizeof(int64_t));
+  std::memcpy(result + 7, scaleResult, 7 * sizeof(int64_t));
+}
+
+TEST(CPURuntime, ResultsSharingAnAllocationShareOneBuffer) {
+  cpu::FunctionSignature sig = scaleSignature();
+  sig.results = {sig.results[0], sig.results[0]};
+  Tensor x = Tensor::fromFloats(ElementType::BF16, {1, 2}, {1.0f, 2.0f});
+  auto r = cpu::invokePackedValues(sig, packedTwice, {x, Tensor::scalarI64(0)}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].buffer()->data(), (*r)[1].buffer()->data());
+  EXPECT_EQ((*r)[1].toTensor().floatVector(), (std::vector<float>{2.0f, -2.0f}));
+  r = cpu::invokePackedValues(sig, packedTwice, {x, Tensor::scalarI64(0)}, nullptr); // the first pair freed once
+  ASSERT_TRUE(r.ok());
+}
+
+/// A sequence with a ValueRunner keeps its state as the runner's buffers, updated in place from step to step; an
+/// initial state handed over as an inPlace buffer is copied, never written; a resumed sequence starts at its
+/// position and reset() returns there.
+TEST(CPURuntime, ValueSequenceKeepsStateResident) {
+  cpu::FunctionSignature sig = bumpSignature();
+  sig.inPlace = {{0, 0}, {0, 2}};
+  auto runner = [&](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *probes) {
+    return cpu::invokePackedValues(sig, packedBump, args, probes);
+  };
+  auto given = cpu::CPUBuffer::mutableFromTensor(Tensor::fromFloats(ElementType::F32, {4}, {0, 0, 0, 0}));
+  auto seq = cpu::CPUSequence::create(sig, cpu::CPUSequence::ValueRunner(runner),
+                                      {cpu::CPUValue::inPlace(given), Tensor::scalarI64(0)}, 5);
+  ASSERT_TRUE(seq.ok()) << seq.error();
+  EXPECT_EQ(seq->position(), 5);
+  auto first = seq->step({{1, Tensor::scalarI64(1)}});
+  ASSERT_TRUE(first.ok()) << first.error();
+  const cpu::CPUValue *state = seq->state(0);
+  ASSERT_TRUE(state && state->isInPlace());
+  const void *resident = state->buffer()->data();
+  EXPECT_NE(resident, given->data());
+  for (int64_t i : {1, 3, 3}) {
+    auto r = seq->step({{1, Tensor::scalarI64(i)}});
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(seq->state(0)->buffer()->data(), resident); // updated where it is, no new buffer per step
+  }
+  EXPECT_EQ(seq->state(0)->toTensor().floatVector(), (std::vector<float>{0.0f, 2.0f, 0.0f, 2.0f}));
+  EXPECT_EQ(given->toTensor().floatVector(), (std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f}));
+  seq->reset();
+  EXPECT_EQ(seq->position(), 5);
+  EXPECT_EQ(seq->state(0)->toTensor().floatVector(), (std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f}));
+  auto negative = cpu::CPUSequence::create(sig, cpu::CPUSequence::ValueRunner(runner),
+                                           {Tensor(ElementType::F32, {4}), Tensor::scalarI64(0)}, -1);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.error().find("position -1 is negative"), std::string::npos) << negative.error();
 }
 
 TEST(CPURuntime, OpenReportsMissingFilesAndLibraries) {

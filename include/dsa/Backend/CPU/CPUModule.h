@@ -13,9 +13,13 @@
 //     bf16 values travel as bf16 bit patterns (a BF16 Tensor's f32 values are bf16-exact; a value that is not is
 //     rounded to nearest even); i1 as one byte per element.
 //   - scalar i64 / index / i32 / i1 / f32 <-> rank-0 Tensor of that element type (Tensor::scalarI64, ...).
-//   Argument buffers are read-only for the compiled code (every argument is marked bufferization.writable = false,
-//   so a function that updates state, e.g. the ring, writes a new buffer). Result buffers are owned by the caller
-//   and freed by call()/run() after the copy into the returned Tensors.
+//   Argument buffers are read-only for the compiled code (marked bufferization.writable = false, so a function
+//   that updates state, e.g. the ring, writes a new buffer), except the compressed-KV and index-key caches of a
+//   compressed dsa.attention (state operands): the code updates them in place and does not return them
+//   (FunctionSignature::writableArgs / inPlace, Values.h); call()/run() hand such a result back as the updated
+//   argument, and never modify a caller's Tensor or CPUBuffer (a writable argument given as one is copied for the
+//   call; only a CPUValue::inPlace buffer is updated where it is). Result buffers are owned by the caller and
+//   freed by call()/run() after the copy into the returned Tensors; runValues() keeps them as buffers.
 //   A large argument that does not change between calls (a weight) can be converted once with
 //   CPUBuffer::fromTensor and passed to run() as a CPUValue: no per-call conversion or copy. CPUBuffer, CPUValue
 //   and the marshalling are the MLIR-free runtime's (runtime/cpu/include/dsa/Runtime/CPU/Values.h), shared with
@@ -62,6 +66,11 @@ struct CPUCompileOptions {
   /// JIT loads an OpenMP runtime: $DSA_OPENMP_LIB if set, else the first of libomp.so (LLVM 22), libomp.so.5,
   /// libiomp5.so that exists; compileForCPU fails naming them when none does. Results are the same bits as serial.
   bool parallel = false;
+  /// Update the compressed-KV and index-key caches of a compressed dsa.attention in place (their arguments writable,
+  /// the results that are them not returned: FunctionSignature::writableArgs / inPlace). false: every argument
+  /// read-only and every result returned, each step copying the caches (the behaviour before in-place caches; for
+  /// comparisons). Results are the same bits either way.
+  bool inPlaceCaches = true;
 };
 
 class CPUModule {
@@ -87,6 +96,11 @@ public:
   /// call() with arguments that may be prepared CPUBuffers (checked against the signature like Tensors; a null
   /// buffer is an error naming the argument).
   Result<std::vector<interp::Tensor>> run(const std::string &name, const std::vector<CPUValue> &args,
+                                          interp::ProbeLog *probes = nullptr) const;
+  /// run() without converting the results to Tensors (Values.h invokePackedValues): tensor results are the compiled
+  /// code's buffers, in-place results (FunctionSignature::inPlace) the argument's buffer. The runner of a
+  /// CPUSequence that keeps its state resident (CPUSequence::ValueRunner).
+  Result<std::vector<CPUValue>> runValues(const std::string &name, const std::vector<CPUValue> &args,
                                           interp::ProbeLog *probes = nullptr) const;
 
   /// The module in the LLVM dialect as the JIT compiled it (for --emit style debugging and tests).

@@ -8,20 +8,26 @@
 // This file reads/writes the description, loads the library (dlopen) and runs its functions on Tensors, and keeps
 // a sequence's state (e.g. the window ring of every layer) from step to step. Nothing here needs MLIR or LLVM.
 //
-// Description JSON (version 2; version 1, without "step" and "init", is still read):
-//   {"format": "dsa-cpu-step-library", "version": 2, "library": "l0.so", "target_cpu": "skylake-avx512",
+// Description JSON (version 3; version 2, without "writable" and "in_place", and version 1, also without "step"
+// and "init", are still read):
+//   {"format": "dsa-cpu-step-library", "version": 3, "library": "l0.so", "target_cpu": "skylake-avx512",
 //    "parallel": false,
 //    "functions": [{"name": "attention_L0", "symbol": "_mlir_attention_L0",
 //                   "args": [{"type": "tensor<?x64xbf16>", "element": "bf16", "shape": [-1, 64]},
 //                            {"type": "i64", "element": "i64", "shape": null}, ...],
 //                   "results": [...], "num_results": 2, "probes": ["L0.sa_q", ...],
 //                   "state": [{"arg": 2, "result": 1, "init": "zeros"}],
-//                   "step": {"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null, "shared": []}}]}
+//                   "step": {"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null, "shared": []},
+//                   "writable": [], "in_place": []}]}
 // "shape": null marks a scalar; -1 a dynamic dimension. "results" lists the function's own results, then one per
 // probe. "state": result -> argument of the next step, "init" "zeros" or "-inf" (the first step's value).
 // "step" (optional, StepRoles): which argument is x (token rows) and start_pos, which result is the output,
 // the capacity max_seq_len (null: none) and the shared-slot bindings [{"arg": A, "result": R}] of a compressed
-// layer. Errors name the JSON field (e.g. "functions[0].args[2].element: unknown element type 'f16' ...",
+// layer. "writable" (version 3, FunctionSignature::writableArgs): the arguments the code updates in place (a
+// compressed layer's compressed-KV and index-key caches); "in_place" [{"arg": A, "result": R}]
+// (FunctionSignature::inPlace): result R is argument A's buffer after the call and the entry does not return it
+// (Values.h). A version-2 reader refuses a version-3 description, whose entries return fewer results than listed.
+// Errors name the JSON field (e.g. "functions[0].args[2].element: unknown element type 'f16' ...",
 // "functions[0].step.x: ...").
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -36,7 +42,7 @@
 namespace dsa::cpu {
 
 inline constexpr const char *kStepLibraryFormat = "dsa-cpu-step-library";
-inline constexpr int kStepLibraryVersion = 2;
+inline constexpr int kStepLibraryVersion = 3;
 
 struct StepLibraryDescription {
   std::string library;   ///< the shared object, relative to the description's directory
@@ -65,6 +71,10 @@ public:
   const FunctionSignature *signature(const std::string &name) const;
   /// Runs `name` (Values.h invokePacked); an unknown name is an error listing the library's functions.
   Result<std::vector<interp::Tensor>> run(const std::string &name, const std::vector<CPUValue> &args,
+                                          std::vector<NamedTensor> *probes = nullptr) const;
+  /// run() without converting the results to Tensors (Values.h invokePackedValues): the runner of a sequence that
+  /// keeps its state resident (CPUSequence::ValueRunner).
+  Result<std::vector<CPUValue>> runValues(const std::string &name, const std::vector<CPUValue> &args,
                                           std::vector<NamedTensor> *probes = nullptr) const;
 
 private:
@@ -102,11 +112,23 @@ Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_
 ///     (a SlotSet, from initialSlots()) from layer to layer: each run() reads them and replaces them with what
 ///     the layer published.
 ///   - step(stepArgs): the low-level call, any function with state bindings; no position or capacity checks.
-/// Errors of either leave the state (and the position, and the shared slots) as they were.
+/// Errors of either leave the state (and the position, and the shared slots) as they were; with in-place caches
+/// (a ValueRunner over a function with FunctionSignature::writableArgs) "the state" is the visible state: a failed
+/// call may have written cache rows past it (Values.h), which the next successful step writes again.
+///
+/// Resident state: with a ValueRunner (CPUModule::runValues, CPUStepLibrary::runValues) the state and the slots are
+/// kept as the compiled code's buffers from step to step (no Tensor conversion), and the caches of a compressed
+/// layer are updated in place (CPUValue::inPlace buffers the sequence owns; the published compress_kv / index_k
+/// slots are the same buffers, so a SlotSet shows a later step's new rows too). runValues() returns the results as
+/// such values; run() converts them to Tensors (the whole state: use runValues() for decode). The sequence never
+/// writes a buffer it did not get from its runner: initial state given as an inPlace buffer is copied on first use.
 class CPUSequence {
 public:
   using Runner = std::function<Result<std::vector<interp::Tensor>>(const std::vector<CPUValue> &,
                                                                    std::vector<NamedTensor> *)>;
+  /// A runner returning the compiled code's buffers (no conversion to Tensors).
+  using ValueRunner = std::function<Result<std::vector<CPUValue>>(const std::vector<CPUValue> &,
+                                                                  std::vector<NamedTensor> *)>;
   /// The shared slots of a model's step, in a layer's `shared` argument order (compress_kv, index_k, topk_idxs,
   /// candidates for dsa.attention).
   using SlotSet = std::vector<CPUValue>;
@@ -115,11 +137,16 @@ public:
   /// others are kept for every step unless a step replaces them. Errors: a count that does not match `signature`,
   /// a state binding outside the argument or result lists.
   static Result<CPUSequence> create(FunctionSignature signature, Runner runner, std::vector<CPUValue> initialArgs);
+  /// `position`: where the initial state stands (0: a new sequence; a sequence resumed from a saved state at a
+  /// later position, whose first run() must start there; reset() returns to it).
+  static Result<CPUSequence> create(FunctionSignature signature, ValueRunner runner,
+                                    std::vector<CPUValue> initialArgs, int64_t position = 0);
   /// For a function with step roles: the state arguments start from their StateBinding::init (their shapes must be
   /// static), x / start_pos / shared slots are supplied by run(), and `fixed` gives every other argument (the
   /// weights, by argument index; CPUBuffers to convert them once). Errors name the missing, extra or
   /// role-taken argument, or a state argument with a dynamic shape.
   static Result<CPUSequence> start(FunctionSignature signature, Runner runner, std::map<size_t, CPUValue> fixed);
+  static Result<CPUSequence> start(FunctionSignature signature, ValueRunner runner, std::map<size_t, CPUValue> fixed);
 
   /// The empty shared slots a model starts from (each slot argument of `signature` with its dynamic dimensions 0).
   /// Errors: no step roles or no shared slots.
@@ -141,9 +168,13 @@ public:
   ///   the function's error (a failed run-time check) otherwise.
   Result<std::vector<interp::Tensor>> run(const interp::Tensor &x, int64_t startPos, SlotSet *shared = nullptr,
                                           std::vector<NamedTensor> *probes = nullptr);
+  /// run() without converting the results to Tensors (resident state, see the class comment): the output, the
+  /// state (the sequence's own buffers: read them, do not hand them to other calls as inPlace), the rest.
+  Result<std::vector<CPUValue>> runValues(const interp::Tensor &x, int64_t startPos, SlotSet *shared = nullptr,
+                                          std::vector<NamedTensor> *probes = nullptr);
   /// The next position run() accepts (tokens consumed so far).
   int64_t position() const { return position_; }
-  /// Back to the initial state at position 0.
+  /// Back to the initial state at its position (0 unless create() was given one).
   void reset();
 
   /// Runs one step with `stepArgs` replacing arguments by index (e.g. {{0, x}, {1, start_pos}}; a state argument
@@ -156,9 +187,9 @@ public:
 
 private:
   FunctionSignature signature_;
-  Runner runner_;
+  ValueRunner runner_;
   std::vector<CPUValue> args_, initialArgs_;
-  int64_t position_ = 0;
+  int64_t position_ = 0, initialPosition_ = 0;
 };
 
 } // namespace dsa::cpu

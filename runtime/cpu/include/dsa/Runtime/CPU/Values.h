@@ -7,9 +7,19 @@
 //   - scalars i64 / index / i32 / i1 / f32.
 // A function is called through its packed entry `void _mlir_<name>(void **args)`: args[i] points to the i-th
 // LLVM-level argument (each descriptor field is one), and the last pointer receives the result struct (fields in
-// order, natural alignment). Result buffers are malloc'ed by the compiled code and owned by the caller;
-// argument buffers are never written (the pipeline marks them non-writable). A failed run-time check of the compiled
-// code calls dsa_cpu_fail(code) (dsa/Backend/CPU/RuntimeErrors.h); invokePacked() turns the first one into an error.
+// order, natural alignment). Result buffers are malloc'ed by the compiled code and owned by the caller.
+// Arguments are read-only for the compiled code (marked bufferization.writable = false) except the ones listed in
+// FunctionSignature::writableArgs (the compressed-KV and index-key caches of a compressed dsa.attention layer): those
+// are updated IN PLACE, and the results that are such an argument after the update (FunctionSignature::inPlace) are
+// not returned by the packed entry (its result struct holds the other results, in order). invokePacked passes a
+// caller's buffer to a writable argument only when it was given as CPUValue::inPlace; otherwise it passes a fresh
+// copy, so a Tensor or a shared CPUBuffer is never modified. A failed run-time check of the compiled code calls
+// dsa_cpu_fail(code) (dsa/Backend/CPU/RuntimeErrors.h); invokePacked() turns the first one into an error.
+//
+// In-place caches and failures: a cache update (dsa.cache_write) writes only rows start_pos // ratio .. of the
+// cache, rows past the sequence's visible compressed state (positions < start_pos). A call that fails part-way may
+// have written some of them; the visible rows, and every other argument, are unchanged, and the retried (or next)
+// step writes those rows again before anything reads them.
 //
 // Tensor <-> memory: a Tensor of ElementType BF16/F32/I1/I32/I64/Index matches a tensor of bf16/f32/i1/i32/i64/
 // index of the same rank whose static dimensions it has; a scalar is a rank-0 Tensor.
@@ -74,42 +84,81 @@ struct FunctionSignature {
   std::vector<std::string> probeNames; ///< the kept probes' names, in result order
   std::vector<StateBinding> state;     ///< state threaded from step to step (may be empty)
   StepRoles step;                      ///< x / start_pos / output / capacity / shared slots, if known
+  /// Arguments the compiled code updates in place (ascending; tensors): a compressed layer's compressed-KV and
+  /// index-key cache state operands. Empty: every argument is read-only.
+  std::vector<int64_t> writableArgs;
+  /// Results that are an argument's buffer after the call ({arg, result}: result #result IS argument #arg): the
+  /// updated caches (writable arguments), a shared slot passed through unchanged, and results repeating them (a
+  /// published slot that is the updated cache). The packed entry does not return them.
+  std::vector<StateBinding> inPlace;
 };
 
-/// A tensor in the compiled code's memory format, converted once from a Tensor and shared by any number of calls
-/// (also concurrent ones, of any module or library): it is never modified after construction.
+/// A tensor in the compiled code's memory format (row-major, contiguous). Made from a Tensor (fromTensor, shared
+/// by any number of calls, also concurrent ones, of any module or library: never modified), or a result of a call
+/// (invokePackedValues: the compiled code's malloc'ed buffer adopted as is), or a copy. A buffer handed to calls as
+/// CPUValue::inPlace may be updated by them (writable arguments, Values.h file comment); nothing else writes one.
 class CPUBuffer {
 public:
   /// Converts `t` (any element type of the calling convention, any rank). bf16 values are rounded to bf16 (a BF16
   /// Tensor's values are bf16-exact already).
   static std::shared_ptr<const CPUBuffer> fromTensor(const interp::Tensor &t);
+  /// fromTensor as a buffer its owner may hand to calls as CPUValue::inPlace.
+  static std::shared_ptr<CPUBuffer> mutableFromTensor(const interp::Tensor &t);
+  /// A copy of `b` (same type, shape and bytes) its owner may hand to calls as CPUValue::inPlace.
+  static std::shared_ptr<CPUBuffer> copyOf(const CPUBuffer &b);
+  /// Adopts memory: `data` holds the row-major elements, `owner` keeps it alive (frees it when the last buffer
+  /// sharing it goes; results of one call that share an allocation share the owner).
+  static std::shared_ptr<CPUBuffer> adopt(interp::ElementType type, std::vector<int64_t> shape,
+                                          std::shared_ptr<void> owner, void *data);
 
   interp::ElementType elementType() const { return type_; }
   const std::vector<int64_t> &shape() const { return shape_; }
-  /// The element data (8-byte aligned).
-  const void *data() const { return storage_.data(); }
+  int64_t numElements() const;
+  /// The element data (at least 8-byte aligned for buffers made here; as the compiled code aligned it otherwise).
+  const void *data() const { return data_; }
+  void *mutableData() { return data_; }
+  /// The values as a Tensor (bf16 widened to f32, i1/i32 to int64).
+  interp::Tensor toTensor() const;
 
 private:
   CPUBuffer() = default;
   interp::ElementType type_ = interp::ElementType::F32;
   std::vector<int64_t> shape_;
-  std::vector<int64_t> storage_;
+  std::shared_ptr<void> owner_;
+  void *data_ = nullptr;
 };
 
-/// One argument of a call: a Tensor (converted for this call) or a prepared CPUBuffer. Scalars are rank-0 Tensors.
+/// One argument or result of a call: a Tensor (converted for this call), a prepared CPUBuffer (read-only), or a
+/// buffer its owner lets calls update in place (inPlace: a sequence's resident caches). Scalars are rank-0 Tensors.
 class CPUValue {
 public:
   CPUValue(interp::Tensor tensor) : tensor_(std::move(tensor)) {}
   CPUValue(std::shared_ptr<const CPUBuffer> buffer) : isBuffer_(true), buffer_(std::move(buffer)) {}
+  /// A buffer that calls may update in place when it is passed for a writable argument
+  /// (FunctionSignature::writableArgs); read-only for every other argument. The caller must not share it with
+  /// anyone expecting it constant; passing it for two writable arguments of one call is an error.
+  static CPUValue inPlace(std::shared_ptr<CPUBuffer> buffer) {
+    CPUValue v{std::shared_ptr<const CPUBuffer>(buffer)};
+    v.mutable_ = std::move(buffer);
+    return v;
+  }
   /// The Tensor, or null for a buffer argument.
   const interp::Tensor *tensor() const { return isBuffer_ ? nullptr : &tensor_; }
   /// The buffer (null for a Tensor argument, or a null buffer, which a call reports).
   const CPUBuffer *buffer() const { return buffer_.get(); }
+  /// The buffer as shared, or null for a Tensor.
+  const std::shared_ptr<const CPUBuffer> &sharedBuffer() const { return buffer_; }
+  /// Whether calls may update this buffer in place, and the buffer (null if not).
+  bool isInPlace() const { return mutable_ != nullptr; }
+  const std::shared_ptr<CPUBuffer> &inPlaceBuffer() const { return mutable_; }
+  /// The value as a Tensor (a copy; a null buffer gives an empty f32 tensor).
+  interp::Tensor toTensor() const;
 
 private:
   bool isBuffer_ = false;
   interp::Tensor tensor_;
   std::shared_ptr<const CPUBuffer> buffer_;
+  std::shared_ptr<CPUBuffer> mutable_;
 };
 
 /// A probe kept as a result: its name and value.
@@ -126,6 +175,16 @@ using PackedFunction = void (*)(void **);
 /// own results as Tensors; the probe results are appended to `probes` (may be null). A failed run-time check of the
 /// compiled code is an error with the check's message. Thread-safe (the check record is per thread).
 Result<std::vector<interp::Tensor>> invokePacked(const FunctionSignature &sig, PackedFunction fn,
+                                                 const std::vector<CPUValue> &args,
+                                                 std::vector<NamedTensor> *probes);
+
+/// invokePacked without the conversion of the results to Tensors: tensor results are the compiled code's buffers
+/// adopted as CPUValue::inPlace buffers (the caller owns them; results sharing one allocation share one owner,
+/// freed once), an in-place result (FunctionSignature::inPlace) is its argument's value (the caller's inPlace
+/// buffer, the fresh copy made for a writable argument given otherwise, or the argument as given for a read-only
+/// one: no copy), scalars rank-0 Tensors. Probes are Tensors as with invokePacked. Errors as invokePacked, plus a
+/// writableArgs / inPlace entry outside the signature and one inPlace buffer given for two writable arguments.
+Result<std::vector<CPUValue>> invokePackedValues(const FunctionSignature &sig, PackedFunction fn,
                                                  const std::vector<CPUValue> &args,
                                                  std::vector<NamedTensor> *probes);
 
