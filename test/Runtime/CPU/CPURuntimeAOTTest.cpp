@@ -402,6 +402,89 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
   EXPECT_TRUE(sameBits(copy->toTensor(), before));
 }
 
+/// Two compressed layers as one model, stepped with resident state (ValueRunner) and, side by side, with Tensor
+/// state (Runner): A, a ratio-2 kv + index source, then B, a ratio-1 kv source that is not an index source (it
+/// takes A's topk_idxs), like the golden's L2 and L4. The slots go A -> B -> A of the next step, so A reads, in a
+/// step that completes no group, the index-key cache B published at the previous step (the section-8 quirk), and
+/// B's in-place cache writes happen after A read that buffer. Every result of both layers is bit-identical between
+/// the two ways over prefill and decode steps; on the resident side B's kv cache stays one buffer, which A's
+/// incoming compress_kv slot is.
+TEST_F(CPURuntimeAOTTest, TwoCompressedLayersWithResidentStateMatchTensorState) {
+  struct Layer {
+    std::unique_ptr<cpu::CPUStepLibrary> library;
+    std::vector<Tensor> weights;
+    std::string name;
+  };
+  auto take = [&]() {
+    Layer l{std::move(library), weights, name};
+    return l;
+  };
+  build(tinyLayer(2), 31);
+  Layer a = take();
+  mlir::dsa::AttentionLayerConfig bConfig = tinyLayer(1);
+  bConfig.compress->isIndexSource = false;
+  build(bConfig, 32);
+  Layer b = take();
+  auto fixedOf = [](const Layer &l) {
+    std::map<size_t, cpu::CPUValue> fixed;
+    for (size_t i = 0; i < l.weights.size(); ++i)
+      fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(l.weights[i]));
+    return fixed;
+  };
+  auto valueSequence = [&](const Layer &l) {
+    const cpu::CPUStepLibrary *lib = l.library.get();
+    const std::string fn = l.name;
+    cpu::CPUSequence::ValueRunner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
+                                                     std::vector<cpu::NamedTensor> *probes) {
+      return lib->runValues(fn, args, probes);
+    };
+    auto seq = cpu::CPUSequence::start(*lib->signature(fn), runner, fixedOf(l));
+    EXPECT_TRUE(seq.ok()) << seq.error();
+    return std::make_unique<cpu::CPUSequence>(seq.take());
+  };
+  auto tensorSequence = [&](const Layer &l) {
+    const cpu::CPUStepLibrary *lib = l.library.get();
+    const std::string fn = l.name;
+    cpu::CPUSequence::Runner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
+                                                std::vector<cpu::NamedTensor> *probes) {
+      return lib->run(fn, args, probes);
+    };
+    auto seq = cpu::CPUSequence::start(*lib->signature(fn), runner, fixedOf(l));
+    EXPECT_TRUE(seq.ok()) << seq.error();
+    return std::make_unique<cpu::CPUSequence>(seq.take());
+  };
+  const cpu::FunctionSignature *bSig = b.library->signature(b.name);
+  ASSERT_TRUE(bSig);
+  const int64_t bCacheArg = bSig->state[1].arg; // ring, then the kv cache (ratio 1: no compressor state)
+  EXPECT_NE(std::find(bSig->writableArgs.begin(), bSig->writableArgs.end(), bCacheArg), bSig->writableArgs.end());
+  auto aValues = valueSequence(a), bValues = valueSequence(b);
+  auto aTensors = tensorSequence(a), bTensors = tensorSequence(b);
+  auto slots = cpu::CPUSequence::initialSlots(*a.library->signature(a.name));
+  ASSERT_TRUE(slots.ok()) << slots.error();
+  cpu::CPUSequence::SlotSet valueSlots = *slots, tensorSlots = *slots;
+  std::mt19937_64 rng(33);
+  int64_t pos = 0;
+  for (int64_t tokens : {5, 1, 1, 1, 1, 1, 1, 1}) {
+    SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
+    Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    for (auto [valueSeq, tensorSeq] : {std::pair{aValues.get(), aTensors.get()}, std::pair{bValues.get(), bTensors.get()}}) {
+      auto got = valueSeq->runValues(x, pos, &valueSlots);
+      ASSERT_TRUE(got.ok()) << got.error();
+      auto want = tensorSeq->run(x, pos, &tensorSlots);
+      ASSERT_TRUE(want.ok()) << want.error();
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t r = 0; r < want->size(); ++r)
+        EXPECT_TRUE(sameBits((*got)[r].toTensor(), (*want)[r])) << "@" << valueSeq->signature().name << " result " << r;
+      x = (*want)[0]; // the next layer's input: this layer's output (a model would add the residual)
+    }
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_TRUE(sameBits(valueSlots[i].toTensor(), *tensorSlots[i].tensor())) << "slot " << i;
+    EXPECT_EQ(valueSlots[0].buffer()->data(), bValues->state(static_cast<size_t>(bCacheArg))->buffer()->data())
+        << "compress_kv is not B's cache";
+    pos += tokens;
+  }
+}
+
 /// The golden's layer 0 (window-only, its real weights) as a step library: prefill12, then decode12 and decode13
 /// MERGED into one 2-token step at start_pos 12, which the runtime splits; the two output rows and each token's
 /// probes match the golden's decode12 and decode13 captures (section 12 tolerance, golden::compareCapture).
