@@ -1,7 +1,8 @@
 //===- Lowering.cpp - shared front of the CPU JIT and AOT paths ----------------===//
 //
 // Signatures of the callable functions (Values.h calling convention), state bindings of dsa.attention layers,
-// probes kept as results, read-only arguments, and --dsa-cpu-pipeline on a clone of the caller's module.
+// probes kept as results, read-only arguments (writable caches, updated in place, for the CPU), and
+// --dsa-cpu-pipeline on a clone of the caller's module.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "Lowering.h"
@@ -209,6 +210,7 @@ Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults,
 
   out.module = mlir::OwningOpRef<mlir::ModuleOp>(module.clone());
   // Arguments are read-only (CPUBuffers are shared between calls): bufferization copies instead of writing them.
+  // lowerForCPU then makes a compressed layer's caches writable (updated in place); the GPU backend keeps this.
   for (mlir::func::FuncOp f : out.module->getOps<mlir::func::FuncOp>()) {
     if (f.isDeclaration())
       continue;

@@ -1,7 +1,8 @@
 //===- Pipeline.cpp - --dsa-cpu-pipeline: dsa -> LLVM dialect for the CPU ------===//
 //
 // dsa-decompose-attention, dsa-strip-probes, dsa-to-cpu, then upstream: one-shot bufferization across function
-// boundaries (identity layouts, so every function argument/result is a plain memref), ownership-based buffer
+// boundaries (identity layouts, so every function argument/result is a plain memref), for functions the CPU backend
+// marked the results that are an argument's buffer dropped (its caches updated in place), ownership-based buffer
 // deallocation (results are owned by the caller), linalg -> loops, and the conversions to the LLVM dialect with
 // bf16 truncation expanded inline (--arith-expand include-bf16: no __truncsfbf2 call, ../shared/toolchain.md).
 // No pass here reassociates or contracts f32 arithmetic, so the bit-exactness of dsa-to-cpu survives. Strided
