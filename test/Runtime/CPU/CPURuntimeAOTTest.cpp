@@ -402,6 +402,66 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
   EXPECT_TRUE(sameBits(copy->toTensor(), before));
 }
 
+/// With index_k_source = own_cache (the named correction of the section-8 quirk: no select between the new
+/// index-key cache and the incoming slot), both caches of a kv + index source are updated in place, and resident
+/// state still equals the interpreter bit for bit.
+TEST_F(CPURuntimeAOTTest, OwnCacheIndexSourceUpdatesBothCachesInPlace) {
+  mlir::dsa::AttentionLayerConfig config = tinyLayer(2);
+  config.compress->indexKSource = mlir::dsa::IndexKSource::own_cache;
+  build(config, 41);
+  const cpu::FunctionSignature *sig = library->signature(name);
+  ASSERT_TRUE(sig);
+  EXPECT_EQ(sig->writableArgs, (std::vector<int64_t>{20, 21}));
+  bool kvCache = false, indexCache = false, indexSlot = false;
+  for (const cpu::StateBinding &b : sig->inPlace) {
+    kvCache |= b.arg == 20 && b.result == 4;
+    indexCache |= b.arg == 21 && b.result == 5;
+    indexSlot |= b.arg == 21 && b.result == 7;
+  }
+  EXPECT_TRUE(kvCache);
+  EXPECT_TRUE(indexCache);
+  EXPECT_TRUE(indexSlot);
+  std::map<size_t, cpu::CPUValue> fixed;
+  for (size_t i = 0; i < weights.size(); ++i)
+    fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(weights[i]));
+  const cpu::CPUStepLibrary *lib = library.get();
+  const std::string fn = name;
+  cpu::CPUSequence::ValueRunner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
+                                                   std::vector<cpu::NamedTensor> *probes) {
+    return lib->runValues(fn, args, probes);
+  };
+  auto seq = cpu::CPUSequence::start(*sig, runner, std::move(fixed));
+  ASSERT_TRUE(seq.ok()) << seq.error();
+  auto slots = cpu::CPUSequence::initialSlots(*sig);
+  ASSERT_TRUE(slots.ok()) << slots.error();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::F32, {2, 32}),
+                               Tensor::fromFloats(ElementType::F32, {2, 32}, std::vector<float>(64, -inf)),
+                               Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::BF16, {8, 32}),
+                               Tensor(ElementType::BF16, {0, 32}), Tensor(ElementType::BF16, {0, 32}),
+                               Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+  std::mt19937_64 rng(42);
+  int64_t pos = 0;
+  const void *indexData = nullptr;
+  for (int64_t tokens : {5, 1, 1, 1, 1}) {
+    SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
+    const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    auto got = seq->runValues(x, pos, &*slots);
+    ASSERT_TRUE(got.ok()) << got.error();
+    std::vector<Tensor> want = interpret(x, pos, state, 5);
+    ASSERT_EQ(got->size(), want.size());
+    for (size_t r = 0; r < want.size(); ++r)
+      EXPECT_TRUE(sameBits((*got)[r].toTensor(), want[r])) << "result " << r;
+    const cpu::CPUValue *index = seq->state(21);
+    ASSERT_TRUE(index && index->isInPlace());
+    if (!indexData)
+      indexData = index->buffer()->data();
+    EXPECT_EQ(index->buffer()->data(), indexData) << "the index-key cache moved";
+    EXPECT_EQ((*slots)[1].buffer()->data(), indexData) << "index_k is not the index-key cache";
+    pos += tokens;
+  }
+}
+
 /// Two compressed layers as one model, stepped with resident state (ValueRunner) and, side by side, with Tensor
 /// state (Runner): A, a ratio-2 kv + index source, then B, a ratio-1 kv source that is not an index source (it
 /// takes A's topk_idxs), like the golden's L2 and L4. The slots go A -> B -> A of the next step, so A reads, in a
