@@ -1,5 +1,6 @@
 //===- Values.cpp - Tensors <-> memref descriptors, packed calls (MLIR-free) ---===//
 #include "dsa/Runtime/CPU/Values.h"
+#include "dsa/Runtime/CPU/MemoryFormat.h"
 
 #include "dsa/Backend/CPU/RuntimeErrors.h"
 #include "dsa/Numerics/BF16.h"
@@ -19,6 +20,40 @@ using interp::Tensor;
 
 /// The first failed run-time check of the current call on this thread (0 = none).
 thread_local int32_t tFirstFailure = 0;
+
+float loadFloat(ElementType t, const uint8_t *src) {
+  if (t == ElementType::BF16) {
+    uint16_t bits;
+    std::memcpy(&bits, src, 2);
+    return numerics::bf16BitsToF32(bits);
+  }
+  float v;
+  std::memcpy(&v, src, 4);
+  return v;
+}
+
+int64_t loadInt(ElementType t, const uint8_t *src) {
+  switch (t) {
+  case ElementType::I1:
+    return (*src & 1) ? 1 : 0;
+  case ElementType::I32: {
+    int32_t v;
+    std::memcpy(&v, src, 4);
+    return v;
+  }
+  default: {
+    int64_t v;
+    std::memcpy(&v, src, 8);
+    return v;
+  }
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------------------------------------------===//
+// MemoryFormat.h
+//===----------------------------------------------------------------------------------------------------------===//
 
 int64_t elementBytes(ElementType t) {
   switch (t) {
@@ -69,32 +104,11 @@ void storeElement(const Tensor &t, int64_t i, uint8_t *dst) {
   }
 }
 
-float loadFloat(ElementType t, const uint8_t *src) {
-  if (t == ElementType::BF16) {
-    uint16_t bits;
-    std::memcpy(&bits, src, 2);
-    return numerics::bf16BitsToF32(bits);
-  }
-  float v;
-  std::memcpy(&v, src, 4);
-  return v;
-}
-
-int64_t loadInt(ElementType t, const uint8_t *src) {
-  switch (t) {
-  case ElementType::I1:
-    return (*src & 1) ? 1 : 0;
-  case ElementType::I32: {
-    int32_t v;
-    std::memcpy(&v, src, 4);
-    return v;
-  }
-  default: {
-    int64_t v;
-    std::memcpy(&v, src, 8);
-    return v;
-  }
-  }
+void loadElement(ElementType type, const uint8_t *src, Tensor &t, int64_t i) {
+  if (type == ElementType::BF16 || type == ElementType::F32)
+    t.floats()[i] = loadFloat(type, src);
+  else
+    t.ints()[i] = loadInt(type, src);
 }
 
 size_t alignUp(size_t offset, size_t align) { return (offset + align - 1) & ~(align - 1); }
@@ -107,7 +121,6 @@ std::pair<size_t, size_t> fieldLayout(const ValueKind &kind) {
   return {bytes, bytes};
 }
 
-} // namespace
 
 extern "C" void dsaCpuRecordFailure(int32_t code) {
   if (tFirstFailure == 0)

@@ -2,6 +2,7 @@
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
 #include "dsa/Numerics/BF16.h"
+#include "dsa/Runtime/CPU/MemoryFormat.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,29 +18,10 @@ namespace {
 
 using interp::ElementType;
 using interp::Tensor;
-
-int64_t elementBytes(ElementType t) {
-  switch (t) {
-  case ElementType::BF16:
-    return 2;
-  case ElementType::F32:
-  case ElementType::I32:
-    return 4;
-  case ElementType::I1:
-    return 1;
-  case ElementType::I64:
-  case ElementType::Index:
-    return 8;
-  }
-  return 8;
-}
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
-  return s + "]";
-}
+using cpu::alignUp;
+using cpu::elementBytes;
+using cpu::fieldLayout;
+using cpu::shapeString;
 
 int64_t product(const std::vector<int64_t> &shape) {
   int64_t n = 1;
@@ -52,69 +34,9 @@ int64_t product(const std::vector<int64_t> &shape) {
 std::vector<uint8_t> encode(const Tensor &t) {
   const int64_t n = t.numElements(), eb = elementBytes(t.elementType());
   std::vector<uint8_t> bytes(static_cast<size_t>(n * eb));
-  for (int64_t i = 0; i < n; ++i) {
-    uint8_t *dst = bytes.data() + i * eb;
-    switch (t.elementType()) {
-    case ElementType::BF16: {
-      const uint16_t bits = numerics::f32ToBf16Bits(t.floats()[i]);
-      std::memcpy(dst, &bits, 2);
-      break;
-    }
-    case ElementType::F32:
-      std::memcpy(dst, &t.floats()[i], 4);
-      break;
-    case ElementType::I1:
-      *dst = t.ints()[i] ? 1 : 0;
-      break;
-    case ElementType::I32: {
-      const int32_t v = static_cast<int32_t>(t.ints()[i]);
-      std::memcpy(dst, &v, 4);
-      break;
-    }
-    case ElementType::I64:
-    case ElementType::Index:
-      std::memcpy(dst, &t.ints()[i], 8);
-      break;
-    }
-  }
+  for (int64_t i = 0; i < n; ++i)
+    cpu::storeElement(t, i, bytes.data() + i * eb);
   return bytes;
-}
-
-/// One element of type `type` at `src` into element `i` of `t`.
-void decodeElement(ElementType type, const uint8_t *src, Tensor &t, int64_t i) {
-  switch (type) {
-  case ElementType::BF16: {
-    uint16_t bits;
-    std::memcpy(&bits, src, 2);
-    t.floats()[i] = numerics::bf16BitsToF32(bits);
-    return;
-  }
-  case ElementType::F32:
-    std::memcpy(&t.floats()[i], src, 4);
-    return;
-  case ElementType::I1:
-    t.ints()[i] = (*src & 1) ? 1 : 0;
-    return;
-  case ElementType::I32: {
-    int32_t v;
-    std::memcpy(&v, src, 4);
-    t.ints()[i] = v;
-    return;
-  }
-  case ElementType::I64:
-  case ElementType::Index:
-    std::memcpy(&t.ints()[i], src, 8);
-    return;
-  }
-}
-
-size_t alignUp(size_t offset, size_t align) { return (offset + align - 1) & ~(align - 1); }
-
-std::pair<size_t, size_t> fieldLayout(const cpu::ValueKind &kind) {
-  if (kind.isTensor)
-    return {8 * (3 + 2 * kind.shape.size()), 8};
-  const size_t bytes = static_cast<size_t>(elementBytes(kind.elem));
-  return {bytes, bytes};
 }
 
 std::string readFile(const std::string &path, bool &ok) {
@@ -247,7 +169,7 @@ Result<Tensor> GpuTensor::download() const {
   }
   Tensor t(type_, shape_);
   for (int64_t i = 0; i < n; ++i)
-    decodeElement(type_, bytes.data() + i * eb, t, i);
+    cpu::loadElement(type_, bytes.data() + i * eb, t, i);
   return t;
 }
 
@@ -438,7 +360,7 @@ Result<std::vector<GpuValue>> GpuStepLibrary::run(const std::string &name, const
     const uint8_t *field = base + offsets[r];
     if (!k.isTensor) {
       Tensor t(k.elem, {});
-      decodeElement(k.elem, field, t, 0);
+      cpu::loadElement(k.elem, field, t, 0);
       results.emplace_back(std::move(t));
       continue;
     }
