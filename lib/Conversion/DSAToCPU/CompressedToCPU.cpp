@@ -411,7 +411,7 @@ struct CacheWriteLowering : OpConversionPattern<CacheWriteOp> {
 /// bf16(fmax(bf16(dot(t, h, p)), 0) * w'[t, h]), dot = the SEQUENTIAL f32 dot of iq[t, h, :] and keys[p, :] (d
 /// ascending from 0.0: the kernel's loop, not dotF32). Vectorised ACROSS POSITIONS: lane l of a vector<8xf32> is
 /// position p0 + l, so every lane runs the kernel's scalar order for its own (t, p, h). keys are transposed once
-/// into kT [ihd, wp] f32 (wp = width rounded up to 8, zero rows past width) and iq widened to f32; then an
+/// into kT [chunks, ihd, 32] f32 (blocks of 32 positions, wp = width rounded up to 8, zeros past width) and iq widened to f32; then an
 /// scf.forall over (t, chunk of 32 positions) computes blocks of hb heads (4, 2 or 1, dividing IH) x 4 vectors of
 /// positions: per d, 4 kT loads and hb broadcasts of q feed hb x 4 accumulators. Returns [s, wp] f32 (columns >=
 /// width unused).
@@ -421,12 +421,18 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
   const int64_t hb = IH % 4 == 0 ? 4 : IH % 2 == 0 ? 2 : 1;
   Value s = e.sizeValue(sizesOf(e, iq)[0]);
   Value wp = e.mul(arith::CeilDivSIOp::create(e.b, e.loc, width, e.idx(kLanes)), e.idx(kLanes));
-  // kT[d, p] = f32(keys[p, d]) for p < width, else 0.
-  SmallVector<OpFoldResult> ktSizes{e.b.getIndexAttr(ihd), wp};
-  Value kT = generic(e, tensorType(ktSizes, e.f32()), {}, e.empty(ktSizes, e.f32()), {mapOf(ctx, 2, dimExprs(ctx, 2))},
-                     parallel(2), [&](OpBuilder &b, Location loc, ValueRange) {
+  const int64_t chunk = kVectors * kLanes;
+  Value chunks = arith::CeilDivSIOp::create(e.b, e.loc, wp, e.idx(chunk));
+  // kT[c, d, l] = f32(keys[c * chunk + l, d]) for c * chunk + l < width, else 0: blocked by chunk so that the
+  // ihd x chunk block one forall iteration reads is contiguous (16 KB). A plain [ihd, wp] transpose put the ihd rows
+  // of a chunk wp * 4 bytes apart: at wp = 16384 (65536 tokens of context, ratio 4) that is 64 KB, every row in
+  // the same L1 and L2 set, and each kT load went to L3 (the decode step 3x slower than its 4096-token one).
+  SmallVector<OpFoldResult> ktSizes{chunks, e.b.getIndexAttr(ihd), e.b.getIndexAttr(chunk)};
+  Value kT = generic(e, tensorType(ktSizes, e.f32()), {}, e.empty(ktSizes, e.f32()), {mapOf(ctx, 3, dimExprs(ctx, 3))},
+                     parallel(3), [&](OpBuilder &b, Location loc, ValueRange) {
                        Emit t{b, loc};
-                       Value d = t.linalgIndex(0), p = t.linalgIndex(1);
+                       Value d = t.linalgIndex(1);
+                       Value p = t.add(t.mul(t.linalgIndex(0), t.idx(chunk)), t.linalgIndex(2));
                        Value in = t.cmpi(P::slt, p, width);
                        Value v = t.toF32(t.extract(keys, {t.sel(in, p, t.idx(0)), d}));
                        linalg::YieldOp::create(b, loc, t.sel(in, v, t.cf(0.0f)));
@@ -440,13 +446,11 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
                      });
   SmallVector<OpFoldResult> outSizes{s, wp};
   Value init = e.empty(outSizes, e.f32());
-  const int64_t chunk = kVectors * kLanes;
-  Value chunks = arith::CeilDivSIOp::create(e.b, e.loc, wp, e.idx(chunk));
   auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{s, chunks}, ValueRange{init}, std::nullopt);
   OpBuilder::InsertionGuard guard(e.b);
   e.b.setInsertionPoint(forall.getTerminator());
   Emit f{e.b, e.loc};
-  Value t = forall.getInductionVar(0), c0 = f.mul(forall.getInductionVar(1), f.idx(chunk));
+  Value t = forall.getInductionVar(0), ci = forall.getInductionVar(1), c0 = f.mul(ci, f.idx(chunk));
   Value shared = forall.getRegionIterArgs()[0];
   Value len = f.minsi(f.idx(chunk), f.sub(wp, c0)); // a multiple of 8
   SmallVector<OpFoldResult> offsets{t, c0}, sizes{f.b.getIndexAttr(1), len},
@@ -458,9 +462,9 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
   // nv vectors of positions starting at chunk column v0 (relative), all heads; written into `acc`.
   auto block = [&](Emit u, Value acc, Value v0, int64_t nv) -> Value {
     Value zero8 = arith::ConstantOp::create(u.b, u.loc, DenseElementsAttr::get(laneType, 0.0f));
-    SmallVector<Value> cols;
+    SmallVector<Value> cols; // within the chunk
     for (int64_t v = 0; v < nv; ++v)
-      cols.push_back(u.add(c0, u.add(v0, u.idx(v * kLanes))));
+      cols.push_back(u.add(v0, u.idx(v * kLanes)));
     auto heads = scf::ForOp::create(
         u.b, u.loc, u.idx(0), u.idx(IH), u.idx(hb), SmallVector<Value>(nv, zero8),
         [&](OpBuilder &bb, Location loc, Value h0, ValueRange sumsIn) {
@@ -471,7 +475,7 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
                 Emit x{b2, loc2};
                 SmallVector<Value> kv, next;
                 for (int64_t v = 0; v < nv; ++v)
-                  kv.push_back(readLanes(x, kT, {d}, cols[v]));
+                  kv.push_back(readLanes(x, kT, {ci, d}, cols[v]));
                 for (int64_t i = 0; i < hb; ++i) {
                   Value q = x.extract(qf, {t, i ? x.add(h0, x.idx(i)) : h0, d});
                   Value qv = vector::BroadcastOp::create(b2, loc2, laneType, q);

@@ -546,12 +546,9 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
     reportIf(e, e.extract(badIndex, {}), RuntimeError::SparseAttnIndexOutOfRange);
 
     Value ok = e.band(rowsOk, e.cmpi(P::sgt, n, e.idx(0)));
-    Value out = guarded(
-        e, ok, qType,
-        [&](Emit g) -> Value {
+    // The attention proper over kvF: kv itself (bf16; each load widened, exact) or kv widened to f32 once.
+    auto attend = [&](Emit g, Value kvF) -> Value {
           Value nMinus1 = g.sub(n32, g.c32(1));
-          // kv widened to f32 once: every (t, h) reads its rows (q.k and p.v), none widens them again.
-          Value kvF = widenRows(g, kv);
           // The row an index reads, clamped into [0, n) (a -1 is masked out of every sum).
           auto rowOf = [nMinus1](Emit t, Value i) {
             return arith::IndexCastOp::create(t.b, t.loc, t.b.getIndexType(), t.maxsi(t.minsi(i, nMinus1), t.c32(0)))
@@ -624,6 +621,18 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
                            Emit t{b, loc};
                            linalg::YieldOp::create(b, loc, t.toBf16(args[0]));
                          });
+    };
+    Value out = guarded(
+        e, ok, qType,
+        [&](Emit g) -> Value {
+          // kv widened to f32 once when the step reads at least as many rows (s * k, with repeats) as kv has
+          // (prefill: every (t, h) then reads widened rows, none widens them again); else (decode: 1 x ~640 of
+          // e.g. 16512 rows) the rows are widened as they are loaded, so the whole of kv (the compressed cache
+          // included) is not converted and written every step. Either way the same f32 values.
+          Value reads = g.mul(s, g.sizeValue(k));
+          return guarded(
+              g, g.cmpi(P::sge, reads, n), qType, [&](Emit h) -> Value { return attend(h, widenRows(h, kv)); },
+              [&](Emit h) -> Value { return attend(h, kv); });
         },
         [&](Emit g) -> Value {
           // No rows to read (n == 0: every index must be -1, and the output is zeros), or a failed check.

@@ -1,8 +1,8 @@
 // dsa.indexer_scores -> the kernel's arithmetic, vectorised ACROSS POSITIONS (lane l = position p0 + l, each lane
-// in the kernel's scalar order): w' = bf16(weights * weight_scale) per (t, h); keys transposed once into kT [ihd,
-// wp] f32 (wp = width rounded up to 8, zeros past width) and iq widened to f32; then an scf.forall over (t, chunk of
+// in the kernel's scalar order): w' = bf16(weights * weight_scale) per (t, h); keys transposed once into kT [chunks,
+// ihd, 32] f32 (blocks of 32 positions, contiguous per chunk; zeros past width) and iq widened to f32; then an scf.forall over (t, chunk of
 // 32 positions), blocks of (2 heads here) x 4 vectors of positions: per d (sequential, from 0.0, not the 8-lane
-// dotF32) acc += broadcast(q[t, h, d]) * kT[d, p0:p0+8]; per head in ascending order, bf16(dot), relu as
+// dotF32) acc += broadcast(q[t, h, d]) * kT[c, d, l0:l0+8]; per head in ascending order, bf16(dot), relu as
 // arith.maxnumf(., 0) (fmax: a NaN dot gives 0), bf16(relu * w'), added to the head sum (from 0.0); the sums
 // written to [s, wp] f32, then the bf16 of the sum for p < width. Width = (start_pos + s) floordiv ratio; checks
 // start_pos >= 0 (19), weights rows (20), keys rows >= width (21); zeros when one fails.
@@ -19,16 +19,19 @@
 // CHECK: %[[WS:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<?x2xbf16>)
 // CHECK: arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK-NEXT: arith.truncf
-// kT[d, p] = keys[p, d] (p < width), 0 past width.
-// CHECK: %[[KT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<32x?xf32>)
-// CHECK: %[[KD:.*]] = linalg.index 0 : index
-// CHECK: %[[KP:.*]] = linalg.index 1 : index
+// kT[c, d, l] = keys[32c + l, d] (32c + l < width), 0 past width.
+// CHECK: %[[KT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xf32>)
+// CHECK-DAG: %[[KD:.*]] = linalg.index 1 : index
+// CHECK-DAG: %[[KL:.*]] = linalg.index 2 : index
+// CHECK-DAG: %[[KC:.*]] = linalg.index 0 : index
+// CHECK: %[[KC32:.*]] = arith.muli %[[KC]], %c32 : index
+// CHECK: %[[KP:.*]] = arith.addi %[[KC32]], %[[KL]] : index
 // CHECK: tensor.extract %arg2[%{{.*}}, %[[KD]]] : tensor<?x32xbf16>
 // CHECK: %[[QF:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<?x2x32xbf16>) outs(%{{.*}} : tensor<?x2x32xf32>)
 // CHECK: %[[SUMS:.*]] = scf.forall (%[[T:.*]], %[[C:.*]]) in (%{{.*}}, %{{.*}}) shared_outs(%{{.*}}) -> (tensor<?x?xf32>) {
 // CHECK: scf.for %[[V0:.*]] = %c0 to %{{.*}} step %c32 iter_args
 // CHECK: %[[DOTS:.*]]:8 = scf.for %[[D:.*]] = %c0 to %c32 step %c1 iter_args(%[[A0:[a-z0-9_]+]] = %[[ZERO8]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
-// CHECK: %[[K0:.*]] = vector.transfer_read %[[KT]][%[[D]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<32x?xf32>, vector<8xf32>
+// CHECK: %[[K0:.*]] = vector.transfer_read %[[KT]][%[[C]], %[[D]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x32x32xf32>, vector<8xf32>
 // CHECK: %[[Q0:.*]] = tensor.extract %[[QF]][%[[T]], %c0, %[[D]]] : tensor<?x2x32xf32>
 // CHECK: %[[QV:.*]] = vector.broadcast %[[Q0]] : f32 to vector<8xf32>
 // CHECK: %[[PROD:.*]] = arith.mulf %[[QV]], %[[K0]] : vector<8xf32>

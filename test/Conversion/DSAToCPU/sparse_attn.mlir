@@ -15,7 +15,11 @@
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]} ins(%[[IDX]]
 // CHECK: func.call @dsa_cpu_fail(%c11_i32)
 // CHECK: %[[OUT:[a-z0-9_]+]] = scf.if %{{.*}} -> (tensor<?x4x32xbf16>) {
-// kv widened to f32 once (both q.k and p.v read the widened rows).
+// kv widened to f32 once (both q.k and p.v read the widened rows) when the step reads at least as many rows
+// (s * k) as kv has; else (a decode step over a long cache) the same code reads kv's bf16 rows, each load widened.
+// CHECK: %[[READS:[a-z0-9_]+]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK: %[[WIDEN:[a-z0-9_]+]] = arith.cmpi sge, %[[READS]], %{{.*}} : index
+// CHECK: scf.if %[[WIDEN]] -> (tensor<?x4x32xbf16>) {
 // CHECK: %[[KVF:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[KV]] : tensor<?x32xbf16>) outs(%{{.*}} : tensor<?x32xf32>)
 // z[t, h, j]: the dot of q[t, h] with the kv row gathered by index (clamped), times scale; -inf for -1. An
 // scf.forall over (t, block of 4 heads); blocks of 4 heads x 4 indices share each loaded row (one vector<8xf32>
@@ -73,6 +77,11 @@
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OS]][%[[OT]], %[[OH]], 0] [1, 1, 32] [1, 1, 1]
 // CHECK: linalg.generic {{.*}} ins(%[[O]] : tensor<?x4x32xf32>)
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
+// The unwidened branch: no f32 copy of kv; q.k and p.v load kv's bf16 rows and widen them (arith.extf).
+// CHECK: } else {
+// CHECK-NOT: ins(%[[KV]] : tensor<?x32xbf16>)
+// CHECK: vector.transfer_read %[[KV]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x32xbf16>, vector<8xbf16>
+// CHECK-NEXT: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK: } else {
 // CHECK: linalg.fill
 // CHECK: return %[[OUT]]
