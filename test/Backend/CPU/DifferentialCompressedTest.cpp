@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "BitExact.h"
+#include "RandomLayer.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 
 #include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
@@ -67,6 +68,10 @@ using ::dsa::test::sameBits;
 
 namespace {
 
+using ::dsa::test::fanIn;
+using ::dsa::test::Random;
+using ::dsa::test::randomTensor;
+
 /// The model-wide configuration of the stack (attention-semantics.md section 1).
 struct Config {
   int64_t dim, nHeads, headDim, ropeDim, qLora, oLora, oGroups, window;
@@ -82,33 +87,6 @@ struct Role {
   bool kvSource, indexSource, candidateSource, usesCandidates;
 };
 
-/// splitmix64, uniform in [-1, 1).
-class Random {
-public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  float symmetric() { return static_cast<float>(static_cast<double>(next() >> 40) / 8388608.0 - 1.0); }
-
-private:
-  uint64_t state_;
-};
-
-Tensor randomTensor(Random &rng, ElementType type, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float &x : v)
-    x = offset + scale * rng.symmetric();
-  return Tensor::fromFloats(type, std::move(shape), std::move(v));
-}
-
-float fanIn(int64_t k) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(k))); }
 
 /// A layer's operand groups and its threaded ring and state (as GoldenReplay's Layer).
 struct Layer {
@@ -121,16 +99,7 @@ struct Layer {
 Layer makeLayer(const Config &c, int64_t id, Role role, uint64_t seed) {
   Random rng(seed);
   Layer l{id, role, {}, {}, {}, {}, {}, Tensor(ElementType::BF16, {c.window, c.headDim})};
-  const int64_t groupWidth = c.nHeads * c.headDim / c.oGroups;
-  // weights: attn_sink f32 [H], wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b (bf16).
-  l.weights.push_back(randomTensor(rng, ElementType::F32, {c.nHeads}, 0.5f));
-  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.qLora, c.dim}, fanIn(c.dim)));
-  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.qLora}, 0.1f, 1.0f));
-  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.nHeads * c.headDim, c.qLora}, fanIn(c.qLora)));
-  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.headDim, c.dim}, fanIn(c.dim)));
-  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.headDim}, 0.1f, 1.0f));
-  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.oGroups * c.oLora, groupWidth}, fanIn(groupWidth)));
-  l.weights.push_back(randomTensor(rng, ElementType::BF16, {c.dim, c.oGroups * c.oLora}, fanIn(c.oGroups * c.oLora)));
+  l.weights = ::dsa::test::randomWindowWeights(rng, {c.dim, c.nHeads, c.headDim, c.qLora, c.oLora, c.oGroups});
   const int64_t r = role.ratio;
   if (role.kvSource) {
     // compressor: wkv [hd, dim] (f32 for ratio >= 2, bf16 for ratio 1), wgate [hd, dim] f32 (ratio >= 2), norm [hd].

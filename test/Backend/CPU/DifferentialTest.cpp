@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "BitExact.h"
+#include "RandomLayer.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 
 #include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
@@ -58,6 +59,10 @@ using ::dsa::test::sameBits;
 
 namespace {
 
+using ::dsa::test::fanIn;
+using ::dsa::test::Random;
+using ::dsa::test::randomTensor;
+
 /// One window-only layer's configuration (attention-semantics.md section 1).
 struct Geometry {
   const char *name;
@@ -66,50 +71,11 @@ struct Geometry {
   double ropeTheta = 1e4;
 };
 
-/// A deterministic uniform generator (splitmix64): fast enough for the 127M weights of the Flash layer.
-class Random {
-public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [-1, 1).
-  float symmetric() { return static_cast<float>(static_cast<double>(next() >> 40) / 8388608.0 - 1.0); }
 
-private:
-  uint64_t state_;
-};
-
-/// A bf16 (or f32) tensor of `offset + scale * U[-1, 1)` values.
-Tensor randomTensor(Random &rng, ElementType type, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float &x : v)
-    x = offset + scale * rng.symmetric();
-  return Tensor::fromFloats(type, std::move(shape), std::move(v));
-}
-
-/// The layer's weights in dsa.attention's `weights(...)` order: attn_sink f32 [H], wq_a [q_lora, dim], q_norm
-/// [q_lora], wq_b [H*hd, q_lora], wkv [hd, dim], kv_norm [hd], wo_a [G*R, H*hd/G], wo_b [dim, G*R] (bf16).
+/// The layer's weights in dsa.attention's `weights(...)` order (RandomLayer.h).
 std::vector<Tensor> randomWeights(const Geometry &g, uint64_t seed) {
-  Random rng(seed);
-  auto fanIn = [](int64_t k) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(k))); };
-  const int64_t groupWidth = g.nHeads * g.headDim / g.oGroups;
-  std::vector<Tensor> w;
-  w.push_back(randomTensor(rng, ElementType::F32, {g.nHeads}, 0.5f));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.qLora, g.dim}, fanIn(g.dim)));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.qLora}, 0.1f, 1.0f));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.nHeads * g.headDim, g.qLora}, fanIn(g.qLora)));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.headDim, g.dim}, fanIn(g.dim)));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.headDim}, 0.1f, 1.0f));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.oGroups * g.oLora, groupWidth}, fanIn(groupWidth)));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.dim, g.oGroups * g.oLora}, fanIn(g.oGroups * g.oLora)));
-  return w;
+  ::dsa::test::Random rng(seed);
+  return ::dsa::test::randomWindowWeights(rng, {g.dim, g.nHeads, g.headDim, g.qLora, g.oLora, g.oGroups});
 }
 
 /// The window-only layer's configuration (compress_ratio = 0: rope_theta without YaRN, no compress); the function is
