@@ -51,6 +51,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace mlir::dsa {
@@ -516,7 +517,17 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
 
     SmallVector<OpFoldResult> qSizes = sizesOf(e, q);
     Value s = e.sizeValue(qSizes[0]);
-    Value n = e.sizeValue(sizesOf(e, kv)[0]);
+    // kv as the decomposition builds it, tensor.concat(window rows, compressed rows) along dim 0: its parts are read
+    // directly (a decode step gathers its rows from them), so the concatenation is materialised (a full copy of
+    // the compressed cache's rows) only where all of kv is widened anyway (prefill).
+    SmallVector<Value> kvParts{kv};
+    if (auto cat = kv.getDefiningOp<tensor::ConcatOp>(); cat && cat.getDim() == 0 && cat.getInputs().size() >= 2)
+      kvParts.assign(cat.getInputs().begin(), cat.getInputs().end());
+    SmallVector<Value> partEnds; // running row counts: part i holds rows [partEnds[i-1], partEnds[i])
+    for (Value part : kvParts)
+      partEnds.push_back(partEnds.empty() ? e.sizeValue(sizesOf(e, part)[0])
+                                          : e.add(partEnds.back(), e.sizeValue(sizesOf(e, part)[0])));
+    Value n = partEnds.back();
     Value idxRows = e.sizeValue(sizesOf(e, idx)[0]);
     OpFoldResult k = sizesOf(e, idx)[1];
     Value rowsOk = e.cmpi(P::eq, s, idxRows);
@@ -546,9 +557,10 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
     reportIf(e, e.extract(badIndex, {}), RuntimeError::SparseAttnIndexOutOfRange);
 
     Value ok = e.band(rowsOk, e.cmpi(P::sgt, n, e.idx(0)));
-    // The attention proper over kvF: kv itself (bf16; each load widened, exact) or kv widened to f32 once.
-    auto attend = [&](Emit g, Value kvF) -> Value {
-          Value nMinus1 = g.sub(n32, g.c32(1));
+    // The attention proper over the rows kvF (kv widened to f32 once, or the step's gathered bf16 rows, each load
+    // widened: exact either way) as indexed by idxA (idx, or its gathered row numbers), rowsA32 rows.
+    auto attend = [&](Emit g, Value kvF, Value idx, Value rowsA32) -> Value {
+          Value nMinus1 = g.sub(rowsA32, g.c32(1));
           // The row an index reads, clamped into [0, n) (a -1 is masked out of every sum).
           auto rowOf = [nMinus1](Emit t, Value i) {
             return arith::IndexCastOp::create(t.b, t.loc, t.b.getIndexType(), t.maxsi(t.minsi(i, nMinus1), t.c32(0)))
@@ -629,10 +641,61 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
           // (prefill: every (t, h) then reads widened rows, none widens them again); else (decode: 1 x ~640 of
           // e.g. 16512 rows) the rows are widened as they are loaded, so the whole of kv (the compressed cache
           // included) is not converted and written every step. Either way the same f32 values.
-          Value reads = g.mul(s, g.sizeValue(k));
-          return guarded(
-              g, g.cmpi(P::sge, reads, n), qType, [&](Emit h) -> Value { return attend(h, widenRows(h, kv)); },
-              [&](Emit h) -> Value { return attend(h, kv); });
+          Value kIdx = g.sizeValue(k);
+          Value reads = g.mul(s, kIdx);
+          auto whole = [&](Emit h) -> Value {
+            Value all = kvParts.size() == 1 ? kvParts[0]
+                                            : tensor::ConcatOp::create(h.b, h.loc, /*dim=*/0, kvParts).getResult();
+            return attend(h, widenRows(h, all), idx, n32);
+          };
+          // The gathered rows: kvG[t * k + j] = kv[row(idx[t, j])] (bf16, from the part holding the row), and
+          // idxG[t, j] = t * k + j, or -1 where idx[t, j] < 0 (the same validity, the same row contents).
+          auto gathered = [&](Emit h) -> Value {
+            Type kvElem = cast<RankedTensorType>(kvParts[0].getType()).getElementType();
+            Value nMinus1 = h.sub(n32, h.c32(1));
+            SmallVector<OpFoldResult> gSizes{reads, h.b.getIndexAttr(hd)};
+            Value kvG = generic(
+                h, tensorType(gSizes, kvElem), {}, h.empty(gSizes, kvElem), {mapOf(ctx, 2, dimExprs(ctx, 2))},
+                parallel(2), [&](OpBuilder &b, Location loc, ValueRange) {
+                  Emit t{b, loc};
+                  Value r = t.linalgIndex(0), d = t.linalgIndex(1);
+                  Value i = t.extract(idx, {arith::DivUIOp::create(b, loc, r, kIdx).getResult(),
+                                            arith::RemUIOp::create(b, loc, r, kIdx).getResult()});
+                  Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                                         t.maxsi(t.minsi(i, nMinus1), t.c32(0)));
+                  // Part p holds the row when row < partEnds[p] (the last part takes the rest): nested scf.if,
+                  // so no part is read out of its bounds (a part may be empty).
+                  std::function<Value(Emit, size_t)> from = [&](Emit u, size_t p) -> Value {
+                    Value local = p == 0 ? row : u.sub(row, partEnds[p - 1]);
+                    if (p + 1 == kvParts.size())
+                      return u.extract(kvParts[p], {local, d});
+                    auto branch = scf::IfOp::create(u.b, u.loc, TypeRange{kvElem}, u.cmpi(P::slt, row, partEnds[p]),
+                                                    /*withElse=*/true);
+                    {
+                      OpBuilder::InsertionGuard guard(u.b);
+                      u.b.setInsertionPointToStart(&branch.getThenRegion().front());
+                      scf::YieldOp::create(u.b, u.loc, u.extract(kvParts[p], {local, d}));
+                      u.b.setInsertionPointToStart(&branch.getElseRegion().front());
+                      Emit v{u.b, u.loc};
+                      scf::YieldOp::create(u.b, u.loc, from(v, p + 1));
+                    }
+                    return branch.getResult(0);
+                  };
+                  linalg::YieldOp::create(b, loc, from(t, 0));
+                });
+            SmallVector<OpFoldResult> iSizes = sizesOf(h, idx);
+            Value idxG = generic(h, tensorType(iSizes, h.i32()), ValueRange{idx}, h.empty(iSizes, h.i32()),
+                                 {mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
+                                 [&](OpBuilder &b, Location loc, ValueRange args) {
+                                   Emit t{b, loc};
+                                   Value r = t.add(t.mul(t.linalgIndex(0), kIdx), t.linalgIndex(1));
+                                   Value r32 = arith::IndexCastOp::create(b, loc, t.i32(), r);
+                                   linalg::YieldOp::create(
+                                       b, loc, t.sel(t.cmpi(P::sge, args[0], t.c32(0)), r32, t.c32(-1)));
+                                 });
+            return attend(h, kvG, idxG, arith::IndexCastOp::create(h.b, h.loc, h.i32(), reads));
+          };
+          return guarded(g, g.cmpi(P::sge, reads, n), qType, whole, gathered);
         },
         [&](Emit g) -> Value {
           // No rows to read (n == 0: every index must be -1, and the output is zeros), or a failed check.

@@ -16,7 +16,8 @@
 // CHECK: func.call @dsa_cpu_fail(%c11_i32)
 // CHECK: %[[OUT:[a-z0-9_]+]] = scf.if %{{.*}} -> (tensor<?x4x32xbf16>) {
 // kv widened to f32 once (both q.k and p.v read the widened rows) when the step reads at least as many rows
-// (s * k) as kv has; else (a decode step over a long cache) the same code reads kv's bf16 rows, each load widened.
+// (s * k) as kv has; else (a decode step over a long cache) the s * k rows the indices name are gathered (bf16)
+// and the same code reads them by gathered row number, each load widened.
 // CHECK: %[[READS:[a-z0-9_]+]] = arith.muli %{{.*}}, %{{.*}} : index
 // CHECK: %[[WIDEN:[a-z0-9_]+]] = arith.cmpi sge, %[[READS]], %{{.*}} : index
 // CHECK: scf.if %[[WIDEN]] -> (tensor<?x4x32xbf16>) {
@@ -77,16 +78,55 @@
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OS]][%[[OT]], %[[OH]], 0] [1, 1, 32] [1, 1, 1]
 // CHECK: linalg.generic {{.*}} ins(%[[O]] : tensor<?x4x32xf32>)
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// The unwidened branch: no f32 copy of kv; q.k and p.v load kv's bf16 rows and widen them (arith.extf).
+// The gathered branch: kvG[t * k + j] = kv[clamp(idx[t, j])] (bf16), idxG[t, j] = t * k + j (-1 where idx < 0);
+// no f32 copy of kv; q.k and p.v load kvG's bf16 rows and widen them (arith.extf).
 // CHECK: } else {
 // CHECK-NOT: ins(%[[KV]] : tensor<?x32xbf16>)
-// CHECK: vector.transfer_read %[[KV]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x32xbf16>, vector<8xbf16>
+// CHECK: %[[KVG:[a-z0-9_]+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32xbf16>)
+// CHECK: %[[GR:[a-z0-9_]+]] = linalg.index 0 : index
+// CHECK: %[[GT:[a-z0-9_]+]] = arith.divui %[[GR]], %{{.*}} : index
+// CHECK: %[[GJ:[a-z0-9_]+]] = arith.remui %[[GR]], %{{.*}} : index
+// CHECK: %[[GI:[a-z0-9_]+]] = tensor.extract %[[IDX]][%[[GT]], %[[GJ]]] : tensor<?x?xi32>
+// CHECK: arith.minsi %[[GI]]
+// CHECK: tensor.extract %[[KV]][%{{.*}}, %{{.*}}] : tensor<?x32xbf16>
+// CHECK: %[[IDXG:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[IDX]] : tensor<?x?xi32>)
+// CHECK: arith.cmpi sge, %{{.*}}, %c0_i32 : i32
+// CHECK: arith.select %{{.*}}, %{{.*}}, %c-1_i32 : i32
+// CHECK: tensor.extract %[[IDXG]]
+// CHECK: vector.transfer_read %[[KVG]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x32xbf16>, vector<8xbf16>
 // CHECK-NEXT: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK: } else {
 // CHECK: linalg.fill
 // CHECK: return %[[OUT]]
 func.func @attn(%q: tensor<?x4x32xbf16>, %kv: tensor<?x32xbf16>, %idx: tensor<?x?xi32>, %sink: tensor<4xf32>)
     -> tensor<?x4x32xbf16> {
+  %o = dsa.sparse_attn %q, %kv, %idx, %sink {scale = 0.176776692 : f32}
+      : (tensor<?x4x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<4xf32>) -> tensor<?x4x32xbf16>
+  return %o : tensor<?x4x32xbf16>
+}
+
+// kv = tensor.concat(window rows, compressed rows) (as dsa-decompose-attention builds it): the gathered branch reads
+// each row from the part holding it (an scf.if on row < rows of the first part, the second part at row - that), and
+// the concatenation is built only inside the widened branch.
+// CHECK-LABEL: func.func @attn_concat
+// CHECK-SAME: (%[[CQ:[a-z0-9_]+]]: tensor<?x4x32xbf16>, %[[WIN:[a-z0-9_]+]]: tensor<?x32xbf16>, %[[CMP:[a-z0-9_]+]]: tensor<?x32xbf16>,
+// CHECK-NOT: tensor.concat
+// CHECK: scf.if %{{.*}} -> (tensor<?x4x32xbf16>) {
+// CHECK: scf.if %{{.*}} -> (tensor<?x4x32xbf16>) {
+// CHECK: %[[CAT:[a-z0-9_]+]] = tensor.concat dim(0) %[[WIN]], %[[CMP]]
+// CHECK: linalg.generic {{.*}} ins(%[[CAT]] : tensor<?x32xbf16>) outs(%{{.*}} : tensor<?x32xf32>)
+// CHECK: } else {
+// CHECK-NOT: tensor.concat
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32xbf16>)
+// CHECK: %[[NW:[a-z0-9_]+]] = arith.cmpi slt, %[[ROW:[a-z0-9_]+]], %[[WROWS:[a-z0-9_]+]] : index
+// CHECK: scf.if %[[NW]] -> (bf16) {
+// CHECK: tensor.extract %[[WIN]][%[[ROW]], %{{.*}}] : tensor<?x32xbf16>
+// CHECK: } else {
+// CHECK: %[[LOCAL:[a-z0-9_]+]] = arith.subi %[[ROW]], %[[WROWS]] : index
+// CHECK: tensor.extract %[[CMP]][%[[LOCAL]], %{{.*}}] : tensor<?x32xbf16>
+func.func @attn_concat(%q: tensor<?x4x32xbf16>, %win: tensor<?x32xbf16>, %cmp: tensor<?x32xbf16>,
+                       %idx: tensor<?x?xi32>, %sink: tensor<4xf32>) -> tensor<?x4x32xbf16> {
+  %kv = tensor.concat dim(0) %win, %cmp : (tensor<?x32xbf16>, tensor<?x32xbf16>) -> tensor<?x32xbf16>
   %o = dsa.sparse_attn %q, %kv, %idx, %sink {scale = 0.176776692 : f32}
       : (tensor<?x4x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<4xf32>) -> tensor<?x4x32xbf16>
   return %o : tensor<?x4x32xbf16>
