@@ -411,7 +411,7 @@ struct CacheWriteLowering : OpConversionPattern<CacheWriteOp> {
 /// bf16(fmax(bf16(dot(t, h, p)), 0) * w'[t, h]), dot = the SEQUENTIAL f32 dot of iq[t, h, :] and keys[p, :] (d
 /// ascending from 0.0: the kernel's loop, not dotF32). Vectorised ACROSS POSITIONS: lane l of a vector<8xf32> is
 /// position p0 + l, so every lane runs the kernel's scalar order for its own (t, p, h). keys are transposed once
-/// into kT [chunks, ihd, 32] f32 (blocks of 32 positions, wp = width rounded up to 8, zeros past width) and iq widened to f32; then an
+/// into kT [chunks, ihd, 32] of the keys' type (blocks of 32 positions, wp = width rounded up to 8, zeros past width) and iq widened to f32; then an
 /// scf.forall over (t, chunk of 32 positions) computes blocks of hb heads (4, 2 or 1, dividing IH) x 4 vectors of
 /// positions: per d, 4 kT loads and hb broadcasts of q feed hb x 4 accumulators. Returns [s, wp] f32 (columns >=
 /// width unused).
@@ -424,18 +424,21 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
   const int64_t chunk = kVectors * kLanes;
   Value chunks = arith::CeilDivSIOp::create(e.b, e.loc, wp, e.idx(chunk));
   // kT[c, d, l] = f32(keys[c * chunk + l, d]) for c * chunk + l < width, else 0: blocked by chunk so that the
-  // ihd x chunk block one forall iteration reads is contiguous (16 KB). A plain [ihd, wp] transpose put the ihd rows
+  // ihd x chunk block one forall iteration reads is contiguous (8 KB bf16). A plain [ihd, wp] f32 transpose put the ihd rows
   // of a chunk wp * 4 bytes apart: at wp = 16384 (65536 tokens of context, ratio 4) that is 64 KB, every row in
   // the same L1 and L2 set, and each kT load went to L3 (the decode step 3x slower than its 4096-token one).
+  // kT keeps the keys' element type (bf16: half the bytes written per step; each load is widened, exactly).
+  Type keyElem = cast<RankedTensorType>(keys.getType()).getElementType();
   SmallVector<OpFoldResult> ktSizes{chunks, e.b.getIndexAttr(ihd), e.b.getIndexAttr(chunk)};
-  Value kT = generic(e, tensorType(ktSizes, e.f32()), {}, e.empty(ktSizes, e.f32()), {mapOf(ctx, 3, dimExprs(ctx, 3))},
+  Value kT = generic(e, tensorType(ktSizes, keyElem), {}, e.empty(ktSizes, keyElem), {mapOf(ctx, 3, dimExprs(ctx, 3))},
                      parallel(3), [&](OpBuilder &b, Location loc, ValueRange) {
                        Emit t{b, loc};
                        Value d = t.linalgIndex(1);
                        Value p = t.add(t.mul(t.linalgIndex(0), t.idx(chunk)), t.linalgIndex(2));
                        Value in = t.cmpi(P::slt, p, width);
-                       Value v = t.toF32(t.extract(keys, {t.sel(in, p, t.idx(0)), d}));
-                       linalg::YieldOp::create(b, loc, t.sel(in, v, t.cf(0.0f)));
+                       Value v = t.extract(keys, {t.sel(in, p, t.idx(0)), d});
+                       Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(keyElem));
+                       linalg::YieldOp::create(b, loc, t.sel(in, v, zero));
                      });
   SmallVector<OpFoldResult> qSizes = sizesOf(e, iq);
   SmallVector<AffineMap> qMaps{mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 3))};

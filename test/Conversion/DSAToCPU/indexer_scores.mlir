@@ -1,6 +1,6 @@
 // dsa.indexer_scores -> the kernel's arithmetic, vectorised ACROSS POSITIONS (lane l = position p0 + l, each lane
 // in the kernel's scalar order): w' = bf16(weights * weight_scale) per (t, h); keys transposed once into kT [chunks,
-// ihd, 32] f32 (blocks of 32 positions, contiguous per chunk; zeros past width) and iq widened to f32; then an scf.forall over (t, chunk of
+// ihd, 32] bf16 (blocks of 32 positions, each load widened, contiguous per chunk; zeros past width) and iq widened to f32; then an scf.forall over (t, chunk of
 // 32 positions), blocks of (2 heads here) x 4 vectors of positions: per d (sequential, from 0.0, not the 8-lane
 // dotF32) acc += broadcast(q[t, h, d]) * kT[c, d, l0:l0+8]; per head in ascending order, bf16(dot), relu as
 // arith.maxnumf(., 0) (fmax: a NaN dot gives 0), bf16(relu * w'), added to the head sum (from 0.0); the sums
@@ -20,7 +20,7 @@
 // CHECK: arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK-NEXT: arith.truncf
 // kT[c, d, l] = keys[32c + l, d] (32c + l < width), 0 past width.
-// CHECK: %[[KT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xf32>)
+// CHECK: %[[KT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xbf16>)
 // CHECK-DAG: %[[KD:.*]] = linalg.index 1 : index
 // CHECK-DAG: %[[KL:.*]] = linalg.index 2 : index
 // CHECK-DAG: %[[KC:.*]] = linalg.index 0 : index
@@ -31,7 +31,8 @@
 // CHECK: %[[SUMS:.*]] = scf.forall (%[[T:.*]], %[[C:.*]]) in (%{{.*}}, %{{.*}}) shared_outs(%{{.*}}) -> (tensor<?x?xf32>) {
 // CHECK: scf.for %[[V0:.*]] = %c0 to %{{.*}} step %c32 iter_args
 // CHECK: %[[DOTS:.*]]:8 = scf.for %[[D:.*]] = %c0 to %c32 step %c1 iter_args(%[[A0:[a-z0-9_]+]] = %[[ZERO8]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
-// CHECK: %[[K0:.*]] = vector.transfer_read %[[KT]][%[[C]], %[[D]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x32x32xf32>, vector<8xf32>
+// CHECK: %[[K0B:.*]] = vector.transfer_read %[[KT]][%[[C]], %[[D]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x32x32xbf16>, vector<8xbf16>
+// CHECK-NEXT: %[[K0:.*]] = arith.extf %[[K0B]] : vector<8xbf16> to vector<8xf32>
 // CHECK: %[[Q0:.*]] = tensor.extract %[[QF]][%[[T]], %c0, %[[D]]] : tensor<?x2x32xf32>
 // CHECK: %[[QV:.*]] = vector.broadcast %[[Q0]] : f32 to vector<8xf32>
 // CHECK: %[[PROD:.*]] = arith.mulf %[[QV]], %[[K0]] : vector<8xf32>
