@@ -57,6 +57,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "RandomLayer.h" // test/Backend/CPU: the seeded generator shared with the differential tests
+
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -83,6 +85,10 @@ using interp::ElementType;
 using interp::Tensor;
 
 namespace {
+
+using ::dsa::test::fanIn;
+using ::dsa::test::Random;
+using ::dsa::test::randomTensor;
 
 bool gSkipInterpreter = false;
 /// --dsa_no_in_place: compile with CPUCompileOptions::inPlaceCaches = false (every step copies the caches, the
@@ -193,32 +199,6 @@ struct Geometry {
   }
 };
 
-/// splitmix64: seeded, fast enough for 127M weights.
-class Random {
-public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  float symmetric() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return static_cast<float>(static_cast<double>(z >> 40) / 8388608.0 - 1.0);
-  }
-
-private:
-  uint64_t state_;
-};
-
-Tensor randomTensor(Random &rng, ElementType type, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float &x : v)
-    x = offset + scale * rng.symmetric();
-  return Tensor::fromFloats(type, std::move(shape), std::move(v));
-}
-
 /// A [rows, cols] tensor whose first `filled` rows are `scale * U[-1, 1)` and the rest zero (a cache that holds
 /// `filled` rows so far).
 Tensor partlyFilled(Random &rng, ElementType type, int64_t rows, int64_t cols, int64_t filled, float scale) {
@@ -228,22 +208,12 @@ Tensor partlyFilled(Random &rng, ElementType type, int64_t rows, int64_t cols, i
   return Tensor::fromFloats(type, {rows, cols}, std::move(v));
 }
 
-float fanIn(int64_t k) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(k))); }
-
 int64_t byteSize(const Tensor &t) { return t.numElements() * (t.elementType() == ElementType::F32 ? 4 : 2); }
 
-/// dsa.attention's weights(...) group: attn_sink f32, wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b bf16.
+/// dsa.attention's weights(...) group: attn_sink f32, wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b bf16
+/// (test/Backend/CPU/RandomLayer.h, the differential tests' generator).
 std::vector<Tensor> attentionWeights(Random &rng, const Geometry &g) {
-  std::vector<Tensor> w;
-  w.push_back(randomTensor(rng, ElementType::F32, {g.nHeads}, 0.5f));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.qLora, g.dim}, fanIn(g.dim)));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.qLora}, 0.1f, 1.0f));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.nHeads * g.headDim, g.qLora}, fanIn(g.qLora)));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.headDim, g.dim}, fanIn(g.dim)));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.headDim}, 0.1f, 1.0f));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.oGroups * g.oLora, g.groupWidth()}, fanIn(g.groupWidth())));
-  w.push_back(randomTensor(rng, ElementType::BF16, {g.dim, g.oGroups * g.oLora}, fanIn(g.oGroups * g.oLora)));
-  return w;
+  return ::dsa::test::randomWindowWeights(rng, {g.dim, g.nHeads, g.headDim, g.qLora, g.oLora, g.oGroups});
 }
 
 /// What both layers share: the module with one layer function (built by mlir::dsa::buildAttentionFunction), its
