@@ -11,9 +11,11 @@
 #   scripts/gpu-check.sh --libs [BUILD]  HERE: compile GPU step libraries (sm_90 cubins in x86-64 host code; docs/
 #                                        gpu-backend.md "Step libraries") into .gpu-libs/ (ignored through
 #                                        .git/info/exclude) with BUILD/bin/dsa-gpu-aot and dsa-run: the window-only
-#                                        layer of test/Conversion/DSAToGPU/Inputs/window-layer.mlir, and one library
-#                                        per layer of the tiny golden (.gpu-libs/golden, for dsa-golden). Then name
-#                                        .gpu-libs in the device tool's `carry`. Redo after any compiler change.
+#                                        layer of test/Conversion/DSAToGPU/Inputs/window-layer.mlir, the benchmark's
+#                                        V4.1-Flash window-only layer (bench/gpu/flash-window-layer.mlir; no
+#                                        weights in it: ~0.1 MB), and one library per layer of the tiny golden
+#                                        (.gpu-libs/golden, for dsa-golden). Then name .gpu-libs in the device
+#                                        tool's `carry`. Redo after any compiler change.
 #   scripts/gpu-check.sh                 ON THE GPU MACHINE (CUDA, CMake, a C++ compiler; no MLIR, no network):
 #                                        builds the MLIR-free part (-DDSA_ENABLE_MLIR=OFF) and runs the CUDA runtime's
 #                                        tests: the driver loader (CudaLoaderTest) and every kernel family of the
@@ -22,12 +24,16 @@
 #                                        with .gpu-libs: the step library runtime (GpuStepRuntimeTest: the window
 #                                        layer's prefill + decodes with the ring resident vs the reference kernels)
 #                                        and the whole tiny golden replayed on the GPU step libraries (dsa-golden,
-#                                        section 12 tolerance: expects "golden: 441 passed, 0 failed").
+#                                        section 12 tolerance: expects "golden: 441 passed, 0 failed"); last, the
+#                                        decode benchmark (bin/dsa-gpu-bench, bench/gpu: a V4.1-Flash window-only
+#                                        layer's decode step at start_pos 1000 vs the HBM floor, ~30 s at most;
+#                                        docs/gpu-backend.md "GPU benchmark").
 #
 # Device mode environment: DSA_REQUIRE_CUDA_DEVICE (default 1: a missing device fails the tests instead of
 # skipping them; set 0 to dry-run the script on a machine without a GPU), DSA_GPU_BUILD_DIR (default
 # build-gpucheck), DSA_GPU_SANITIZE (default 1), OUT (if set, logs are copied there). It prints one closing
-# "N passed, M failed" line and exits non-zero on any failure. Budget: about 1-3 minutes on a 16-core machine.
+# "N passed, M failed" line and exits non-zero on any failure. Budget: about 1-3 minutes on a 16-core machine, plus
+# at most ~30 s for the benchmark (it stops timing after 20 s of steps; 120 s hard timeout).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ptx_rel=runtime/cuda/kernels/dsa_kernels.sm_90.ptx
@@ -69,6 +75,7 @@ case "${1:-}" in
   mkdir -p "$libs"
   "$build/bin/dsa-gpu-aot" "$root/test/Conversion/DSAToGPU/Inputs/window-layer.mlir" -o "$libs" --chip sm_90 \
     --format bin || exit 1
+  "$build/bin/dsa-gpu-aot" "$root/bench/gpu/flash-window-layer.mlir" -o "$libs" --chip sm_90 --format bin || exit 1
   "$build/bin/dsa-run" --golden "$root/test/Golden/ds41_tiny_golden.json" --emit-libraries="$libs/golden" \
     --backend=gpu || exit 1
   rm -f "$libs"/*.o "$libs"/golden/*.o # only the .so and .json travel
@@ -147,7 +154,8 @@ if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -
   verdict configure 1
   finish
 fi
-if ! cmake --build "$build" --target CudaLoaderTest CudaKernelsTest GpuStepRuntimeTest dsa-golden -j "$(nproc)" \
+if ! cmake --build "$build" --target CudaLoaderTest CudaKernelsTest GpuStepRuntimeTest dsa-golden \
+  dsa-gpu-bench -j "$(nproc)" \
   >"$logs/build.log" 2>&1; then
   grep -E "error|Error" "$logs/build.log" | head -30
   verdict build 1
@@ -222,5 +230,15 @@ else
   echo "missing .gpu-libs/golden: run scripts/gpu-check.sh --libs on the MLIR machine and carry .gpu-libs"
   verdict "golden step libraries present" 1
 fi
+
+step "decode benchmark (dsa-gpu-bench: V4.1-Flash window-only layer, start_pos 1000, vs the HBM floor)"
+# Without a device it prints its SKIP line (exit 0, or 1 when DSA_REQUIRE_CUDA_DEVICE=1); with one it needs
+# .gpu-libs/flash-window-layer.* (--libs) and names the file when it is missing.
+timeout 120 "$build/bin/dsa-gpu-bench" --libs "$root/.gpu-libs" --steps 20 --max-seconds 20 \
+  >"$logs/gpu-bench.log" 2>&1
+status=$?
+grep -E '^dsa-gpu-bench: ' "$logs/gpu-bench.log"
+[ "$status" -eq 124 ] && echo "dsa-gpu-bench: timed out after 120 s"
+verdict "decode benchmark" $status
 
 finish
