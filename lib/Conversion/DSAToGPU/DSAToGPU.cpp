@@ -36,8 +36,10 @@
 //
 // Facts the verifiers cannot check for dynamic shapes (matching row counts, start_pos >= 0, one-token decode
 // steps, scores widths, cache capacity) become cf.assert on the host, with a message naming the op and operand.
-// Intermediate buffers that are not returned are freed before the return. The ops are emitted synchronously;
-// `gpu-async-region` (in --dsa-gpu-pipeline) threads them onto one stream.
+// Intermediate buffers that are not returned are freed before the return; one that a returned select of buffers
+// (arith.select of tensors, window_kv) may leave unselected is freed in an scf.if on the condition that leaves it
+// unselected (argument buffers are never freed). The ops are emitted synchronously; `gpu-async-region` (in
+// --dsa-gpu-pipeline) threads them onto one stream.
 //
 // Not lowered (a diagnostic names the op): rms_norm and fp4 round trips of an f32 x, dsa.attention (run
 // dsa-decompose-attention first), other slices / concats / elementwise selects, control flow and calls on tensors.
@@ -158,7 +160,6 @@ private:
                                    /*hostShared=*/false)
                   .getMemref();
     allocs.insert(m);
-    roots[m] = {m};
     return m;
   }
   /// Allocates the buffer for tensor result `r`, taking dynamic dims from `dims` (the full shape, as values).
@@ -221,15 +222,68 @@ private:
   }
 
   Value lookup(Value v) { return mapping.lookup(v); }
-  void setResult(Value oldV, Value newV, ArrayRef<Value> rootsOf = {}) {
+  /// Maps `oldV` to `newV`, a view of (or the same buffer as) each of `viewOf` (new values).
+  void setResult(Value oldV, Value newV, ArrayRef<Value> viewOf = {}) {
     mapping.map(oldV, newV);
-    if (!roots.count(newV)) {
-      SmallVector<Value> rs;
-      for (Value r : rootsOf)
-        for (Value x : roots.lookup(r))
-          rs.push_back(x);
-      roots[newV] = rs;
-    }
+    if (!allocs.contains(newV) && !aliases.count(newV))
+      aliases[newV] = Alias{SmallVector<Value>(viewOf), Value()};
+  }
+  /// Maps `oldV` to `newV` = (cond ? t : f), a host choice between two buffers (new values): at the return, an
+  /// allocation reached only through the unselected side is freed under the condition that leaves it unselected.
+  void setChoice(Value oldV, Value newV, Value cond, Value t, Value f) {
+    mapping.map(oldV, newV);
+    if (!allocs.contains(newV) && !aliases.count(newV))
+      aliases[newV] = Alias{{t, f}, cond};
+  }
+
+  /// Whether allocation `a` is reachable from `v` at run time: never, always, or when the i1 `value` holds.
+  struct Liveness {
+    enum Kind { Never, Always, When } kind = Never;
+    Value value;
+  };
+  Value notI1(Value c) {
+    return arith::XOrIOp::create(b, loc, c, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+  }
+  Liveness anyOf(Liveness x, Liveness y) {
+    if (x.kind == Liveness::Always || y.kind == Liveness::Never)
+      return x;
+    if (y.kind == Liveness::Always || x.kind == Liveness::Never)
+      return y;
+    if (x.value == y.value)
+      return x;
+    return {Liveness::When, arith::OrIOp::create(b, loc, x.value, y.value)};
+  }
+  /// (c ? x : y) as a liveness.
+  Liveness choose(Value c, Liveness x, Liveness y) {
+    if (x.kind == y.kind && x.value == y.value)
+      return x;
+    auto when = [&](Value v) { return Liveness{Liveness::When, v}; };
+    auto asI1 = [&](Liveness l) -> Value {
+      if (l.kind == Liveness::When)
+        return l.value;
+      return arith::ConstantIntOp::create(b, loc, b.getI1Type(), l.kind == Liveness::Always ? 1 : 0);
+    };
+    if (x.kind == Liveness::Always && y.kind == Liveness::Never)
+      return when(c);
+    if (x.kind == Liveness::Never && y.kind == Liveness::Always)
+      return when(notI1(c));
+    return when(arith::SelectOp::create(b, loc, c, asI1(x), asI1(y)));
+  }
+  Liveness liveness(Value a, Value v, unsigned depth = 0) {
+    if (v == a)
+      return {Liveness::Always, Value()};
+    if (depth > 64) // deeper than any lowering makes: keep the buffer (a leak is safer than a use after free)
+      return {Liveness::Always, Value()};
+    auto it = aliases.find(v);
+    if (it == aliases.end())
+      return {Liveness::Never, Value()};
+    Alias alias = it->second;
+    if (alias.cond)
+      return choose(alias.cond, liveness(a, alias.sources[0], depth + 1), liveness(a, alias.sources[1], depth + 1));
+    Liveness l;
+    for (Value s : alias.sources)
+      l = anyOf(l, liveness(a, s, depth + 1));
+    return l;
   }
 
   // ---- ops -----------------------------------------------------------------------------------------------------
@@ -277,7 +331,12 @@ private:
   Location loc = UnknownLoc::get(func.getContext());
   IRMapping mapping;
   llvm::SetVector<Value> allocs;
-  DenseMap<Value, SmallVector<Value>> roots; ///< the allocations a memref value may alias
+  /// A memref value that is not an allocation: a view of its sources, or (cond set) cond ? sources[0] : sources[1].
+  struct Alias {
+    SmallVector<Value> sources;
+    Value cond;
+  };
+  DenseMap<Value, Alias> aliases;
   DenseMap<Operation *, Value> deviceTables; ///< rope table global -> its device copy
 
 public:
@@ -454,7 +513,7 @@ LogicalResult FunctionLowering::lowerWindowKv(WindowKvOp op) {
     return v.getType() == rt ? v : memref::CastOp::create(b, loc, rt, v).getResult();
   };
   Value sel = arith::SelectOp::create(b, loc, prefill, castTo(kv), castTo(ring));
-  setResult(op.getResult(), sel, {kv, ring});
+  setChoice(op.getResult(), sel, prefill, kv, ring);
   return success();
 }
 
@@ -950,7 +1009,7 @@ LogicalResult FunctionLowering::lower(Operation *op) {
                              "condition choosing between two tensors)");
     Value t = lookup(sel.getTrueValue()), f = lookup(sel.getFalseValue());
     Value v = arith::SelectOp::create(b, loc, lookup(sel.getCondition()), t, f);
-    setResult(sel.getResult(), v, {t, f});
+    setChoice(sel.getResult(), v, lookup(sel.getCondition()), t, f);
     return success();
   }
   if (auto e = dyn_cast<tensor::ExtractSliceOp>(op))
@@ -1028,16 +1087,25 @@ LogicalResult FunctionLowering::run() {
   }
   loc = ret.getLoc();
   SmallVector<Value> results;
-  llvm::DenseSet<Value> kept;
-  for (Value v : ret.getOperands()) {
-    Value nv = lookup(v);
-    results.push_back(nv);
-    for (Value r : roots.lookup(nv))
-      kept.insert(r);
-  }
-  for (Value a : allocs)
-    if (!kept.contains(a))
+  for (Value v : ret.getOperands())
+    results.push_back(lookup(v));
+  // Each allocation is freed unless a result may be (a view of) it: an allocation that only one side of a returned
+  // select reaches is freed under the condition that leaves it unselected (an argument buffer is never freed).
+  for (Value a : allocs) {
+    Liveness live;
+    for (Value r : results)
+      live = anyOf(live, liveness(a, r));
+    if (live.kind == Liveness::Always)
+      continue;
+    if (live.kind == Liveness::Never) {
       gpu::DeallocOp::create(b, loc, /*asyncToken=*/Type(), ValueRange{}, a);
+      continue;
+    }
+    auto ifOp = scf::IfOp::create(b, loc, notI1(live.value), /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    gpu::DeallocOp::create(b, loc, /*asyncToken=*/Type(), ValueRange{}, a);
+  }
   func::ReturnOp::create(b, loc, results);
 
   oldBlock.dropAllDefinedValueUses();

@@ -12,6 +12,8 @@
 //     the module after close); a two-token step at start_pos > 0 fails with the host assert's message and frees
 //     the call's memory; an injected launch failure and a module that does not load are clear errors; a device of
 //     another architecture is refused; bad arguments are named.
+// A returned select of two buffers (the index_k slot's shape) over several steps: the generated code frees the
+// buffer it made when it returns the argument (no leak for the runtime's sweep to find), never the argument.
 // The kernels' numerics on a GPU: GpuStepRuntimeTest's device test (scripts/gpu-check.sh).
 // Needs the CUDA toolkit (ptxas, libdevice) at /usr/local/cuda or $CUDA_HOME: skipped without it.
 //
@@ -476,6 +478,65 @@ TEST_F(GPUStepLibraryTest, CompressedStackRunsOnTheTestDoubleDriver) {
                         "dsa_candidate_block_scores", "dsa_candidate_mask", "dsa_topk_map"})
     EXPECT_TRUE(kernels.count(k)) << k << " was never launched by the compressed stack";
   std::cout << "[ info ] " << launches.size() << " launches of " << kernels.size() << " kernels\n";
+  EXPECT_EQ(FakeDriver::liveAllocations(), before);
+  llvm::sys::fs::remove_directories(d);
+}
+
+// A returned select of two buffers (the index_k slot republication's shape: cond ? a buffer the function made : an
+// argument buffer) on the test double driver, several steps: a step that returns the argument frees the buffer it
+// made (the generated code, not the runtime's leak sweep: leakedAllocations stays 0), a step that returns the new
+// buffer hands it over, the argument is never freed, and nothing is left on the device afterwards.
+TEST_F(GPUStepLibraryTest, ReturnedSelectFreesTheUnselectedBufferItMade) {
+  const char *text = R"mlir(
+func.func @slot_step(%x: tensor<4x32xbf16>, %start_pos: i64, %slot: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %c0 = arith.constant 0 : i64
+  %publish = arith.cmpi sgt, %start_pos, %c0 : i64
+  %fresh = arith.extf %x : tensor<4x32xbf16> to tensor<4x32xf32>
+  %r = arith.select %publish, %fresh, %slot : tensor<4x32xf32>
+  return %r : tensor<4x32xf32>
+}
+)mlir";
+  auto m = mlir::parseSourceString<mlir::ModuleOp>(text, context);
+  ASSERT_TRUE(m);
+  const std::string d = tempDir("select");
+  Result<std::string> json = gpu::emitGPUStepLibrary(*m, d, "select");
+  ASSERT_TRUE(json.ok()) << json.error();
+  std::shared_ptr<MgpuRuntime> rt = fakeRuntime();
+  ASSERT_TRUE(rt);
+  const long before = FakeDriver::liveAllocations();
+  {
+    Result<std::unique_ptr<GpuStepLibrary>> lib = GpuStepLibrary::open(rt, *json);
+    ASSERT_TRUE(lib.ok()) << lib.error();
+    Result<GpuTensor> slot =
+        GpuTensor::upload(*rt, Tensor::fromFloats(ElementType::F32, {4, 32}, std::vector<float>(128, 0.5f)));
+    ASSERT_TRUE(slot.ok()) << slot.error();
+    const DevicePtr slotPtr = slot->ptr();
+    const long baseline = FakeDriver::liveAllocations();
+    const Tensor x = bf16({4, 32}, randomBf16(128, 1.0f, 77));
+    for (int64_t start : {0, 4, 0, 5, 6, 0}) {
+      {
+        const long launchesBefore = FakeDriver::launches();
+        Result<std::vector<GpuValue>> r = lib->get()->run("slot_step", {x, Tensor::scalarI64(start), *slot});
+        ASSERT_TRUE(r.ok()) << "start_pos " << start << ": " << r.error();
+        ASSERT_EQ(r->size(), 1u);
+        EXPECT_EQ(FakeDriver::launches(), launchesBefore + 1) << "one extf launch";
+        const GpuTensor *out = (*r)[0].device();
+        ASSERT_NE(out, nullptr);
+        if (start > 0) {
+          EXPECT_NE(out->ptr(), slotPtr) << "start_pos " << start << " returns the buffer it made";
+          // x's upload is freed after the call; the returned buffer is the one
+          // allocation left.
+          EXPECT_EQ(FakeDriver::liveAllocations(), baseline + 1) << "start_pos " << start;
+        } else {
+          EXPECT_EQ(out->ptr(), slotPtr) << "start_pos 0 returns the argument slot";
+          EXPECT_EQ(FakeDriver::liveAllocations(), baseline) << "start_pos 0 freed the buffer it did not return";
+        }
+        EXPECT_EQ(lib->get()->leakedAllocations(), 0u) << "start_pos " << start;
+      }
+      EXPECT_EQ(FakeDriver::liveAllocations(), baseline) << "after dropping step " << start << "'s result";
+    }
+    EXPECT_EQ(slot->ptr(), slotPtr);
+  }
   EXPECT_EQ(FakeDriver::liveAllocations(), before);
   llvm::sys::fs::remove_directories(d);
 }

@@ -1,0 +1,117 @@
+// RUN: dsa-opt %s --dsa-to-gpu --canonicalize --cse | FileCheck %s
+
+// A returned select of two buffers (the index_k slot republication: cond ? the new cache : the argument slot; see
+// docs/gpu-backend.md) frees the side it did not choose when the function allocated that side, under the condition
+// that leaves it unselected; an argument buffer is never freed; a buffer also returned directly is never freed.
+
+// CHECK-LABEL: func.func @one_side(
+// CHECK-SAME: %[[C:.*]]: i1, %{{.*}}: memref<4x32xbf16>, %[[A:.*]]: memref<4x32xf32>)
+// CHECK-DAG: %[[TRUE:.*]] = arith.constant true
+// CHECK: %[[Y:.*]] = gpu.alloc () : memref<4x32xf32>
+// CHECK: %[[Z:.*]] = arith.select %[[C]], %[[Y]], %[[A]] : memref<4x32xf32>
+// CHECK-NEXT: %[[NC:.*]] = arith.xori %[[C]], %[[TRUE]] : i1
+// CHECK-NEXT: scf.if %[[NC]] {
+// CHECK-NEXT: gpu.dealloc %[[Y]] : memref<4x32xf32>
+// CHECK-NEXT: }
+// CHECK-NOT: gpu.dealloc
+// CHECK: return %[[Z]] : memref<4x32xf32>
+func.func @one_side(%c: i1, %x: tensor<4x32xbf16>, %a: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %y = arith.extf %x : tensor<4x32xbf16> to tensor<4x32xf32>
+  %z = arith.select %c, %y, %a : tensor<4x32xf32>
+  return %z : tensor<4x32xf32>
+}
+
+// Both sides allocated, returned through a view (memref.cast): exactly the unselected one is freed.
+// CHECK-LABEL: func.func @both_sides(
+// CHECK-SAME: %[[C:.*]]: i1,
+// CHECK: %[[Y:.*]] = gpu.alloc () : memref<4x32xf32>
+// CHECK: %[[Y2:.*]] = gpu.alloc () : memref<4x32xf32>
+// CHECK: %[[Z:.*]] = arith.select %[[C]], %[[Y]], %[[Y2]] : memref<4x32xf32>
+// CHECK-NEXT: %[[V:.*]] = memref.cast %[[Z]] : memref<4x32xf32> to memref<?x32xf32>
+// CHECK-NEXT: scf.if %[[C]] {
+// CHECK-NEXT: gpu.dealloc %[[Y2]] : memref<4x32xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: gpu.dealloc %[[Y]] : memref<4x32xf32>
+// CHECK-NEXT: }
+// CHECK-NOT: gpu.dealloc
+// CHECK: return %[[V]] : memref<?x32xf32>
+func.func @both_sides(%c: i1, %x: tensor<4x32xbf16>, %x2: tensor<4x32xbf16>) -> tensor<?x32xf32> {
+  %y = arith.extf %x : tensor<4x32xbf16> to tensor<4x32xf32>
+  %y2 = arith.extf %x2 : tensor<4x32xbf16> to tensor<4x32xf32>
+  %z = arith.select %c, %y, %y2 : tensor<4x32xf32>
+  %v = tensor.cast %z : tensor<4x32xf32> to tensor<?x32xf32>
+  return %v : tensor<?x32xf32>
+}
+
+// The allocated side is also a result of its own (the new cache and the slot): never freed.
+// CHECK-LABEL: func.func @also_returned(
+// CHECK: %[[Y:.*]] = gpu.alloc () : memref<4x32xf32>
+// CHECK: %[[Z:.*]] = arith.select
+// CHECK-NOT: gpu.dealloc
+// CHECK-NOT: scf.if
+// CHECK: return %[[Z]], %[[Y]] :
+func.func @also_returned(%c: i1, %x: tensor<4x32xbf16>,
+                         %a: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) {
+  %y = arith.extf %x : tensor<4x32xbf16> to tensor<4x32xf32>
+  %z = arith.select %c, %y, %a : tensor<4x32xf32>
+  return %z, %y : tensor<4x32xf32>, tensor<4x32xf32>
+}
+
+// Two returned selects reach the same buffer (d's true side is an argument): it is live when c or not d, so it is
+// freed when not (c or not d).
+// CHECK-LABEL: func.func @two_selects(
+// CHECK-SAME: %[[C:[^:]*]]: i1, %[[D:[^:]*]]: i1,
+// CHECK-DAG: %[[TRUE:.*]] = arith.constant true
+// CHECK: %[[Y:.*]] = gpu.alloc () : memref<4x32xf32>
+// CHECK: %[[Z:.*]] = arith.select %[[C]], %[[Y]], %{{.*}} : memref<4x32xf32>
+// CHECK-NEXT: %[[W:.*]] = arith.select %[[D]], %{{.*}}, %[[Y]] : memref<4x32xf32>
+// CHECK-NEXT: %[[ND:.*]] = arith.xori %[[D]], %[[TRUE]] : i1
+// CHECK-NEXT: %[[LIVE:.*]] = arith.ori %[[C]], %[[ND]] : i1
+// CHECK-NEXT: %[[DEAD:.*]] = arith.xori %[[LIVE]], %[[TRUE]] : i1
+// CHECK-NEXT: scf.if %[[DEAD]] {
+// CHECK-NEXT: gpu.dealloc %[[Y]] : memref<4x32xf32>
+// CHECK-NEXT: }
+// CHECK-NOT: gpu.dealloc
+// CHECK: return %[[Z]], %[[W]] :
+func.func @two_selects(%c: i1, %d: i1, %x: tensor<4x32xbf16>, %a: tensor<4x32xf32>,
+                       %b: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) {
+  %y = arith.extf %x : tensor<4x32xbf16> to tensor<4x32xf32>
+  %z = arith.select %c, %y, %a : tensor<4x32xf32>
+  %w = arith.select %d, %b, %y : tensor<4x32xf32>
+  return %z, %w : tensor<4x32xf32>, tensor<4x32xf32>
+}
+
+// A select that is not returned: its allocated side is scratch, freed unconditionally.
+// CHECK-LABEL: func.func @not_returned(
+// CHECK: %[[Y:.*]] = gpu.alloc () : memref<4x32xf32>
+// CHECK: %[[T:.*]] = gpu.alloc () : memref<4x32xbf16>
+// CHECK-NOT: scf.if
+// CHECK: gpu.dealloc %[[Y]] : memref<4x32xf32>
+// CHECK-NOT: gpu.dealloc
+// CHECK: return %[[T]] : memref<4x32xbf16>
+func.func @not_returned(%c: i1, %x: tensor<4x32xbf16>, %a: tensor<4x32xf32>) -> tensor<4x32xbf16> {
+  %y = arith.extf %x : tensor<4x32xbf16> to tensor<4x32xf32>
+  %z = arith.select %c, %y, %a : tensor<4x32xf32>
+  %t = arith.truncf %z : tensor<4x32xf32> to tensor<4x32xbf16>
+  return %t : tensor<4x32xbf16>
+}
+
+// window_kv returned: the step's kv (prefill, start_pos == 0) or the ring; the kv rows the function made are freed
+// in decode only.
+// CHECK-LABEL: func.func @window_rows(
+// CHECK-SAME: %{{.*}}: memref<?x32xf32>, %[[RING:[^:]*]]: memref<8x32xbf16>, %[[SP:[^:]*]]: i64)
+// CHECK: %[[KV:.*]] = gpu.alloc (%{{.*}}) : memref<?x32xbf16>
+// CHECK: %[[PREFILL:.*]] = arith.cmpi eq, %[[SP]], %c0_i64 : i64
+// CHECK: %[[RINGD:.*]] = memref.cast %[[RING]] : memref<8x32xbf16> to memref<?x32xbf16>
+// CHECK-NEXT: %[[ROWS:.*]] = arith.select %[[PREFILL]], %[[KV]], %[[RINGD]] : memref<?x32xbf16>
+// CHECK-NEXT: %[[DECODE:.*]] = arith.cmpi ne, %[[SP]], %c0_i64 : i64
+// CHECK-NEXT: scf.if %[[DECODE]] {
+// CHECK-NEXT: gpu.dealloc %[[KV]] : memref<?x32xbf16>
+// CHECK-NEXT: }
+// CHECK-NOT: gpu.dealloc
+// CHECK: return %[[ROWS]] : memref<?x32xbf16>
+func.func @window_rows(%x: tensor<?x32xf32>, %ring: tensor<8x32xbf16>, %sp: i64) -> tensor<?x32xbf16> {
+  %kv = arith.truncf %x : tensor<?x32xf32> to tensor<?x32xbf16>
+  %rows = dsa.window_kv %kv, %ring, %sp : (tensor<?x32xbf16>, tensor<8x32xbf16>, i64) -> tensor<?x32xbf16>
+  return %rows : tensor<?x32xbf16>
+}
