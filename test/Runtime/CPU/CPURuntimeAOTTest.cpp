@@ -101,6 +101,17 @@ mlir::dsa::AttentionLayerConfig tinyLayer(int64_t ratio) {
   return c;
 }
 
+/// The interpreter-side initial state of tinyLayer(2) (sections 4, 5): ring [8, 32], kv_state [2, 32] zero,
+/// score_state [2, 32] -inf, the compressed-KV and index-key caches [8, 32] zero, then the four empty shared slots.
+std::vector<Tensor> tinyRatio2InitialState() {
+  const float inf = std::numeric_limits<float>::infinity();
+  return {Tensor(ElementType::BF16, {8, 32}),        Tensor(ElementType::F32, {2, 32}),
+          Tensor::fromFloats(ElementType::F32, {2, 32}, std::vector<float>(64, -inf)),
+          Tensor(ElementType::BF16, {8, 32}),        Tensor(ElementType::BF16, {8, 32}),
+          Tensor(ElementType::BF16, {0, 32}),        Tensor(ElementType::BF16, {0, 32}),
+          Tensor(ElementType::I32, {0, 0}),          Tensor(ElementType::I1, {0, 0})};
+}
+
 class CPURuntimeAOTTest : public ::testing::Test {
 protected:
   CPURuntimeAOTTest() {
@@ -160,6 +171,22 @@ protected:
           return lib->run(fn, args, probes);
         },
         std::move(fixed));
+    EXPECT_TRUE(seq.ok()) << seq.error();
+    return seq.take();
+  }
+
+  /// The same with the state kept resident between steps (CPUStepLibrary::runValues: in-place caches written).
+  cpu::CPUSequence residentSequence() {
+    std::map<size_t, cpu::CPUValue> fixed;
+    for (size_t i = 0; i < weights.size(); ++i)
+      fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(weights[i]));
+    const cpu::CPUStepLibrary *lib = library.get();
+    const std::string fn = name;
+    cpu::CPUSequence::ValueRunner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
+                                                     std::vector<cpu::NamedTensor> *probes) {
+      return lib->runValues(fn, args, probes);
+    };
+    auto seq = cpu::CPUSequence::start(*library->signature(name), runner, std::move(fixed));
     EXPECT_TRUE(seq.ok()) << seq.error();
     return seq.take();
   }
@@ -265,12 +292,7 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerThreadsStateAndSlotsAndReportsErrors) {
   auto slots = cpu::CPUSequence::initialSlots(*sig);
   ASSERT_TRUE(slots.ok()) << slots.error();
 
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::F32, {2, 32}),
-                               Tensor::fromFloats(ElementType::F32, {2, 32}, std::vector<float>(64, -inf)),
-                               Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::BF16, {8, 32}),
-                               Tensor(ElementType::BF16, {0, 32}), Tensor(ElementType::BF16, {0, 32}),
-                               Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+  std::vector<Tensor> state = tinyRatio2InitialState();
   std::mt19937_64 rng(22);
   int64_t pos = 0;
   for (int64_t tokens : {10, 1, 1, 1}) {
@@ -336,25 +358,10 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
   EXPECT_TRUE(cacheInPlace);
   EXPECT_TRUE(slotInPlace);
 
-  std::map<size_t, cpu::CPUValue> fixed;
-  for (size_t i = 0; i < weights.size(); ++i)
-    fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(weights[i]));
-  const cpu::CPUStepLibrary *lib = library.get();
-  const std::string fn = name;
-  cpu::CPUSequence::ValueRunner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
-                                                   std::vector<cpu::NamedTensor> *probes) {
-    return lib->runValues(fn, args, probes);
-  };
-  auto seq = cpu::CPUSequence::start(*sig, runner, std::move(fixed));
-  ASSERT_TRUE(seq.ok()) << seq.error();
+  cpu::CPUSequence seq = residentSequence();
   auto slots = cpu::CPUSequence::initialSlots(*sig);
   ASSERT_TRUE(slots.ok()) << slots.error();
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::F32, {2, 32}),
-                               Tensor::fromFloats(ElementType::F32, {2, 32}, std::vector<float>(64, -inf)),
-                               Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::BF16, {8, 32}),
-                               Tensor(ElementType::BF16, {0, 32}), Tensor(ElementType::BF16, {0, 32}),
-                               Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+  std::vector<Tensor> state = tinyRatio2InitialState();
   std::mt19937_64 rng(23);
   int64_t pos = 0;
   const void *cacheData = nullptr;
@@ -362,7 +369,7 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
     SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
     const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
     std::vector<cpu::NamedTensor> probes;
-    auto got = seq->runValues(x, pos, &*slots, &probes);
+    auto got = seq.runValues(x, pos, &*slots, &probes);
     ASSERT_TRUE(got.ok()) << got.error();
     std::vector<Tensor> want = interpret(x, pos, state, 5);
     ASSERT_EQ(want.size(), 10u);
@@ -372,7 +379,7 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
     for (size_t i = 0; i < 4; ++i)
       EXPECT_TRUE(sameBits((*slots)[i].toTensor(), state[5 + i])) << "slot " << i;
     EXPECT_FALSE(probes.empty());
-    const cpu::CPUValue *cache = seq->state(20);
+    const cpu::CPUValue *cache = seq.state(20);
     ASSERT_TRUE(cache && cache->isInPlace());
     if (!cacheData)
       cacheData = cache->buffer()->data();
@@ -380,12 +387,12 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
     EXPECT_EQ((*slots)[0].buffer()->data(), cacheData) << "compress_kv is not the cache";
     pos += tokens;
   }
-  const Tensor cache = seq->state(20)->toTensor();
+  const Tensor cache = seq.state(20)->toTensor();
   EXPECT_TRUE(std::any_of(cache.floats(), cache.floats() + 6 * 32, [](float v) { return v != 0.0f; }));
 
   // A call that fails in the compiled code: position 17 completes a group whose row (17 // 2 = 8) is past the 8
   // rows of the cache. The in-place cache is left as it was.
-  auto copy = cpu::CPUBuffer::copyOf(*seq->state(20)->buffer());
+  auto copy = cpu::CPUBuffer::copyOf(*seq.state(20)->buffer());
   const Tensor before = copy->toTensor();
   std::vector<cpu::CPUValue> args = {randomTensor(rng, ElementType::BF16, {1, 64}, 1.0f), Tensor::scalarI64(17),
                                      state[0]};
@@ -421,38 +428,23 @@ TEST_F(CPURuntimeAOTTest, OwnCacheIndexSourceUpdatesBothCachesInPlace) {
   EXPECT_TRUE(kvCache);
   EXPECT_TRUE(indexCache);
   EXPECT_TRUE(indexSlot);
-  std::map<size_t, cpu::CPUValue> fixed;
-  for (size_t i = 0; i < weights.size(); ++i)
-    fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(weights[i]));
-  const cpu::CPUStepLibrary *lib = library.get();
-  const std::string fn = name;
-  cpu::CPUSequence::ValueRunner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
-                                                   std::vector<cpu::NamedTensor> *probes) {
-    return lib->runValues(fn, args, probes);
-  };
-  auto seq = cpu::CPUSequence::start(*sig, runner, std::move(fixed));
-  ASSERT_TRUE(seq.ok()) << seq.error();
+  cpu::CPUSequence seq = residentSequence();
   auto slots = cpu::CPUSequence::initialSlots(*sig);
   ASSERT_TRUE(slots.ok()) << slots.error();
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::F32, {2, 32}),
-                               Tensor::fromFloats(ElementType::F32, {2, 32}, std::vector<float>(64, -inf)),
-                               Tensor(ElementType::BF16, {8, 32}), Tensor(ElementType::BF16, {8, 32}),
-                               Tensor(ElementType::BF16, {0, 32}), Tensor(ElementType::BF16, {0, 32}),
-                               Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+  std::vector<Tensor> state = tinyRatio2InitialState();
   std::mt19937_64 rng(42);
   int64_t pos = 0;
   const void *indexData = nullptr;
   for (int64_t tokens : {5, 1, 1, 1, 1}) {
     SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
     const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
-    auto got = seq->runValues(x, pos, &*slots);
+    auto got = seq.runValues(x, pos, &*slots);
     ASSERT_TRUE(got.ok()) << got.error();
     std::vector<Tensor> want = interpret(x, pos, state, 5);
     ASSERT_EQ(got->size(), want.size());
     for (size_t r = 0; r < want.size(); ++r)
       EXPECT_TRUE(sameBits((*got)[r].toTensor(), want[r])) << "result " << r;
-    const cpu::CPUValue *index = seq->state(21);
+    const cpu::CPUValue *index = seq.state(21);
     ASSERT_TRUE(index && index->isInPlace());
     if (!indexData)
       indexData = index->buffer()->data();
