@@ -289,6 +289,12 @@ private:
   // ---- ops -----------------------------------------------------------------------------------------------------
   LogicalResult lower(Operation *op);
   LogicalResult lowerLinear(LinearOp op);
+  /// dsa.linear as a flat GEMM, shared by the bf16 and f32 kernels: x [.., K] read as M = prod(..) rows, weight
+  /// [N, K] (its column count checked against K), and the new result buffer y [.., N].
+  struct LinearOperands {
+    Value x, w, y, M, N, K;
+  };
+  LinearOperands linearOperands(LinearOp op);
   LogicalResult lowerRmsNorm(RmsNormOp op);
   LogicalResult lowerPositions(PositionsOp op);
   LogicalResult lowerApplyRope(ApplyRopeOp op);
@@ -360,8 +366,17 @@ LogicalResult FunctionLowering::lowerLinear(LinearOp op) {
   auto xt = cast<RankedTensorType>(op.getX().getType());
   if (xt.getElementType().isF32())
     return lowerLinearF32(op);
+  auto [x, w, y, M, N, K] = linearOperands(op);
+  Value z = idx(0);
+  launch("dsa_gemm_bf16", {ceilDiv(N, kGemmTile), ceilDiv(M, kGemmTile), idx(1)}, {kGemmTile, kGemmTile, 1},
+         {flat(x), flat(w), flat(y), M, N, K, K, N, z, z, z});
+  setResult(op.getResult(), y);
+  return success();
+}
+
+FunctionLowering::LinearOperands FunctionLowering::linearOperands(LinearOp op) {
+  const int64_t r = cast<RankedTensorType>(op.getX().getType()).getRank();
   Value x = lookup(op.getX()), w = lookup(op.getWeight());
-  const int64_t r = xt.getRank();
   Value K = dim(x, r - 1), N = dim(w, 0);
   checkEq(dim(w, 1), K, "dsa.linear: operand 'weight' has a column count that differs from x's last dimension");
   Value M = dimProduct(x, 0, r - 1);
@@ -369,12 +384,7 @@ LogicalResult FunctionLowering::lowerLinear(LinearOp op) {
   for (int64_t i = 0; i + 1 < r; ++i)
     shape.push_back(dim(x, i));
   shape.push_back(N);
-  Value y = allocLike(op.getResult(), shape);
-  Value z = idx(0);
-  launch("dsa_gemm_bf16", {ceilDiv(N, kGemmTile), ceilDiv(M, kGemmTile), idx(1)}, {kGemmTile, kGemmTile, 1},
-         {flat(x), flat(w), flat(y), M, N, K, K, N, z, z, z});
-  setResult(op.getResult(), y);
-  return success();
+  return {x, w, allocLike(op.getResult(), shape), M, N, K};
 }
 
 LogicalResult FunctionLowering::lowerRmsNorm(RmsNormOp op) {
@@ -596,17 +606,7 @@ LogicalResult FunctionLowering::lowerGroupedOutput(GroupedOutputOp op) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult FunctionLowering::lowerLinearF32(LinearOp op) {
-  auto xt = cast<RankedTensorType>(op.getX().getType());
-  Value x = lookup(op.getX()), w = lookup(op.getWeight());
-  const int64_t r = xt.getRank();
-  Value K = dim(x, r - 1), N = dim(w, 0);
-  checkEq(dim(w, 1), K, "dsa.linear: operand 'weight' has a column count that differs from x's last dimension");
-  Value M = dimProduct(x, 0, r - 1);
-  SmallVector<Value> shape;
-  for (int64_t i = 0; i + 1 < r; ++i)
-    shape.push_back(dim(x, i));
-  shape.push_back(N);
-  Value y = allocLike(op.getResult(), shape);
+  auto [x, w, y, M, N, K] = linearOperands(op);
   launch("dsa_linear_f32", {ceilDiv(mul(M, N), kElementwiseBlock), idx(1), idx(1)}, {kElementwiseBlock, 1, 1},
          {flat(x), flat(w), flat(y), M, N, K});
   setResult(op.getResult(), y);
