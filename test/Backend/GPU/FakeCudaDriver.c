@@ -9,8 +9,14 @@
  * fakeCudaLaunchName, fakeCudaLaunchGrid, fakeCudaDtoHCount, fakeCudaFailLaunchAt, fakeCudaFailModuleLoad,
  * fakeCudaSetComputeCapability, fakeCudaLoadedModules, fakeCudaLiveStreams.
  *
+ * Log for tests that drive the double through a whole program (test/Backend/GPU/golden-gpu-libraries.sh): with
+ * DSA_FAKE_CUDA_LOG=<file>, every module load/unload and kernel launch appends one line to <file>
+ * (`module_load`, `module_unload`, `launch <kernel> grid X Y Z block X Y Z shared BYTES`), and the process's exit one
+ * `exit launches N live_allocations A live_streams S loaded_modules M` line (what was left unreleased).
+ *
  *===------------------------------------------------------------------------------------------------------===*/
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +39,27 @@ static char *gFunctions[MAX_FUNCTIONS];
 static int gNumFunctions = 0;
 static int gContextToken, gCurrentSet;
 static void *gCurrent = 0;
+
+/* ---- the DSA_FAKE_CUDA_LOG log ---- */
+static FILE *fakeLog(void) {
+  static int opened = 0;
+  static FILE *log = 0;
+  if (!opened) {
+    opened = 1;
+    const char *path = getenv("DSA_FAKE_CUDA_LOG");
+    if (path && *path)
+      log = fopen(path, "a");
+  }
+  return log;
+}
+__attribute__((destructor)) static void fakeLogExit(void) {
+  FILE *log = fakeLog();
+  if (log) {
+    fprintf(log, "exit launches %ld live_allocations %ld live_streams %ld loaded_modules %ld\n", gLaunches,
+            gLiveAllocations, gLiveStreams, gLoadedModules);
+    fclose(log);
+  }
+}
 
 /* ---- test hooks ---- */
 void fakeCudaReset(void) {
@@ -121,11 +148,15 @@ int cuModuleLoadDataEx(void **module, const void *image, unsigned n, int *option
     return 200; /* CUDA_ERROR_INVALID_IMAGE */
   *module = malloc(1);
   gLoadedModules++;
+  if (fakeLog())
+    fprintf(fakeLog(), "module_load\n");
   return 0;
 }
 int cuModuleUnload(void *module) {
   free(module);
   gLoadedModules--;
+  if (fakeLog())
+    fprintf(fakeLog(), "module_unload\n");
   return 0;
 }
 int cuModuleGetFunction(void **function, void *module, const char *name) {
@@ -232,14 +263,13 @@ int cuEventRecord(void *event, void *stream) {
 
 int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned sharedBytes, void *stream, void **params, void **extra) {
-  (void)bx;
-  (void)by;
-  (void)bz;
-  (void)sharedBytes;
   (void)stream;
   (void)extra;
   if (!function || !params)
     return 1;
+  if (fakeLog())
+    fprintf(fakeLog(), "launch %s grid %u %u %u block %u %u %u shared %u\n", (const char *)function, gx, gy, gz, bx, by,
+            bz, sharedBytes);
   if (gLaunches == gFailLaunchAt) {
     gLaunches++;
     return 719; /* CUDA_ERROR_LAUNCH_FAILED */
