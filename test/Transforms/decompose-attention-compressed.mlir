@@ -1,5 +1,9 @@
 // RUN: dsa-opt --dsa-decompose-attention %s | FileCheck %s
 // RUN: dsa-opt --dsa-decompose-attention --mlir-print-op-generic %s | FileCheck %s --check-prefix=GENERIC
+// The compiled output of every function here verifies after each pass, on the CPU pipeline (serial and OpenMP) and the GPU one.
+// RUN: dsa-opt --verify-each --dsa-cpu-pipeline %s -o /dev/null
+// RUN: dsa-opt --verify-each --dsa-cpu-pipeline="parallel=true" %s -o /dev/null
+// RUN: dsa-opt --verify-each --dsa-gpu-pipeline="chip=sm_90" %s -o /dev/null
 
 // dsa-decompose-attention on compress_ratio > 0 layers (attention-semantics.md sections 3-11, section 8's order;
 // docs/design-compressed.md). The expected sequences are written by hand from the spec, for the tiny golden's roles:

@@ -1,5 +1,9 @@
 // RUN: dsa-opt --dsa-decompose-attention %s | FileCheck %s
 // RUN: dsa-opt --dsa-decompose-attention --mlir-print-op-generic %s | FileCheck %s --check-prefix=GENERIC
+// The compiled output of every function here verifies after each pass, on the CPU pipeline (serial and OpenMP) and the GPU one.
+// RUN: dsa-opt --verify-each --dsa-cpu-pipeline %s -o /dev/null
+// RUN: dsa-opt --verify-each --dsa-cpu-pipeline="parallel=true" %s -o /dev/null
+// RUN: dsa-opt --verify-each --dsa-gpu-pipeline="chip=sm_90" %s -o /dev/null
 
 // dsa-decompose-attention on window-only layers (attention-semantics.md sections 3, 4, 10, 11). The expected
 // sequence is the reference's Attention.forward for compress_ratio 0, written out by hand from the spec; the

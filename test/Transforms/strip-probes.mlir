@@ -1,5 +1,9 @@
 // RUN: dsa-opt --dsa-strip-probes %s | FileCheck %s
 // RUN: dsa-opt --dsa-decompose-attention --dsa-strip-probes %s | FileCheck %s --check-prefix=PIPE
+// The compiled output of every function here verifies after each pass, on the CPU pipeline (serial and OpenMP) (the GPU backend rejects
+// the scf.if of @probes with a diagnostic: it lowers straight-line functions).
+// RUN: dsa-opt --verify-each --dsa-cpu-pipeline %s -o /dev/null
+// RUN: dsa-opt --verify-each --dsa-cpu-pipeline="parallel=true" %s -o /dev/null
 
 // dsa-strip-probes erases every dsa.probe, also inside nested regions, and nothing else: the probed values and
 // their producers stay (a probe has no effect on the computation), and ops that are not probes are untouched.

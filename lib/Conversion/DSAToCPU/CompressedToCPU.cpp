@@ -385,7 +385,9 @@ struct CacheWriteLowering : OpConversionPattern<CacheWriteOp> {
     Value cache = adaptor.getCache(), rows = adaptor.getRows(), start = adaptor.getStartPos();
     auto cacheType = cast<RankedTensorType>(cache.getType());
     const int64_t w = cacheType.getDimSize(1);
-    Value g = cIndexOr(e, sizesOf(e, rows)[0]);
+    // The slice's row count stays a static size when rows has one (insert_slice needs the source type to match).
+    const OpFoldResult gSize = sizesOf(e, rows)[0];
+    Value g = cIndexOr(e, gSize);
     Value capacity = e.indexToI64(cIndexOr(e, sizesOf(e, cache)[0]));
     Value neg = e.cmpi(P::slt, start, e.c64(0));
     Value first = floorDiv(e, start, e.c64(static_cast<int64_t>(op.getRatio())));
@@ -397,7 +399,7 @@ struct CacheWriteLowering : OpConversionPattern<CacheWriteOp> {
         e, ok, cacheType,
         [&](Emit t) -> Value {
           SmallVector<OpFoldResult> offsets{t.i64ToIndex(first), t.b.getIndexAttr(0)};
-          SmallVector<OpFoldResult> sizes{g, t.b.getIndexAttr(w)};
+          SmallVector<OpFoldResult> sizes{gSize, t.b.getIndexAttr(w)};
           SmallVector<OpFoldResult> strides{t.b.getIndexAttr(1), t.b.getIndexAttr(1)};
           return tensor::InsertSliceOp::create(t.b, t.loc, rows, cache, offsets, sizes, strides);
         },

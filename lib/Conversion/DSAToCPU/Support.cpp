@@ -247,6 +247,8 @@ Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, i
 /// loaded once per k-step for all blockRows x blockCols dots.
 Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N, int64_t K, const GemmTiling &tilingIn,
                       function_ref<Value(Emit, Value)> finish) {
+  if (G == 0 || N == 0) // no output column: `out` is empty, nothing to compute (a zero panel size would divide by 0)
+    return out;
   GemmTiling tiling = tilingIn;
   const int64_t wBytes = cast<RankedTensorType>(w.getType()).getElementType().isF32() ? 4 : 2;
   if (tiling.rowCols == 0) // short rows: fewer concurrent streams measured faster

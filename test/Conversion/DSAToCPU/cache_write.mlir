@@ -21,3 +21,12 @@ func.func @cache(%c: tensor<16x8xbf16>, %r: tensor<?x8xbf16>, %sp: i64) -> tenso
   %y = dsa.cache_write %c, %r, %sp {ratio = 4 : i64} : (tensor<16x8xbf16>, tensor<?x8xbf16>, i64) -> tensor<16x8xbf16>
   return %y : tensor<16x8xbf16>
 }
+
+// Static rows (a one-token step of a ratio-1 compressor): the slice keeps the static row count, so the insert_slice
+// verifies (it used to take the count as an index value, a dynamic size against the static source type).
+// CHECK-LABEL: func.func @static_rows
+// CHECK: tensor.insert_slice %arg1 into %arg0[%{{.*}}, 0] [1, 8] [1, 1] : tensor<1x8xbf16> into tensor<16x8xbf16>
+func.func @static_rows(%c: tensor<16x8xbf16>, %r: tensor<1x8xbf16>, %sp: i64) -> tensor<16x8xbf16> {
+  %y = dsa.cache_write %c, %r, %sp {ratio = 1 : i64} : (tensor<16x8xbf16>, tensor<1x8xbf16>, i64) -> tensor<16x8xbf16>
+  return %y : tensor<16x8xbf16>
+}
