@@ -687,6 +687,24 @@ func.func private @attn_config_head_dim_block() attributes {
 
 // -----
 
+func.func private @attn_config_o_lora_rank_product_overflows() attributes {
+  // expected-error @+1 {{o_groups * o_lora_rank = 2 * 4611686018427387904 overflows int64}}
+  c = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 4611686018427387904, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+
+// -----
+
+func.func private @attn_config_head_product_overflows() attributes {
+  // expected-error @+1 {{n_heads * head_dim = 4 * 4611686018427387904 overflows int64}}
+  c = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 4611686018427387904, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+
+// -----
+
+func.func private @compress_index_product_overflows() attributes {
+  // expected-error @+1 {{index_n_heads * index_head_dim = 3 * 4611686018427387904 overflows int64}}
+  c = #dsa.compress<is_kv_source = true, is_index_source = false, is_candidate_source = false, uses_candidates = false, index_n_heads = 3, index_head_dim = 4611686018427387904, index_topk = 6, candidate_topk_blocks = 0, candidate_block_size = 0, max_seq_len = 64, index_k_source = <published_slot>, tie_order = <torch_cpu>>}
+
+// -----
+
 func.func private @attn_config_o_groups_divide() attributes {
   // expected-error @+1 {{n_heads (4) must be divisible by o_groups (3)}}
   c = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 3, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}

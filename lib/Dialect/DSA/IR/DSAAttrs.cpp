@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -71,6 +72,15 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError, int
   return success();
 }
 
+// A weight dimension that is the product of two positive sizes (n_heads * head_dim, ...) must be an int64 static
+// size: without the check the product wraps, possibly to ShapedType::kDynamic, and shapes built from it are garbage.
+static LogicalResult checkProduct(function_ref<InFlightDiagnostic()> emitError, int64_t a, int64_t b, StringRef what) {
+  int64_t product = 0;
+  if (llvm::MulOverflow(a, b, product) || product == ShapedType::kDynamic)
+    return emitError() << what << " = " << a << " * " << b << " overflows int64";
+  return success();
+}
+
 // The fp8 block of the window KV row (act_quant_fp8 over the whole row, section 4); section 1 requires the block
 // sizes to divide the rows they quantise.
 static constexpr int64_t kKvFp8Block = 32;
@@ -90,6 +100,9 @@ LogicalResult AttnConfigAttr::verify(function_ref<InFlightDiagnostic()> emitErro
       failed(positive(ropeHeadDim, "rope_head_dim")) || failed(positive(qLoraRank, "q_lora_rank")) ||
       failed(positive(oGroups, "o_groups")) || failed(positive(oLoraRank, "o_lora_rank")) ||
       failed(positive(windowSize, "window_size")))
+    return failure();
+  if (failed(checkProduct(emitError, nHeads, headDim, "n_heads * head_dim")) ||
+      failed(checkProduct(emitError, oGroups, oLoraRank, "o_groups * o_lora_rank")))
     return failure();
   if (ropeHeadDim > headDim)
     return emitError() << "rope_head_dim (" << ropeHeadDim << ") must not exceed head_dim (" << headDim << ")";
@@ -175,6 +188,8 @@ LogicalResult CompressConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
                        "a candidate source or a layer that uses candidates")) ||
       failed(checkSize(candidateBlockSize, "candidate_block_size", candidates,
                        "a candidate source or a layer that uses candidates")))
+    return failure();
+  if (failed(checkProduct(emitError, indexNHeads, indexHeadDim, "index_n_heads * index_head_dim")))
     return failure();
   if (indexHeadDim % kIndexFp4Block != 0)
     return emitError() << "index_head_dim (" << indexHeadDim << ") must be a multiple of " << kIndexFp4Block
