@@ -10,6 +10,7 @@
 
 #include "TestSupport.h"
 
+#include <limits>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -418,6 +419,17 @@ TEST(CompressKernelsCandidates, PicksByBlockMaxWithPaddingAndPin) {
   auto none = selectCandidateBlocks(f32({1, 9}, v), 8, 1, 0, 2);
   ASSERT_TRUE(none.ok()) << none.error();
   EXPECT_EQ(intsOf(*none), std::vector<int64_t>(9, 0));
+}
+
+TEST(CompressKernelsCandidates, HugeBlockSizeIsOneBlockAndHugeStartPosIsAnError) {
+  // block_size near INT64_MAX: one block holding the whole row (width + block_size - 1 would overflow). Decode at
+  // 2, ratio 1: width 3, compress_len 3 pins block 0 -> every position selected.
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  auto r = selectCandidateBlocks(f32({1, 3}, {1, 2, 3}), 2, 1, 1, huge);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(intsOf(*r), (std::vector<int64_t>{1, 1, 1}));
+  // start_pos + s overflows: an error naming both, not a wrapped width.
+  expectError(selectCandidateBlocks(f32({1, 3}, {1, 2, 3}), huge, 1, 1, 2), "start_pos + s = 9223372036854775807 + 1 overflows int64");
 }
 
 TEST(CompressKernelsCandidates, WidthZeroAndErrors) {

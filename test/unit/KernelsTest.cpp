@@ -410,6 +410,17 @@ TEST(KernelsRing, ShortPrefillAndMultiTokenSteps) {
   EXPECT_EQ(ringTokens(*wrap), (std::vector<int64_t>{8, 0, 6, 7}));
 }
 
+TEST(KernelsRing, HugeStartPosWrapsWithoutOverflow) {
+  // start_pos near INT64_MAX: (start_pos + i) would overflow; the slot is (start_pos + i) mod W computed exactly.
+  // INT64_MAX = 9223372036854775807 = 8 * 1152921504606846975 + 7, so start_pos = INT64_MAX - 1 is slot 6 of W = 8
+  // and the 4-token step writes slots 6, 7, 0, 1.
+  Tensor ring(ElementType::BF16, {8, 2});
+  const int64_t sp = std::numeric_limits<int64_t>::max() - 1;
+  auto r = ringUpdate(ring, tokenRows(1, 4), sp);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(ringTokens(*r), (std::vector<int64_t>{3, 4, 0, 0, 0, 0, 1, 2}));
+}
+
 TEST(KernelsRing, Errors) {
   Tensor ring(ElementType::BF16, {8, 2});
   EXPECT_THAT(errorOf(ringUpdate(ring, tokenRows(0, 1), -1)), HasSubstr("ring_update: start_pos is -1"));

@@ -8,9 +8,11 @@
 #define DSA_LIB_INTERPRETER_KERNELS_COMPRESSKERNELSSUPPORT_H
 
 #include "dsa/Interpreter/Tensor.h"
+#include "dsa/Support/CheckedArithmetic.h"
 #include "dsa/Support/Result.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace dsa::interp::compress_detail {
@@ -59,7 +61,10 @@ inline std::string checkScores(const Tensor &scores, int64_t startPos, int64_t r
   if (!msg.empty())
     return msg;
   int64_t s = scores.dim(0);
-  int64_t width = (startPos + s) / ratio;
+  std::optional<int64_t> end = checkedAdd(startPos, s);
+  if (!end)
+    return "start_pos + s = " + std::to_string(startPos) + " + " + std::to_string(s) + " overflows int64";
+  int64_t width = *end / ratio;
   if (scores.dim(1) != width)
     return "scores must have width (start_pos + s) // ratio = (" + std::to_string(startPos) + " + " +
            std::to_string(s) + ") // " + std::to_string(ratio) + " = " + std::to_string(width) + " columns, got " +

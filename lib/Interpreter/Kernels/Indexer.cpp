@@ -9,6 +9,7 @@
 #include "dsa/Interpreter/CompressKernels.h"
 #include "dsa/Numerics/BF16.h"
 #include "dsa/Numerics/TopK.h"
+#include "dsa/Support/CheckedArithmetic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -130,7 +131,7 @@ Result<Tensor> selectCandidateBlocks(const Tensor &scores, int64_t startPos, int
   if (!msg.empty())
     return opError(op, msg);
   const int64_t s = scores.dim(0), width = scores.dim(1);
-  const int64_t nBlocks = (width + blockSize - 1) / blockSize;
+  const int64_t nBlocks = ceilDivNonNegative(width, blockSize); // no width + blockSize - 1: blockSize may be huge
   const int64_t k = std::min(topkBlocks, nBlocks);
   Tensor mask(ElementType::I1, {s, width});
   std::vector<float> blockScore(static_cast<size_t>(nBlocks));
@@ -138,7 +139,8 @@ Result<Tensor> selectCandidateBlocks(const Tensor &scores, int64_t startPos, int
     const float *row = scores.floats() + t * width;
     for (int64_t b = 0; b < nBlocks; ++b) {
       float m = kNegInf; // also the value of the -inf padding past width
-      for (int64_t p = b * blockSize; p < std::min(width, (b + 1) * blockSize); ++p) {
+      const int64_t first = b * blockSize, end = first + std::min(blockSize, width - first); // b < nBlocks: no overflow
+      for (int64_t p = first; p < end; ++p) {
         if (std::isnan(row[p])) { // max propagates NaN, as torch's amax does
           m = row[p];
           break;
@@ -157,7 +159,8 @@ Result<Tensor> selectCandidateBlocks(const Tensor &scores, int64_t startPos, int
     for (int64_t b : *picks) {
       if (!(blockScore[b] > kNegInf))
         continue; // an unreachable block picked only to fill k
-      for (int64_t p = b * blockSize; p < std::min(width, (b + 1) * blockSize); ++p)
+      const int64_t first = b * blockSize, end = first + std::min(blockSize, width - first);
+      for (int64_t p = first; p < end; ++p)
         mask.ints()[t * width + p] = 1;
     }
   }

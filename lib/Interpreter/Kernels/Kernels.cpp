@@ -12,6 +12,7 @@
 
 #include "dsa/Numerics/BF16.h"
 #include "dsa/Numerics/Quant.h"
+#include "dsa/Support/CheckedArithmetic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -332,7 +333,7 @@ Result<Tensor> ringUpdate(const Tensor &ring, const Tensor &kv, int64_t startPos
   const int64_t W = ring.dim(0), hd = ring.dim(1), s = kv.dim(0);
   Tensor out = ring;
   for (int64_t i = std::max<int64_t>(0, s - W); i < s; ++i) {
-    const int64_t slot = (startPos + i) % W;
+    const int64_t slot = addMod(startPos, i, W); // (start_pos + i) % W without overflow at a huge start_pos
     std::copy(kv.floats() + i * hd, kv.floats() + (i + 1) * hd, out.floats() + slot * hd);
   }
   return out;
