@@ -13,6 +13,7 @@
 #include "dsa/Interpreter/CompressKernels.h"
 #include "dsa/Interpreter/Kernels.h"
 #include "dsa/Numerics/BF16.h"
+#include "dsa/Support/CheckedArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -790,7 +791,10 @@ OpResults Interpreter::eval(tensor::EmptyOp op, Operands in) {
     shape.push_back(*size);
   }
   // The contents of tensor.empty are unspecified; the interpreter makes them zeros (deterministic).
-  return single(Tensor(*elementType, std::move(shape)));
+  Result<Tensor> out = Tensor::zeros(*elementType, std::move(shape));
+  if (!out.ok())
+    return opError(op) << out.error();
+  return single(std::move(*out));
 }
 
 OpResults Interpreter::eval(tensor::ExtractSliceOp op, Operands in) {
@@ -956,9 +960,18 @@ OpResults Interpreter::eval(tensor::PadOp op, Operands in) {
     if ((*low)[d] < 0 || (*high)[d] < 0)
       return opError(op) << "dimension " << d << ": negative padding (low " << (*low)[d] << ", high " << (*high)[d]
                          << ")";
-    shape.push_back((*low)[d] + source.dim(d) + (*high)[d]);
+    std::optional<int64_t> padded = checkedAdd((*low)[d], source.dim(d));
+    if (padded)
+      padded = checkedAdd(*padded, (*high)[d]);
+    if (!padded)
+      return opError(op) << "dimension " << d << ": low " << (*low)[d] << " + size " << source.dim(d) << " + high "
+                         << (*high)[d] << " overflows int64";
+    shape.push_back(*padded);
   }
-  Tensor out(source.elementType(), shape);
+  Result<Tensor> allocated = Tensor::zeros(source.elementType(), shape);
+  if (!allocated.ok())
+    return opError(op) << allocated.error();
+  Tensor out = std::move(*allocated);
   const int64_t n = out.numElements();
   for (int64_t i = 0; i < n; ++i) {
     if (out.isFloat())

@@ -366,6 +366,27 @@ std::vector<int64_t> ringTokens(const Tensor &ring) {
 }
 } // namespace
 
+TEST(TensorZeros, ChecksTheShapeAndTheByteLimitBeforeAllocating) {
+  auto ok = Tensor::zeros(ElementType::F32, {3, 4});
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  EXPECT_EQ(ok->shape(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(ok->floatVector(), std::vector<float>(12, 0.0f));
+  EXPECT_EQ(errorOf(Tensor::zeros(ElementType::BF16, {2, -1})), "tensor shape [2, -1] has a negative dimension");
+  EXPECT_EQ(errorOf(Tensor::zeros(ElementType::I32, {int64_t(1) << 40, int64_t(1) << 40})),
+            "tensor shape [1099511627776, 1099511627776]: the element count overflows int64");
+  EXPECT_EQ(errorOf(Tensor::zeros(ElementType::I64, {int64_t(1) << 61})),
+            "tensor shape [2305843009213693952]: the byte size overflows int64");
+  // The limit counts the stored bytes: 4 per float element, 8 per integer element.
+  Tensor::setTensorByteLimit(96);
+  EXPECT_TRUE(Tensor::zeros(ElementType::BF16, {24}).ok());
+  EXPECT_TRUE(Tensor::zeros(ElementType::I64, {12}).ok());
+  EXPECT_EQ(errorOf(Tensor::zeros(ElementType::I64, {13})),
+            "tensor shape [13] (i64) needs 104 bytes, more than the limit of 96 bytes (DSA_MAX_TENSOR_BYTES)");
+  Tensor::setTensorByteLimit(0); // the default again: the machine's memory or $DSA_MAX_TENSOR_BYTES
+  EXPECT_GT(Tensor::tensorByteLimit(), 96);
+  EXPECT_TRUE(Tensor::zeros(ElementType::I64, {13}).ok());
+}
+
 TEST(KernelsRing, PrefillSeedsTheRingWorkedExample) {
   // Section 4, W = 8: prefill of 12 leaves slots 4..7 = tokens 4..7 and slots 0..3 = tokens 8..11.
   Tensor ring(ElementType::BF16, {8, 2});

@@ -13,6 +13,8 @@
 #ifndef DSA_INTERPRETER_TENSOR_H
 #define DSA_INTERPRETER_TENSOR_H
 
+#include "dsa/Support/Result.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +34,17 @@ public:
   /// A zero-filled tensor. Precondition: every dimension >= 0 (the element count fits in int64).
   Tensor(ElementType type, std::vector<int64_t> shape);
 
+  /// A zero-filled tensor whose shape comes from user input (IR operands, runtime values, files): the checks of the
+  /// constructor's precondition as errors, before anything is allocated. Errors (naming the shape): a negative
+  /// dimension; an element count or byte size that overflows int64; a byte size (4 per float element, 8 per integer
+  /// element, as stored) above tensorByteLimit(); an allocation the system refuses.
+  static Result<Tensor> zeros(ElementType type, std::vector<int64_t> shape);
+  /// The largest tensor zeros() allocates, in bytes: setTensorByteLimit's value, else $DSA_MAX_TENSOR_BYTES (a
+  /// decimal byte count) when set, else the machine's physical memory. An absurd size from a file or an operand is
+  /// then an error instead of an out-of-memory abort.
+  static int64_t tensorByteLimit();
+  /// Sets tensorByteLimit() for this process (bytes >= 1); 0 restores the default.
+  static void setTensorByteLimit(int64_t bytes);
   static Tensor scalarI64(int64_t value);
   static Tensor scalarIndex(int64_t value);
   /// A float tensor from row-major values, each rounded to bf16 (RNE, numerics::roundBf16) when type is BF16 and

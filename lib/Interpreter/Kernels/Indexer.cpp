@@ -81,7 +81,10 @@ Result<Tensor> indexerScores(const Tensor &iq, const Tensor &weights, const Tens
                            "), got " + keys.typeString());
   if (!std::isfinite(weightScale))
     return opError(op, "weight_scale must be finite, got " + std::to_string(weightScale));
-  const int64_t width = (startPos + s) / ratio;
+  std::optional<int64_t> end = checkedAdd(startPos, s);
+  if (!end)
+    return opError(op, "start_pos + s = " + std::to_string(startPos) + " + " + std::to_string(s) + " overflows int64");
+  const int64_t width = *end / ratio;
   if (keys.dim(0) < width)
     return opError(op, "keys must hold at least width = (start_pos + s) // ratio = " + std::to_string(width) +
                            " rows, got " + keys.typeString());

@@ -140,7 +140,10 @@ Result<Tensor> positions(int64_t start, int64_t count, int64_t stride) {
   if (count > 0 && (count - 1) > (std::numeric_limits<int64_t>::max() - start) / stride)
     return err("positions", "start + (count-1)*stride overflows int64 (start " + str(start) + ", count " +
                                 str(count) + ", stride " + str(stride) + ")");
-  Tensor out(ElementType::I64, {count});
+  Result<Tensor> allocated = Tensor::zeros(ElementType::I64, {count});
+  if (!allocated.ok())
+    return err("positions", allocated.error());
+  Tensor out = std::move(*allocated);
   for (int64_t i = 0; i < count; ++i)
     out.ints()[i] = start + i * stride;
   return out;
@@ -366,7 +369,10 @@ Result<Tensor> windowIndices(int64_t startPos, int64_t count, int64_t windowSize
                        ": multi-token steps at start_pos > 0 are split into decode steps by the runtime");
   if (startPos == 0) {
     const int64_t width = std::min(count, windowSize);
-    Tensor out(ElementType::I32, {count, width});
+    Result<Tensor> allocated = Tensor::zeros(ElementType::I32, {count, width});
+    if (!allocated.ok())
+      return err(op, allocated.error());
+    Tensor out = std::move(*allocated);
     for (int64_t t = 0; t < count; ++t)
       for (int64_t i = 0; i < width; ++i) {
         const int64_t j = std::max<int64_t>(0, t - windowSize + 1) + i;
@@ -374,7 +380,10 @@ Result<Tensor> windowIndices(int64_t startPos, int64_t count, int64_t windowSize
       }
     return out;
   }
-  Tensor out(ElementType::I32, {1, windowSize});
+  Result<Tensor> allocated = Tensor::zeros(ElementType::I32, {1, windowSize});
+  if (!allocated.ok())
+    return err(op, allocated.error());
+  Tensor out = std::move(*allocated);
   const int64_t oldest = startPos % windowSize + 1;
   int64_t i = 0;
   auto emit = [&](int64_t slot) { out.ints()[i++] = slot > startPos ? -1 : slot; };

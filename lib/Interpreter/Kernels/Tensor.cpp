@@ -4,9 +4,12 @@
 
 #include "dsa/Numerics/BF16.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <new>
+#include <unistd.h>
 
 namespace dsa::interp {
 
@@ -43,7 +46,54 @@ int64_t checkedNumElements(const std::vector<int64_t> &shape) {
   return n;
 }
 
+std::atomic<int64_t> gTensorByteLimit{0}; // 0: the default
+
+int64_t defaultTensorByteLimit() {
+  if (const char *env = std::getenv("DSA_MAX_TENSOR_BYTES")) {
+    char *end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0)
+      return v;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && pageSize > 0 && pages <= std::numeric_limits<int64_t>::max() / pageSize)
+    return static_cast<int64_t>(pages) * pageSize;
+  return std::numeric_limits<int64_t>::max();
+}
+
 } // namespace
+
+int64_t Tensor::tensorByteLimit() {
+  const int64_t set = gTensorByteLimit.load();
+  return set > 0 ? set : defaultTensorByteLimit();
+}
+
+void Tensor::setTensorByteLimit(int64_t bytes) { gTensorByteLimit.store(bytes > 0 ? bytes : 0); }
+
+Result<Tensor> Tensor::zeros(ElementType type, std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return makeError("tensor shape " + shapeString(shape) + " has a negative dimension");
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      return makeError("tensor shape " + shapeString(shape) + ": the element count overflows int64");
+    n *= d;
+  }
+  const int64_t elementBytes = isFloatType(type) ? 4 : 8;
+  if (n > std::numeric_limits<int64_t>::max() / elementBytes)
+    return makeError("tensor shape " + shapeString(shape) + ": the byte size overflows int64");
+  const int64_t limit = tensorByteLimit();
+  if (n * elementBytes > limit)
+    return makeError("tensor shape " + shapeString(shape) + " (" + elementTypeName(type) + ") needs " +
+                     std::to_string(n * elementBytes) + " bytes, more than the limit of " + std::to_string(limit) +
+                     " bytes (DSA_MAX_TENSOR_BYTES)");
+  try {
+    return Tensor(type, shape);
+  } catch (const std::bad_alloc &) {
+    return makeError("tensor shape " + shapeString(shape) + ": cannot allocate " + std::to_string(n * elementBytes) +
+                     " bytes");
+  }
+}
 
 const char *elementTypeName(ElementType type) {
   switch (type) {
