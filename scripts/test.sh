@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Every test: build if needed, then CTest runs the GoogleTest unit tests and the lit suite. CTest's closing line
-# ("100% tests passed, 0 tests failed out of N") is the verdict.
+# Every test: build if needed, the sanitizer check of the MLIR-free part (scripts/sanitize.sh), then CTest runs the
+# GoogleTest unit tests and the lit suite. CTest's closing line ("100% tests passed, 0 tests failed out of N") is the
+# verdict.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DSA_BUILD_DIR:-$root/build}
 bash "$root/scripts/build.sh"
+# The MLIR-free part again under ASan + UBSan (scripts/sanitize.sh; DSA_SKIP_SANITIZE=1 skips it). It runs first so
+# that CTest's summary of the main suite stays the closing line.
+if [ "${DSA_SKIP_SANITIZE:-0}" != 1 ]; then
+  bash "$root/scripts/sanitize.sh"
+fi
 cd "$build"
 ctest --output-on-failure -j "${DSA_JOBS:-$(nproc)}"

@@ -52,7 +52,12 @@ static FILE *fakeLog(void) {
   }
   return log;
 }
-__attribute__((destructor)) static void fakeLogExit(void) {
+/* At unload or exit: the kernel names (strdup'ed by cuModuleGetFunction) are freed, and the log's last line says what
+ * the program left unreleased. */
+__attribute__((destructor)) static void fakeCudaExit(void) {
+  for (int i = 0; i < gNumFunctions; ++i)
+    free(gFunctions[i]);
+  gNumFunctions = 0;
   FILE *log = fakeLog();
   if (log) {
     fprintf(log, "exit launches %ld live_allocations %ld live_streams %ld loaded_modules %ld\n", gLaunches,
