@@ -289,14 +289,16 @@ struct RingUpdateLowering : OpConversionPattern<RingUpdateOp> {
         [&](Emit g) -> Value {
           Value lo = g.maxsi(g.c64(0), g.sub(s, g.c64(W)));
           Value c = g.sub(s, lo);
-          Value first = g.add(start, lo);
+          // (j - (start_pos + lo)) mod W as ((j - lo) - start_pos mod W) mod W: no start_pos + lo, which wraps for a
+          // start_pos near 2^63 (the same slots as the reference kernel's, at every start_pos).
+          Value startMod = arith::RemSIOp::create(g.b, g.loc, start, g.c64(W));
           SmallVector<AffineMap> maps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))};
           return generic(g, ringType, ValueRange{ring}, g.empty(sizesOf(g, ring), ringType.getElementType()), maps,
                          parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
                            using P = arith::CmpIPredicate;
                            Emit t{b, loc};
                            Value j = t.indexToI64(t.linalgIndex(0));
-                           Value r = arith::RemSIOp::create(b, loc, t.sub(j, first), t.c64(W));
+                           Value r = arith::RemSIOp::create(b, loc, t.sub(t.sub(j, lo), startMod), t.c64(W));
                            Value off = t.sel(t.cmpi(P::slt, r, t.c64(0)), t.add(r, t.c64(W)), r);
                            Value take = t.cmpi(P::slt, off, c);
                            Value row = t.i64ToIndex(t.sel(take, t.add(lo, off), t.c64(0)));

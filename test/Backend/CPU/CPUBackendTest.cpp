@@ -557,6 +557,17 @@ func.func @ring_only(%ring: tensor<8x32xbf16>, %kv: tensor<?x32xbf16>, %start: i
   // Multi-token update at start_pos > 0 (ring_update alone defines it) and an empty step.
   expectMatchesInterpreter(text, "ring_only", {ring, randomFloats(ElementType::BF16, {11, 32}), Tensor::scalarI64(5)});
   expectMatchesInterpreter(text, "ring_only", {ring, Tensor(ElementType::BF16, {0, 32}), Tensor::scalarI64(5)});
+  // start_pos near 2^63 (start_pos + i would wrap): the same slots as the reference kernel. W = 6 does not divide
+  // 2^64, so arithmetic that wrapped would pick other slots; 10 tokens: lo = 4, start_pos + lo wraps.
+  const char *ring6 = R"mlir(
+func.func @ring_only(%ring: tensor<6x32xbf16>, %kv: tensor<?x32xbf16>, %start: i64) -> tensor<6x32xbf16> {
+  %r1 = dsa.ring_update %ring, %kv, %start : (tensor<6x32xbf16>, tensor<?x32xbf16>, i64) -> tensor<6x32xbf16>
+  return %r1 : tensor<6x32xbf16>
+}
+)mlir";
+  for (int64_t start : {std::numeric_limits<int64_t>::max() - 1, std::numeric_limits<int64_t>::max() - 10})
+    expectMatchesInterpreter(ring6, "ring_only", {randomFloats(ElementType::BF16, {6, 32}),
+                                                  randomFloats(ElementType::BF16, {10, 32}), Tensor::scalarI64(start)});
 }
 
 TEST_F(CPUBackendTest, SparseAttnAndGroupedOutputMatchInterpreter) {

@@ -5,16 +5,18 @@
 // CHECK-SAME: (%[[RING:[a-z0-9_]+]]: tensor<8x32xbf16>, %[[KV:[a-z0-9_]+]]: tensor<?x32xbf16>, %[[START:[a-z0-9_]+]]: i64)
 // CHECK: %[[S:[a-z0-9_]+]] = tensor.dim %[[KV]], %c0
 // ring_update: start_pos < 0 reported (code 4); an empty step keeps the ring; else slot j takes row
-// lo + ((j - (start_pos + lo)) mod W) when that offset is < c = s - lo, lo = max(0, s - W).
+// lo + ((j - (start_pos + lo)) mod W) when that offset is < c = s - lo, lo = max(0, s - W); the offset computed as
+// ((j - lo) - start_pos mod W) mod W, which cannot overflow at a start_pos near 2^63.
 // CHECK: %[[NEG:[a-z0-9_]+]] = arith.cmpi slt, %[[START]], %c0_i64
 // CHECK: func.call @dsa_cpu_fail(%c4_i32)
 // CHECK: %[[NEWRING:[a-z0-9_]+]] = scf.if %{{.*}} -> (tensor<8x32xbf16>) {
 // CHECK: %[[SMW:[a-z0-9_]+]] = arith.subi %{{.*}}, %c8_i64
 // CHECK: %[[LO:[a-z0-9_]+]] = arith.maxsi %[[SMW]], %c0_i64
 // CHECK: %[[C:[a-z0-9_]+]] = arith.subi %{{.*}}, %[[LO]]
-// CHECK: %[[FIRST:[a-z0-9_]+]] = arith.addi %[[START]], %[[LO]]
+// CHECK: %[[SMOD:[a-z0-9_]+]] = arith.remsi %[[START]], %c8_i64
 // CHECK: linalg.generic {{.*}} ins(%[[RING]] : tensor<8x32xbf16>)
-// CHECK: arith.subi %{{.*}}, %[[FIRST]]
+// CHECK: %[[JLO:[a-z0-9_]+]] = arith.subi %{{.*}}, %[[LO]]
+// CHECK: arith.subi %[[JLO]], %[[SMOD]]
 // CHECK: arith.remsi %{{.*}}, %c8_i64
 // CHECK: %[[TAKE:[a-z0-9_]+]] = arith.cmpi slt, %{{.*}}, %[[C]]
 // CHECK: tensor.extract %[[KV]]
