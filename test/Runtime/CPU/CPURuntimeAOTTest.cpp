@@ -27,6 +27,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <fstream>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -609,6 +612,142 @@ TEST_F(CPURuntimeAOTTest, GoldenLayer0DecodesMergedIntoOneStepMatchTheGolden) {
   for (size_t p = 0; p < probes.size(); ++p)
     expectPass(p < 5 ? "decode12" : "decode13", probes[p].name, probes[p].value);
   EXPECT_EQ(seq.position(), 14);
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// Soak (docs/robustness.md): many decode steps of one layer through the runtime with resident state, each step
+// bit-exact against the interpreter, resident memory flat, then a clean capacity error with the state intact.
+//===----------------------------------------------------------------------------------------------------------===//
+
+/// Resident set size of this process in bytes (/proc/self/statm).
+int64_t residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+class CPURuntimeSoakTest : public CPURuntimeAOTTest {
+protected:
+  /// A prefill of 5 tokens, then decode steps up to position `end` (or the layer's capacity, whichever is first):
+  /// every result (output, state, published slots, probes) bit-identical to the interpreter's, which this test
+  /// steps with the state and slots threaded by the signature's bindings. Resident memory measured after a tenth
+  /// of the steps and at the end may grow by at most `kFlatBytes`. Returns the position reached.
+  int64_t soak(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed, int64_t end) {
+    build(config, seed);
+    const cpu::FunctionSignature *sig = library->signature(name);
+    EXPECT_TRUE(sig && sig->step.present());
+    if (!sig || !sig->step.present())
+      return -1;
+    cpu::CPUSequence seq = residentSequence();
+    // The interpreter's arguments: x and start_pos per step, the weights, the state from its init, the slots empty.
+    std::vector<Tensor> args(sig->args.size());
+    for (size_t i = 0; i < weights.size(); ++i)
+      args[3 + i] = weights[i];
+    for (const cpu::StateBinding &b : sig->state) {
+      const cpu::ValueKind &k = sig->args[static_cast<size_t>(b.arg)];
+      Tensor t(k.elem, k.shape);
+      if (b.init == cpu::StateInit::NegInf)
+        std::fill(t.floats(), t.floats() + t.numElements(), -std::numeric_limits<float>::infinity());
+      args[static_cast<size_t>(b.arg)] = t;
+    }
+    std::optional<cpu::CPUSequence::SlotSet> slots;
+    if (!sig->step.shared.empty()) {
+      auto initial = cpu::CPUSequence::initialSlots(*sig);
+      EXPECT_TRUE(initial.ok()) << initial.error();
+      slots = *initial;
+      for (size_t i = 0; i < sig->step.shared.size(); ++i)
+        args[static_cast<size_t>(sig->step.shared[i].arg)] = (*slots)[i].toTensor();
+    }
+    const int64_t capacity = sig->step.maxSeqLen < 0 ? std::numeric_limits<int64_t>::max() : sig->step.maxSeqLen;
+    end = std::min(end, capacity);
+    func::FuncOp fn = decomposed->lookupSymbol<func::FuncOp>(name);
+    std::mt19937_64 rng(seed + 1);
+    int64_t pos = 0, rssAfterTenth = 0;
+    while (pos < end) {
+      const int64_t tokens = pos == 0 ? std::min<int64_t>(5, end) : 1;
+      const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, config.dim}, 1.0f);
+      auto got = seq.runValues(x, pos, slots ? &*slots : nullptr);
+      if (!got.ok()) {
+        ADD_FAILURE() << "step at " << pos << ": " << got.error();
+        return pos;
+      }
+      args[static_cast<size_t>(sig->step.x)] = x;
+      args[static_cast<size_t>(sig->step.startPos)] = Tensor::scalarI64(pos);
+      FailureOr<std::vector<Tensor>> want = interp::interpretFunction(fn, args, nullptr);
+      if (failed(want) || want->size() != got->size()) {
+        ADD_FAILURE() << "interpreter at " << pos << ": " << diagnostics;
+        return pos;
+      }
+      for (size_t r = 0; r < want->size(); ++r)
+        if (!sameBits((*got)[r].toTensor(), (*want)[r])) {
+          ADD_FAILURE() << "step at " << pos << ": result " << r << " differs from the interpreter's";
+          return pos;
+        }
+      for (const cpu::StateBinding &b : sig->state)
+        args[static_cast<size_t>(b.arg)] = (*want)[static_cast<size_t>(b.result)];
+      for (const cpu::StateBinding &b : sig->step.shared)
+        args[static_cast<size_t>(b.arg)] = (*want)[static_cast<size_t>(b.result)];
+      pos += tokens;
+      if (pos >= end / 10 && rssAfterTenth == 0)
+        rssAfterTenth = residentBytes();
+    }
+    const int64_t growth = residentBytes() - rssAfterTenth;
+    EXPECT_LE(growth, kFlatBytes) << "resident memory grew by " << growth << " bytes from step " << end / 10
+                                  << " to step " << end;
+    if (pos == capacity) {
+      // One more token does not fit: a clean error naming max_seq_len; state, position and slots unchanged.
+      std::vector<Tensor> before;
+      for (const cpu::StateBinding &b : sig->state)
+        before.push_back(seq.state(static_cast<size_t>(b.arg))->toTensor());
+      std::vector<Tensor> slotsBefore;
+      for (const cpu::CPUValue &v : *slots)
+        slotsBefore.push_back(v.toTensor());
+      auto over = seq.runValues(randomTensor(rng, ElementType::BF16, {1, config.dim}, 1.0f), pos, &*slots);
+      EXPECT_FALSE(over.ok());
+      if (!over.ok())
+        EXPECT_NE(over.error().find("max_seq_len: positions " + std::to_string(pos) + " .. " + std::to_string(pos) +
+                                    " exceed the capacity of " + std::to_string(capacity) + " positions"),
+                  std::string::npos)
+            << over.error();
+      EXPECT_EQ(seq.position(), pos);
+      for (size_t i = 0; i < sig->state.size(); ++i)
+        EXPECT_TRUE(sameBits(seq.state(static_cast<size_t>(sig->state[i].arg))->toTensor(), before[i]))
+            << "state argument " << sig->state[i].arg;
+      for (size_t i = 0; i < slotsBefore.size(); ++i)
+        EXPECT_TRUE(sameBits((*slots)[i].toTensor(), slotsBefore[i])) << "slot " << i;
+    }
+    return pos;
+  }
+
+  /// Resident memory may grow this much over the measured steps (allocator noise; one leaked cache or ring per step
+  /// would be megabytes).
+  static constexpr int64_t kFlatBytes = 8 << 20;
+  /// Steps of every soak ($DSA_SOAK_STEPS, default 10000).
+  static int64_t soakSteps() {
+    const char *env = std::getenv("DSA_SOAK_STEPS");
+    return env ? std::max<int64_t>(10, std::atoll(env)) : 10000;
+  }
+};
+
+TEST_F(CPURuntimeSoakTest, WindowLayerDecodesWithTheRingWrappedManyTimes) {
+  // W = 8: 10000 steps wrap the ring 1250 times.
+  EXPECT_EQ(soak(tinyLayer(0), 41, soakSteps()), soakSteps());
+}
+
+TEST_F(CPURuntimeSoakTest, RatioTwoKvAndIndexSourceFillsItsCachesToCapacity) {
+  // Compressor groups of 2 completed every other step; the caches (max_seq_len / 2 rows) fill up, then the capacity
+  // error.
+  mlir::dsa::AttentionLayerConfig config = tinyLayer(2);
+  config.compress->maxSeqLen = soakSteps();
+  EXPECT_EQ(soak(config, 43, soakSteps()), soakSteps());
+}
+
+TEST_F(CPURuntimeSoakTest, RatioOneCandidateSourceFillsItsCachesToCapacity) {
+  mlir::dsa::AttentionLayerConfig config = tinyLayer(1);
+  config.compress->isCandidateSource = true;
+  config.compress->maxSeqLen = soakSteps();
+  EXPECT_EQ(soak(config, 47, soakSteps()), soakSteps());
 }
 
 } // namespace
