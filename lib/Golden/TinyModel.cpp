@@ -696,9 +696,13 @@ Result<StepOutputs> TinyModel::step(const std::vector<int64_t> &ids, int64_t sta
     for (int64_t t = 0; t < s; ++t)
       cache[sz(startPos + t)] = f.engram.tokenMap[sz(ids[sz(t)])];
   const int64_t nE = static_cast<int64_t>(f.engram.layerIds.size()), cols = f.engram.nHashCols;
-  Tensor hashes = m.engramHash(cache, startPos, s);
   emit("input_ids", Tensor::fromInts(ElementType::I64, {s}, ids));
-  emit("engram_hashes", hashes);
+  // Without engram layers (fixture.engram null): no hashing and no engram_hashes capture.
+  Tensor hashes(ElementType::I64, {s, 0, 0});
+  if (nE > 0) {
+    hashes = m.engramHash(cache, startPos, s);
+    emit("engram_hashes", hashes);
+  }
 
   Tensor embed(ElementType::BF16, {s, D});
   for (int64_t t = 0; t < s; ++t)

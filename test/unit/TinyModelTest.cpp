@@ -282,4 +282,44 @@ TEST(TinyModelCreateTest, WrongEngramScalesAreRejected) {
   expectCreateError(editedGolden("\"scales\":[[0.5,", "\"scales\":[[0.25,"), "engram");
 }
 
+// A model without engram layers (tiny-model-harness.md, "Other goldens in this format"): engram null and no engram
+// weights load; a step hashes nothing and emits no engram capture, and layer 0 (before the first engram layer of
+// the tiny golden) computes exactly what it computes with engram tables.
+TEST(TinyModelCreateTest, NoEngramLayers) {
+  std::string text = readText(kTinyGoldenPath);
+  const size_t begin = text.find("\"engram\":{\"layer_ids\"");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = text.find("}", text.find("\"scales\":", begin)); // the scales are the tables' last key
+  ASSERT_NE(end, std::string::npos);
+  text.replace(begin, end + 1 - begin, "\"engram\":null");
+  const std::string ids = "\"engram_layer_ids\":[1,4]";
+  ASSERT_NE(text.find(ids), std::string::npos);
+  text.replace(text.find(ids), ids.size(), "\"engram_layer_ids\":[]");
+  auto noEngram = GoldenFile::parse(text, "no-engram");
+  ASSERT_TRUE(noEngram.ok()) << noEngram.error();
+  ASSERT_FALSE(noEngram->fixture().hasEngram);
+  auto model = TinyModel::create(*noEngram);
+  ASSERT_TRUE(model.ok()) << model.error();
+  auto withEngram = TinyModel::create(dsa::test::golden());
+  ASSERT_TRUE(withEngram.ok()) << withEngram.error();
+
+  AttentionFn zeros = [](int64_t, const Tensor &attnIn, int64_t) -> Result<Tensor> {
+    return Tensor(ElementType::BF16, attnIn.shape());
+  };
+  const std::vector<int64_t> ids5 = {3, 1, 4, 1, 5};
+  CaptureMap got, ref;
+  auto out = model->step(ids5, 0, zeros, recordInto(got));
+  ASSERT_TRUE(out.ok()) << out.error();
+  ASSERT_TRUE(withEngram->step(ids5, 0, zeros, recordInto(ref)).ok());
+  EXPECT_EQ(out->hashes.shape(), (std::vector<int64_t>{5, 0, 0}));
+  for (const auto &[name, value] : got)
+    EXPECT_EQ(name.find("engram"), std::string::npos) << name;
+  EXPECT_TRUE(ref.count("engram_hashes") && ref.count("L1.engram_out"));
+  for (const char *name : {"L0.h_out", "L0.ffn_out", "L0.pre_mix_out"})
+    EXPECT_EQ(got.at(name).floatVector(), ref.at(name).floatVector()) << name;
+  // Without an engram, layer 1's input is layer 0's output.
+  EXPECT_EQ(got.at("L1.h_in").floatVector(), got.at("L0.h_out").floatVector());
+  EXPECT_NE(ref.at("L1.h_in").floatVector(), ref.at("L0.h_out").floatVector());
+}
+
 } // namespace

@@ -40,7 +40,8 @@ using AttentionFn =
 
 /// Receives every named capture of a step (names and meanings: tiny-model-harness.md "File format"), in the
 /// order the forward computes them. Shapes are the golden's minus its leading batch 1 (s = tokens of the step):
-///   input_ids [s] i64; engram_hashes [s, n_engram_layers, cols] i64; embed [s, dim] bf16;
+///   input_ids [s] i64; engram_hashes [s, n_engram_layers, cols] i64 (only with engram layers);
+///   embed [s, dim] bf16;
 ///   per layer `L<l>.`: engram layers first `engram_in` [s, hc, dim] bf16, `engram_hash_ids` [s, cols] i64,
 ///   `engram_embed` [s, cols, engram_head_dim] bf16, `engram_kv` [s, dim*(hc+1)] bf16, `engram_out` [s, hc, dim]
 ///   bf16; then `h_in` [s, hc, dim] bf16, `pre_mix_in` [s, hc] f32, `attn_pre`/`attn_post` [s, hc] f32,
@@ -60,7 +61,7 @@ CaptureSink recordInto(CaptureMap &map);
 /// What one step returns.
 struct StepOutputs {
   interp::Tensor logits; ///< logits_full: f32 [s, vocab]
-  interp::Tensor hashes; ///< engram_hashes: i64 [s, n_engram_layers, cols]
+  interp::Tensor hashes; ///< engram_hashes: i64 [s, n_engram_layers, cols] ([s, 0, 0] without engram layers)
 };
 
 /// The toy model of tiny-model-harness.md without its attention. Holds the regenerated non-attention weights
