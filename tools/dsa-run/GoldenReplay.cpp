@@ -319,7 +319,10 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   }
 
   PassManager pm(&context);
-  pm.addPass(mlir::dsa::createDSADecomposeAttention());
+  // The index sources' top-k scores are probed too (L<l>.index_score): the comparator's near-tie rule reads them.
+  mlir::dsa::DSADecomposeAttentionOptions decomposeOptions;
+  decomposeOptions.probeIndexScores = true;
+  pm.addPass(mlir::dsa::createDSADecomposeAttention(decomposeOptions));
   if (failed(pm.run(*module)))
     return fail("dsa-decompose-attention failed (see the diagnostic above)");
   if (options.emit == "primitives")
@@ -415,7 +418,8 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
         verdicts.push_back(verdict.take());
         llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
       } else if (auto it = produced.find(name); it != produced.end()) {
-        verdicts.push_back(golden::compareCapture(regime.name, **want, it->second));
+        verdicts.push_back(golden::compareCapture(
+            regime.name, **want, it->second, golden::captureRules(fixture, regime, name, it->second, produced)));
         llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
       } else if (attentionCaptures.count(name)) {
         verdicts.push_back(golden::notCompared(regime.name, name, "nothing produced this capture"));

@@ -22,6 +22,11 @@ applied in order:
                     output): layer 0 only reads its own window (attention-semantics.md section 4), which holds the
                     same rows whether the tokens came in one prefill or one at a time, and the harness around it is
                     per token. prefill_len becomes 5, so the ids reach past prefill_len + 2.
+  e4m3-steps=R,C,K  capture C of regime R (an act_quant_fp8 output, e.g. L0.sa_kv) with its largest stored value
+                    moved K steps of the e4m3 grid toward zero (at the block's power-of-two scale: a value
+                    m * 2^e, m = 0.5 + k/16, steps by 2^(e-4), or 2^(e-5) below a power of two), ck updated: what a
+                    reference that rounded that element the other way would store (K = 1: a quantisation boundary
+                    flip; K = 2: not one).
   no-engram         a model without engram layers (fixture.engram null, engram_layer_ids [], no engram weights, no
                     engram_hashes): only captures computed before the first engram layer (L1) stay valid, so the
                     golden keeps input_ids, embed and every L0 capture, plus L1.h_in = the reference's L1.engram_in
@@ -115,6 +120,20 @@ def op_prefill5(g):
     g["fixture"].pop("steps", None)
 
 
+def op_e4m3_steps(g, regime, name, steps):
+    import math
+    cap = g[regime][name]
+    j = max(range(len(cap["data"])), key=lambda i: abs(cap["data"][i]))
+    v = cap["data"][j]
+    w = v
+    for _ in range(steps):
+        m, e = math.frexp(abs(w))
+        step = 2.0 ** (e - 5) if m == 0.5 else 2.0 ** (e - 4)
+        w = math.copysign(abs(w) - step, w)
+    cap["data"][j] = w
+    cap["ck"] += (w - v) * (j * cap["stride"] + 1)
+
+
 def op_no_engram(g):
     f = g["fixture"]
     f["engram"] = None
@@ -155,6 +174,9 @@ def main(argv):
             op_restride(g, int(value))
         elif key == "prefill5":
             op_prefill5(g)
+        elif key == "e4m3-steps":
+            regime, name, k = value.split(",")
+            op_e4m3_steps(g, regime, name, int(k))
         elif key == "no-engram":
             op_no_engram(g)
         else:
