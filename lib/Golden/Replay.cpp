@@ -141,4 +141,41 @@ Result<Verdict> judgeWholeModelCapture(const GoldenFile &file, const Regime &reg
   return missing;
 }
 
+const Capture *forceableCapture(const GoldenFile &file, const Regime &regime, const std::string &name) {
+  auto it = regime.captures.find(name);
+  if (it == regime.captures.end() || it->second.stride != 1 || it->second.n == 0)
+    return nullptr;
+  if (!wholeModelSkipReason(file.fixture(), regime, name).empty())
+    return nullptr;
+  return &it->second;
+}
+
+bool forceFromGolden(const GoldenFile &file, const Regime &regime, const std::string &name, interp::Tensor &value) {
+  const Capture *c = forceableCapture(file, regime, name);
+  if (!c || c->isInteger == value.isFloat() || c->n != value.numElements())
+    return false;
+  auto dropOnes = [](std::vector<int64_t> shape) {
+    size_t i = 0;
+    while (i < shape.size() && shape[i] == 1)
+      ++i;
+    return std::vector<int64_t>(shape.begin() + static_cast<std::ptrdiff_t>(i), shape.end());
+  };
+  if (dropOnes(c->shape) != dropOnes(value.shape()))
+    return false;
+  if (value.isFloat()) {
+    value = interp::Tensor::fromFloats(value.elementType(), value.shape(),
+                                       std::vector<float>(c->data.begin(), c->data.end()));
+  } else {
+    std::vector<int64_t> ints(c->data.size());
+    for (size_t i = 0; i < ints.size(); ++i)
+      ints[i] = static_cast<int64_t>(c->data[i]);
+    if (value.elementType() == interp::ElementType::I1)
+      for (int64_t v : ints)
+        if (v != 0 && v != 1)
+          return false;
+    value = interp::Tensor::fromInts(value.elementType(), value.shape(), std::move(ints));
+  }
+  return true;
+}
+
 } // namespace dsa::golden

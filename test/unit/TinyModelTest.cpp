@@ -282,6 +282,54 @@ TEST(TinyModelCreateTest, WrongEngramScalesAreRejected) {
   expectCreateError(editedGolden("\"scales\":[[0.5,", "\"scales\":[[0.25,"), "engram");
 }
 
+// The override sees each capture after the sink and the forward continues with its replacement: a replaced
+// attn_in is what the attention callback gets, a replaced moe_indices routes the experts, a replaced capture of
+// another shape is an error.
+TEST(TinyModelCreateTest, OverrideReplacesWhatTheForwardReads) {
+  auto model = TinyModel::create(dsa::test::golden());
+  ASSERT_TRUE(model.ok()) << model.error();
+  std::vector<std::vector<float>> attentionInputs;
+  AttentionFn zeros = [&](int64_t layer, const Tensor &attnIn, int64_t) -> Result<Tensor> {
+    if (layer == 0)
+      attentionInputs.push_back(attnIn.floatVector());
+    return Tensor(ElementType::BF16, attnIn.shape());
+  };
+  const std::vector<int64_t> ids = {3, 1};
+  CaptureMap plain, forced;
+  ASSERT_TRUE(model->step(ids, 0, zeros, recordInto(plain)).ok());
+  CaptureOverride override = [](const std::string &name, Tensor &value) {
+    if (name == "L0.attn_in")
+      value = Tensor::fromFloats(ElementType::BF16, value.shape(), std::vector<float>(value.floatVector().size(), 0.5f));
+    if (name == "L0.moe_indices") // route both tokens to experts 0 and 1
+      value = Tensor::fromInts(ElementType::I64, value.shape(), {0, 1, 0, 1});
+  };
+  ASSERT_TRUE(model->step(ids, 0, zeros, recordInto(forced), override).ok());
+  ASSERT_EQ(attentionInputs.size(), 2u);
+  EXPECT_EQ(attentionInputs[0], plain.at("L0.attn_in").floatVector());
+  EXPECT_EQ(attentionInputs[1], std::vector<float>(attentionInputs[1].size(), 0.5f));
+  // The sink saw the computed values, not the replacements.
+  EXPECT_EQ(forced.at("L0.attn_in").floatVector(), plain.at("L0.attn_in").floatVector());
+  EXPECT_EQ(forced.at("L0.moe_indices").intVector(), plain.at("L0.moe_indices").intVector());
+  if (plain.at("L0.moe_indices").intVector() != std::vector<int64_t>{0, 1, 0, 1} &&
+      plain.at("L0.moe_indices").intVector() != std::vector<int64_t>{1, 0, 1, 0})
+    EXPECT_NE(forced.at("L0.ffn_out").floatVector(), plain.at("L0.ffn_out").floatVector());
+  // Another shape, or an expert that does not exist, is an error.
+  CaptureOverride reshaped = [](const std::string &name, Tensor &value) {
+    if (name == "embed")
+      value = Tensor(ElementType::BF16, {1, 1});
+  };
+  auto bad = model->step(ids, 0, zeros, {}, reshaped);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("the override of 'embed' changed"), std::string::npos) << bad.error();
+  CaptureOverride noExpert = [](const std::string &name, Tensor &value) {
+    if (name == "L0.moe_indices")
+      value = Tensor::fromInts(ElementType::I64, value.shape(), {0, 9, 0, 1});
+  };
+  bad = model->step(ids, 0, zeros, {}, noExpert);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("moe expert index 9"), std::string::npos) << bad.error();
+}
+
 // A model without engram layers (tiny-model-harness.md, "Other goldens in this format"): engram null and no engram
 // weights load; a step hashes nothing and emits no engram capture, and layer 0 (before the first engram layer of
 // the tiny golden) computes exactly what it computes with engram tables.

@@ -11,6 +11,7 @@
 #include "dsa/Golden/Replay.h"
 #include "dsa/Golden/TinyModel.h"
 #include "dsa/Interpreter/Interpreter.h"
+#include "dsa/Numerics/BF16.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -217,10 +218,73 @@ Result<Tensor> tensorFromCapture(const golden::Capture &capture, ElementType typ
   return Tensor::fromFloats(type, shape, std::move(values));
 }
 
+/// Overwrites the first rows of the rank-2 float tensor `dst` with a full capture of rows of the same width.
+/// False (nothing written) when the capture does not fit.
+bool overwriteRows(Tensor &dst, const golden::Capture &c) {
+  if (!dst.isFloat() || dst.rank() != 2 || c.shape.empty() || c.shape.back() != dst.dim(1) ||
+      c.n > dst.numElements() || c.isInteger)
+    return false;
+  const bool bf16 = dst.elementType() == ElementType::BF16;
+  for (int64_t i = 0; i < c.n; ++i) {
+    const float v = static_cast<float>(c.data[static_cast<size_t>(i)]);
+    dst.floats()[i] = bf16 ? ::dsa::numerics::roundBf16(v) : v;
+  }
+  return true;
+}
+
+/// --force after a layer's step (attention-semantics.md section 12): the layer's state and the shared slots
+/// continue with the golden's values wherever the golden stores them in full and compares them
+/// (golden::forceableCapture):
+///   the ring from L<l>.sa_kv's window rows (decode: the W ring rows in slot order; prefill: token t's row in slot
+///     t % W for the last min(s, W) tokens);
+///   a kv source's compressed-KV cache rows [0, end // r) from shared.L<l>.compress_kv, and its index-key cache
+///     from shared.L<l>.index_k when it published it this step (it produced a latent; otherwise the slot holds
+///     another source's cache, section 8);
+///   the slots: compress_kv and index_k rows [0, end // r), topk_idxs and candidates whole.
+/// Not forced: the ratio >= 2 compressor state (no capture holds it).
+void forceLayerState(const golden::GoldenFile &file, const golden::Regime &regime, Layer &layer,
+                     SharedSlots &shared, int64_t startPos, int64_t s) {
+  const golden::Fixture &f = file.fixture();
+  const std::string L = "L" + std::to_string(layer.id) + ".", S = "shared." + L;
+  const int64_t r = layer.role.ratio, end = startPos + s, W = f.windowSize, hd = f.headDim;
+  if (const golden::Capture *kv = golden::forceableCapture(file, regime, L + "sa_kv")) {
+    const int64_t rows = hd > 0 ? kv->n / hd : 0;
+    const int64_t windowRows = rows - (r > 0 ? end / r : 0);
+    auto copyRow = [&](int64_t from, int64_t slot) {
+      for (int64_t d = 0; d < hd; ++d)
+        layer.ring.floats()[slot * hd + d] = static_cast<float>(kv->data[static_cast<size_t>(from * hd + d)]);
+    };
+    if (startPos > 0 && windowRows == W)
+      for (int64_t slot = 0; slot < W; ++slot)
+        copyRow(slot, slot);
+    else if (startPos == 0 && windowRows == s)
+      for (int64_t t = std::max<int64_t>(0, s - W); t < s; ++t)
+        copyRow(t, t % W);
+  }
+  if (r <= 0)
+    return;
+  const size_t n = layer.state.size();
+  if (const golden::Capture *c = golden::forceableCapture(file, regime, S + "compress_kv")) {
+    if (layer.role.isKvSource && n >= 2)
+      overwriteRows(layer.state[n - 2], *c);
+    overwriteRows(shared.slots[0], *c);
+  }
+  if (const golden::Capture *c = golden::forceableCapture(file, regime, S + "index_k")) {
+    const bool published = end / r > startPos / r; // a latent this step: the slot is this layer's cache
+    if (layer.role.isKvSource && n >= 2 && published)
+      overwriteRows(layer.state[n - 1], *c);
+    overwriteRows(shared.slots[1], *c);
+  }
+  golden::forceFromGolden(file, regime, S + "topk_idxs", shared.slots[2]);
+  golden::forceFromGolden(file, regime, S + "candidates", shared.slots[3]);
+}
+
 /// Runs one layer's attention function for a step on the interpreter or, when `cpu` is set, on the compiled CPU
 /// module, updating the layer's ring and state and the shared slots, and records every probe into `probed`.
+/// `force` (interpreter only, may be empty): applied at every probe (the layer reads the replacement from then on).
 Result<Tensor> runLayer(Layer &layer, SharedSlots &shared, const Tensor &x, int64_t startPos,
-                        std::map<std::string, Tensor> &probed, const ::dsa::cpu::CPUModule *cpu) {
+                        std::map<std::string, Tensor> &probed, const ::dsa::cpu::CPUModule *cpu,
+                        const interp::ProbeOverride &force = {}) {
   std::vector<Tensor> args = {x, Tensor::scalarI64(startPos), layer.ring};
   for (const auto *group : {&layer.weights, &layer.compressor, &layer.indexKeys, &layer.indexer, &layer.state})
     args.insert(args.end(), group->begin(), group->end());
@@ -235,7 +299,7 @@ Result<Tensor> runLayer(Layer &layer, SharedSlots &shared, const Tensor &x, int6
                        " on the CPU backend: " + results.error());
     r = results.take();
   } else {
-    FailureOr<std::vector<Tensor>> results = interp::interpretFunction(layer.fn, args, &probes);
+    FailureOr<std::vector<Tensor>> results = interp::interpretFunction(layer.fn, args, &probes, force);
     if (failed(results))
       return makeError("interpreting layer " + std::to_string(layer.id) + " at start_pos " +
                        std::to_string(startPos) + " failed (see the diagnostic above)");
@@ -269,6 +333,11 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   std::optional<mlir::dsa::IndexKSource> indexKSource = mlir::dsa::symbolizeIndexKSource(options.indexKSource);
   if (!indexKSource)
     return fail("--index-k-source must be 'published_slot' or 'own_cache', got '" + options.indexKSource + "'");
+  if (options.force && *indexKSource == mlir::dsa::IndexKSource::own_cache)
+    return fail("--force continues with the golden's values, which follow the reference's index_k slot; "
+                "--index-k-source=own_cache differs from it by design (use one or the other)");
+  if (options.force && !options.emitLibraries.empty())
+    return fail("--force applies to a replay, not to --emit-libraries (dsa-golden --force replays the libraries)");
 
   Result<golden::GoldenFile> loaded = golden::GoldenFile::load(options.goldenPath);
   if (!loaded)
@@ -355,6 +424,22 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   for (const golden::Regime &regime : file.regimes()) {
     std::map<std::string, Tensor> produced;
     std::set<std::string> inputs;
+    // --force inside a layer (the interpreter): the attention internals sa_q, sa_kv, sa_topk_idxs, sa_o continue
+    // with the golden's full values. attn_out is forced by the harness, after it has recorded the layer's result.
+    interp::ProbeOverride inLayer;
+    if (options.force && !cpuModule)
+      inLayer = [&](const std::string &name, Tensor &value) {
+        const size_t dot = name.find('.');
+        if (name.rfind("L", 0) != 0 || dot == std::string::npos || name.compare(dot + 1, 3, "sa_") != 0)
+          return false;
+        return golden::forceFromGolden(file, regime, name, value);
+      };
+    auto step = [&](Layer &layer, const Tensor &x, int64_t startPos) -> Result<Tensor> {
+      Result<Tensor> out = runLayer(layer, shared, x, startPos, produced, cpuModule.get(), inLayer);
+      if (out && options.force)
+        forceLayerState(file, regime, layer, shared, startPos, x.dim(0));
+      return out;
+    };
     if (wholeModel) {
       Result<std::vector<int64_t>> ids = golden::regimeInputIds(fixture, regime);
       if (!ids)
@@ -369,7 +454,7 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
             if (Result<Tensor> t = tensorFromCapture(**in, ElementType::BF16))
               x = t.take();
         }
-        Result<Tensor> out = runLayer(*byId[l], shared, x, startPos, produced, cpuModule.get());
+        Result<Tensor> out = step(*byId[l], x, startPos);
         if (!out || !options.resync)
           return out;
         Result<const golden::Capture *> want = file.capture(regime.name, prefix + "attn_out");
@@ -378,9 +463,12 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
             return t;
         return out;
       };
-      Result<golden::StepOutputs> step = model->step(*ids, regime.startPos, attention, sink);
-      if (!step)
-        return fail("regime '" + regime.name + "': " + step.error());
+      golden::CaptureOverride force;
+      if (options.force)
+        force = [&](const std::string &name, Tensor &value) { golden::forceFromGolden(file, regime, name, value); };
+      Result<golden::StepOutputs> stepped = model->step(*ids, regime.startPos, attention, sink, force);
+      if (!stepped)
+        return fail("regime '" + regime.name + "': " + stepped.error());
     } else {
       for (Layer &layer : layers) {
         std::string in = "L" + std::to_string(layer.id) + ".attn_in";
@@ -391,7 +479,7 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
         if (!x)
           return fail(x.error());
         inputs.insert(in);
-        Result<Tensor> out = runLayer(layer, shared, *x, regime.startPos, produced, cpuModule.get());
+        Result<Tensor> out = step(layer, *x, regime.startPos);
         if (!out)
           return fail(out.error());
       }

@@ -48,6 +48,17 @@ std::string wholeModelSkipReason(const Fixture &fixture, const Regime &regime, c
 Result<Verdict> judgeWholeModelCapture(const GoldenFile &file, const Regime &regime, const std::string &name,
                                        const CaptureMap &produced);
 
+/// --force (attention-semantics.md section 12: continue with ONE value so that a flip or a swap does not propagate):
+/// the capture `name` of `regime` when a replay may continue with it: the golden has it, the whole-model rule
+/// compares it (wholeModelSkipReason is empty) and it is stored in full (stride 1). Else nullptr: a tensor stored
+/// only at a stride cannot be forced.
+const Capture *forceableCapture(const GoldenFile &file, const Regime &regime, const std::string &name);
+
+/// --force: replaces `value` by the golden's capture `name` when forceableCapture has it and it matches value's
+/// shape (leading 1s dropped) and kind (integers for an integer tensor, floats for a float one); value keeps its
+/// element type and shape. Returns whether it replaced.
+bool forceFromGolden(const GoldenFile &file, const Regime &regime, const std::string &name, interp::Tensor &value);
+
 } // namespace dsa::golden
 
 #endif // DSA_GOLDEN_REPLAY_H

@@ -53,6 +53,10 @@ using AttentionFn =
 /// (k = n_activated_experts, cols = engram.n_hash_cols.)
 using CaptureSink = std::function<void(const std::string &name, const interp::Tensor &value)>;
 
+/// Called after each capture has gone to the sink, with the value the forward goes on with: it may replace it (same
+/// element type and shape), e.g. by the golden's stored value (the replay's --force, Replay.h forceFromGolden).
+using CaptureOverride = std::function<void(const std::string &name, interp::Tensor &value)>;
+
 /// Captures by name (a convenience for tests and drivers).
 using CaptureMap = std::map<std::string, interp::Tensor>;
 /// A sink that stores every capture into `map` (overwriting same-named entries). `map` must outlive the sink.
@@ -81,9 +85,14 @@ public:
   /// startPos .. startPos+s-1. The sequence is defined as the tokens seen at positions < startPos plus `ids`:
   /// cached positions >= startPos+s are forgotten. Errors: empty ids, an id outside [0, vocab_size), startPos < 0,
   /// startPos + s > max_seq_len, an attention callback error or a result of the wrong shape (naming the layer).
-  /// On error the engram cache is left as it was before the call. `sink` may be empty.
+  /// On error the engram cache is left as it was before the call. `sink` may be empty. `override` (may be empty)
+  /// sees every capture after the sink and may replace it: the rest of the step reads the replacement (the ids
+  /// after `input_ids`, the hash ids after `engram_hash_ids`, the routing after `moe_weights`/`moe_indices`, the
+  /// mixes after `attn_pre`...; the attention callback gets the replaced `attn_in` and its result goes through
+  /// `attn_out`). A replacement of another element type or shape is an error; replaced ids must be in the
+  /// vocabulary and replaced expert indices below n_routed_experts.
   Result<StepOutputs> step(const std::vector<int64_t> &ids, int64_t startPos, const AttentionFn &attention,
-                           const CaptureSink &sink = {});
+                           const CaptureSink &sink = {}, const CaptureOverride &override = {});
 
   /// Forgets the sequence (every cached position).
   void reset();

@@ -27,6 +27,8 @@ applied in order:
                     m * 2^e, m = 0.5 + k/16, steps by 2^(e-4), or 2^(e-5) below a power of two), ck updated: what a
                     reference that rounded that element the other way would store (K = 1: a quantisation boundary
                     flip; K = 2: not one).
+  perturb=R,C,F,D   stored element at flat index F of capture C of regime R plus D (F a multiple of the stride;
+                    D an integer for an integer capture, with a decimal point for a float one), ck updated: a golden that differs from the reference in one known element (for --force tests).
   no-engram         a model without engram layers (fixture.engram null, engram_layer_ids [], no engram weights, no
                     engram_hashes): only captures computed before the first engram layer (L1) stay valid, so the
                     golden keeps input_ids, embed and every L0 capture, plus L1.h_in = the reference's L1.engram_in
@@ -134,6 +136,14 @@ def op_e4m3_steps(g, regime, name, steps):
     cap["ck"] += (w - v) * (j * cap["stride"] + 1)
 
 
+def op_perturb(g, regime, name, flat, delta):
+    cap = g[regime][name]
+    if flat % cap["stride"] != 0:
+        raise SystemExit("derive_golden: perturb: flat %d is not stored (stride %d)" % (flat, cap["stride"]))
+    cap["data"][flat // cap["stride"]] += delta
+    cap["ck"] += delta * (flat + 1)
+
+
 def op_no_engram(g):
     f = g["fixture"]
     f["engram"] = None
@@ -177,6 +187,9 @@ def main(argv):
         elif key == "e4m3-steps":
             regime, name, k = value.split(",")
             op_e4m3_steps(g, regime, name, int(k))
+        elif key == "perturb":
+            regime, name, flat, delta = value.split(",")
+            op_perturb(g, regime, name, int(flat), float(delta) if "." in delta else int(delta))
         elif key == "no-engram":
             op_no_engram(g)
         else:
