@@ -21,7 +21,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -35,6 +37,10 @@ using interp::Tensor;
 namespace dsa::tools {
 namespace {
 
+/// Attention weights from which the replay reports its progress on stderr (production geometry; one V4.1-Flash
+/// window-only layer has 126M).
+constexpr int64_t kProgressWeightElements = int64_t(32) << 20;
+
 /// The attention captures every layer's probes produce (tiny-model-harness.md capture names).
 const char *const kAttentionCaptures[] = {"sa_q", "sa_kv", "sa_topk_idxs", "sa_o", "attn_out"};
 
@@ -43,6 +49,9 @@ struct Layer {
   int64_t id = 0;
   golden::LayerRole role;
   std::vector<Tensor> weights, compressor, indexKeys, indexer; // dsa.attention's operand groups
+  bool weightsLoaded = false; // false while the weights are dropped
+  bool resident = true;       // false: the weights are regenerated for each step and dropped after it
+  int64_t weightElements = 0; // elements of the four groups
   std::vector<std::string> weightNames; // the golden names of the four groups' tensors, in argument order
   Tensor ring;
   std::vector<Tensor> state; // kv sources: [kv_state, score_state (ratio >= 2)], kv cache, index-key cache
@@ -155,6 +164,83 @@ FailureOr<func::FuncOp> buildLayerFunction(ModuleOp module, const golden::Fixtur
   return mlir::dsa::buildAttentionFunction(builder, loc, config, *types);
 }
 
+/// Progress on stderr, flushed, for the phases of a large replay (production-geometry weights): a phase prints a
+/// line when it starts and one with its duration when it ends if `always`, else only an end line when it took at
+/// least kProgressSeconds. The tiny golden's replay prints nothing.
+class Progress {
+public:
+  static constexpr double kProgressSeconds = 2.0;
+  explicit Progress(bool always) : always_(always) {}
+  template <typename Fn> auto run(const std::string &what, Fn &&fn) {
+    if (always_)
+      say(what + " ...");
+    const auto start = std::chrono::steady_clock::now();
+    auto result = fn();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (always_ || seconds >= kProgressSeconds) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2f", seconds);
+      say(what + ": " + buf + " s");
+    }
+    return result;
+  }
+  void say(const std::string &line) const {
+    llvm::outs().flush();
+    llvm::errs() << "dsa-run: " << line << "\n";
+    llvm::errs().flush();
+  }
+  bool always() const { return always_; }
+
+private:
+  bool always_;
+};
+
+/// Regenerates the weights of `layer` (ck-checked) into its four operand groups.
+Status loadLayerWeights(const golden::GoldenFile &file, Layer &layer) {
+  const int64_t l = layer.id, r = layer.role.ratio;
+  layer.weights.clear();
+  layer.compressor.clear();
+  layer.indexKeys.clear();
+  layer.indexer.clear();
+  layer.weightNames.clear();
+  if (Status s = loadWeights(file,
+                             {"attn.attn_sink", "attn.wq_a.weight", "attn.q_norm.weight", "attn.wq_b.weight",
+                              "attn.wkv.weight", "attn.kv_norm.weight", "attn.wo_a.weight", "attn.wo_b.weight"},
+                             l, layer.weights, layer.weightNames);
+      !s)
+    return s;
+  if (layer.role.isKvSource) {
+    std::vector<std::string> comp = {"attn.compressor.wkv.weight"};
+    if (r >= 2)
+      comp.push_back("attn.compressor.wgate.weight");
+    comp.push_back("attn.compressor.norm.weight");
+    if (Status s = loadWeights(file, comp, l, layer.compressor, layer.weightNames); !s)
+      return s;
+    if (Status s = loadWeights(file, {"attn.indexer.wk.weight", "attn.indexer.k_norm.weight"}, l, layer.indexKeys,
+                               layer.weightNames);
+        !s)
+      return s;
+  }
+  if (layer.role.isIndexSource)
+    if (Status s = loadWeights(file, {"attn.indexer.wq_b.weight", "attn.indexer.weights_proj.weight"}, l,
+                               layer.indexer, layer.weightNames);
+        !s)
+      return s;
+  layer.weightElements = 0;
+  for (const auto *group : {&layer.weights, &layer.compressor, &layer.indexKeys, &layer.indexer})
+    for (const Tensor &t : *group)
+      layer.weightElements += t.numElements();
+  layer.weightsLoaded = true;
+  return Status::success();
+}
+
+/// Frees the weights of a layer that is not resident; the shapes stay known through the built function.
+void dropLayerWeights(Layer &layer) {
+  for (auto *group : {&layer.weights, &layer.compressor, &layer.indexKeys, &layer.indexer})
+    std::vector<Tensor>().swap(*group);
+  layer.weightsLoaded = false;
+}
+
 /// Regenerates a layer's weights (ck-checked) and creates its initial state (section 4, 5: zero ring, zero kv state,
 /// -inf score state, zero caches of ceil(max_seq_len / ratio) rows).
 Result<Layer> makeLayer(const golden::GoldenFile &file, int64_t l) {
@@ -162,25 +248,11 @@ Result<Layer> makeLayer(const golden::GoldenFile &file, int64_t l) {
   Layer layer;
   layer.id = l;
   layer.role = golden::layerRole(f, l);
-  if (Status s = loadWeights(file,
-                             {"attn.attn_sink", "attn.wq_a.weight", "attn.q_norm.weight", "attn.wq_b.weight",
-                              "attn.wkv.weight", "attn.kv_norm.weight", "attn.wo_a.weight", "attn.wo_b.weight"},
-                             l, layer.weights, layer.weightNames);
-      !s)
+  if (Status s = loadLayerWeights(file, layer); !s)
     return makeError(s.error());
   layer.ring = Tensor(ElementType::BF16, {f.windowSize, f.headDim});
   int64_t r = layer.role.ratio;
   if (layer.role.isKvSource) {
-    std::vector<std::string> comp = {"attn.compressor.wkv.weight"};
-    if (r >= 2)
-      comp.push_back("attn.compressor.wgate.weight");
-    comp.push_back("attn.compressor.norm.weight");
-    if (Status s = loadWeights(file, comp, l, layer.compressor, layer.weightNames); !s)
-      return makeError(s.error());
-    if (Status s = loadWeights(file, {"attn.indexer.wk.weight", "attn.indexer.k_norm.weight"}, l, layer.indexKeys,
-                               layer.weightNames);
-        !s)
-      return makeError(s.error());
     if (r >= 2) {
       layer.state.push_back(Tensor(ElementType::F32, {r, f.headDim}));
       std::vector<float> negInf(static_cast<size_t>(r * f.headDim), -std::numeric_limits<float>::infinity());
@@ -190,11 +262,6 @@ Result<Layer> makeLayer(const golden::GoldenFile &file, int64_t l) {
     layer.state.push_back(Tensor(ElementType::BF16, {capacity, f.headDim}));
     layer.state.push_back(Tensor(ElementType::BF16, {capacity, f.indexHeadDim}));
   }
-  if (layer.role.isIndexSource)
-    if (Status s = loadWeights(file, {"attn.indexer.wq_b.weight", "attn.indexer.weights_proj.weight"}, l,
-                               layer.indexer, layer.weightNames);
-        !s)
-      return makeError(s.error());
   return layer;
 }
 
@@ -285,11 +352,27 @@ void forceLayerState(const golden::GoldenFile &file, const golden::Regime &regim
 Result<Tensor> runLayer(Layer &layer, SharedSlots &shared, const Tensor &x, int64_t startPos,
                         std::map<std::string, Tensor> &probed, const ::dsa::cpu::CPUModule *cpu,
                         const interp::ProbeOverride &force = {}) {
+  // The weights are moved into the argument list for the call and back after it (no copy of ~0.5 GB per step at
+  // production geometry); the call only reads its arguments.
   std::vector<Tensor> args = {x, Tensor::scalarI64(startPos), layer.ring};
-  for (const auto *group : {&layer.weights, &layer.compressor, &layer.indexKeys, &layer.indexer, &layer.state})
-    args.insert(args.end(), group->begin(), group->end());
+  const std::vector<std::vector<Tensor> *> weightGroups = {&layer.weights, &layer.compressor, &layer.indexKeys,
+                                                           &layer.indexer};
+  for (std::vector<Tensor> *group : weightGroups)
+    for (Tensor &w : *group)
+      args.push_back(std::move(w));
+  args.insert(args.end(), layer.state.begin(), layer.state.end());
   if (layer.role.ratio > 0)
     args.insert(args.end(), shared.slots.begin(), shared.slots.end());
+  struct GiveBack {
+    std::vector<Tensor> &args;
+    const std::vector<std::vector<Tensor> *> &groups;
+    ~GiveBack() {
+      size_t next = 3;
+      for (std::vector<Tensor> *group : groups)
+        for (Tensor &w : *group)
+          w = std::move(args[next++]);
+    }
+  } giveBack{args, weightGroups};
   interp::ProbeLog probes;
   std::vector<Tensor> r;
   if (cpu) {
@@ -366,14 +449,34 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
 
+  // Weights: the layers' weights stay resident up to options.residentWeightsMb of f32 storage; the layers past it
+  // regenerate theirs for each step and drop them after it, so a production-geometry golden needs one layer's
+  // weights at a time. Large goldens report their progress on stderr.
+  int64_t weightElements = 0;
+  for (int64_t l : layerIds)
+    for (const golden::WeightMeta &w : file.weights())
+      if (w.name.rfind("layers." + std::to_string(l) + ".attn.", 0) == 0)
+        weightElements += w.n;
+  Progress progress(weightElements >= kProgressWeightElements);
+  if (progress.always())
+    progress.say("attention weights of " + std::to_string(layerIds.size()) + " layers: " +
+                 std::to_string(weightElements * 4 / (1 << 20)) + " MB as f32 (" +
+                 std::to_string(options.residentWeightsMb) + " MB kept resident)");
   std::vector<Layer> layers;
+  int64_t residentBytes = 0;
   for (int64_t l : layerIds) {
-    Result<Layer> layer = makeLayer(file, l);
+    Result<Layer> layer = progress.run("layer " + std::to_string(l) + ": regenerating its weights",
+                                       [&] { return makeLayer(file, l); });
     if (!layer)
       return fail(layer.error());
     if (failed(buildLayerFunction(*module, fixture, *layer, *indexKSource)))
       return fail("could not build the attention function of layer " + std::to_string(l) +
                   " (see the diagnostic above)");
+    residentBytes += layer->weightElements * 4;
+    if (residentBytes > options.residentWeightsMb * (int64_t(1) << 20)) {
+      layer->resident = false;
+      dropLayerWeights(*layer);
+    }
     layers.push_back(layer.take());
   }
   if (options.emit == "attention")
@@ -388,6 +491,8 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   }
 
   PassManager pm(&context);
+  if (progress.always())
+    progress.say("decomposing the layers (dsa-decompose-attention)");
   // The index sources' top-k scores are probed too (L<l>.index_score): the comparator's near-tie rule reads them.
   mlir::dsa::DSADecomposeAttentionOptions decomposeOptions;
   decomposeOptions.probeIndexScores = true;
@@ -400,7 +505,8 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   if (options.backend == "cpu") {
     ::dsa::cpu::CPUCompileOptions cpuOptions;
     cpuOptions.probesAsResults = true;
-    Result<std::unique_ptr<::dsa::cpu::CPUModule>> compiled = ::dsa::cpu::compileForCPU(*module, cpuOptions);
+    Result<std::unique_ptr<::dsa::cpu::CPUModule>> compiled =
+        progress.run("compiling the layers for the CPU", [&] { return ::dsa::cpu::compileForCPU(*module, cpuOptions); });
     if (!compiled)
       return fail("--backend=cpu: compiling the layers failed: " + compiled.error());
     cpuModule = compiled.take();
@@ -418,6 +524,8 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
       return fail(created.error());
     model.emplace(created.take());
   }
+  if (progress.always())
+    progress.say("replaying " + std::to_string(file.regimes().size()) + " regimes");
 
   SharedSlots shared = emptySlots(fixture);
   std::vector<golden::Verdict> verdicts;
@@ -435,7 +543,18 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
         return golden::forceFromGolden(file, regime, name, value);
       };
     auto step = [&](Layer &layer, const Tensor &x, int64_t startPos) -> Result<Tensor> {
-      Result<Tensor> out = runLayer(layer, shared, x, startPos, produced, cpuModule.get(), inLayer);
+      const std::string where = regime.name + " layer " + std::to_string(layer.id);
+      if (!layer.weightsLoaded) {
+        Status loaded = progress.run(where + ": regenerating its weights", [&] { return loadLayerWeights(file, layer); });
+        if (!loaded)
+          return makeError(loaded.error());
+      }
+      Result<Tensor> out = progress.run(where + " (" + std::to_string(x.dim(0)) + " tokens at " +
+                                            std::to_string(startPos) + ")",
+                                        [&] { return runLayer(layer, shared, x, startPos, produced,
+                                                              cpuModule.get(), inLayer); });
+      if (!layer.resident)
+        dropLayerWeights(layer);
       if (out && options.force)
         forceLayerState(file, regime, layer, shared, startPos, x.dim(0));
       return out;
