@@ -209,7 +209,7 @@ NearTieResult explainNearTies(const Capture &want, const int64_t *got, const Sel
   if (want.shape.empty())
     return result;
   const int64_t stride = want.stride, n = want.n;
-  const int64_t cols = rule.kind == SelectionRule::IndexSet ? want.shape.back() : want.shape.back();
+  const int64_t cols = want.shape.back(); // a row: the set columns (IndexSet) or the mask's width (BlockMask)
   if (cols <= 0 || n % cols != 0 || rule.scores.rank() != 2 || !rule.scores.isFloat())
     return result;
   const int64_t rows = n / cols, width = rule.scores.dim(1);
