@@ -12,6 +12,13 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dsa_obj_root, "test")
 
 config.substitutions.append(("%golden_dir", os.path.join(config.dsa_src_root, "test", "Golden")))
+# The debug golden with every capture in full (../shared/golden, outside the repository; README.md): tests that need
+# it say REQUIRES: full-golden and are UNSUPPORTED without it.
+_full_golden = os.path.normpath(os.path.join(config.dsa_src_root, "..", "shared", "golden",
+                                             "ds41_tiny_golden_full.json"))
+if os.path.exists(_full_golden):
+    config.available_features.add("full-golden")
+    config.substitutions.append(("%full_golden", _full_golden))
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])

@@ -156,20 +156,31 @@ Result<std::vector<int64_t>> regimeInputIds(const Fixture &fixture, const Regime
   if (batchRow < 0 || batchRow >= fixture.batch)
     return makeError("regimeInputIds: batch row " + std::to_string(batchRow) + " out of range [0, " +
                      std::to_string(fixture.batch) + ")");
-  const int64_t perRow = fixture.prefillLen + 2;
-  if (regime.startPos < 0 || regime.numTokens < 0 || regime.startPos + regime.numTokens > perRow)
-    return makeError("regimeInputIds: regime " + regime.name + " needs tokens [" + std::to_string(regime.startPos) +
-                     ", " + std::to_string(regime.startPos + regime.numTokens) + ") but the rule gives " +
-                     std::to_string(perRow) + " per row (prefill_len + 2)");
-  Result<std::vector<int64_t>> all = fixedInts("input_ids", fixture.batch * perRow, fixture.vocabSize);
-  if (!all)
-    return makeError(all.error());
-  auto first = all->begin() + batchRow * perRow + regime.startPos;
-  return std::vector<int64_t>(first, first + regime.numTokens);
+  const int64_t begin = regime.idsBegin, end = regime.idsEnd;
+  if (begin < 0 || end < begin)
+    return makeError("regimeInputIds: regime " + regime.name + " has the id slice [" + std::to_string(begin) +
+                     ", " + std::to_string(end) + ")");
+  // n, the row's token count: fixture.n_tokens, else the rule's own count prefill_len + 2. Row b's id at
+  // position t is draw(b*n + t) % vocab_size, so row 0's ids do not depend on n: without n_tokens they extend past
+  // prefill_len + 2 (a golden with more decode steps); another row needs n.
+  const int64_t perRow = fixture.nTokens ? *fixture.nTokens : fixture.prefillLen + 2;
+  if (end > perRow && (fixture.nTokens || batchRow > 0))
+    return makeError("regimeInputIds: regime " + regime.name + " needs tokens [" + std::to_string(begin) + ", " +
+                     std::to_string(end) + ") of batch row " + std::to_string(batchRow) + " but the rule gives " +
+                     std::to_string(perRow) + " per row (" +
+                     (fixture.nTokens ? std::string("fixture.n_tokens") : std::string("prefill_len + 2")) + ")");
+  if (fixture.vocabSize <= 0)
+    return makeError("regimeInputIds: vocab_size must be > 0, got " + std::to_string(fixture.vocabSize));
+  std::vector<int64_t> ids;
+  ids.reserve(static_cast<size_t>(end - begin));
+  for (int64_t t = begin; t < end; ++t)
+    ids.push_back(static_cast<int64_t>(streamDraw("input_ids", static_cast<uint64_t>(batchRow * perRow + t)) %
+                                       static_cast<uint64_t>(fixture.vocabSize)));
+  return ids;
 }
 
 Status checkEngramScales(const GoldenFile &golden) {
-  const EngramTables &e = golden.fixture().engram;
+  const EngramTables &e = golden.fixture().engram; // empty without engram layers: nothing to check
   for (size_t l = 0; l < e.layerIds.size(); ++l) {
     const std::string name = "layers." + std::to_string(e.layerIds[l]) + ".engram.embed.scale";
     const WeightMeta *meta = golden.weight(name);

@@ -122,6 +122,12 @@ public:
       return {};
     return str(key);
   }
+  /// An optional integer: absent -> nullopt; present but not an integer -> error.
+  std::optional<int64_t> optionalI64(const std::string &key) {
+    if (!ok() || !has(key))
+      return std::nullopt;
+    return i64(key);
+  }
   /// A string or null.
   std::optional<std::string> nullableStr(const std::string &key) {
     const Json *j = field(key);
@@ -354,14 +360,28 @@ Status parseFixture(const Json &j, Fixture &f) {
   f.hcSinkhornIters = r.i64("hc_sinkhorn_iters");
   f.hcEps = r.f64("hc_eps");
 
+  // `engram: null` (a model without engram layers): the other engram_* keys may be absent.
+  const Json *engram = r.field("engram");
+  f.hasEngram = engram && !engram->is_null();
   f.engramLayerIds = r.i64s("engram_layer_ids");
-  f.engramMaxNgramSize = r.i64("engram_max_ngram_size");
-  f.engramVocabSize = r.i64("engram_vocab_size");
-  f.engramNHeads = r.i64("engram_n_heads");
-  f.engramHeadDim = r.i64("engram_head_dim");
-  f.engramPadId = r.i64("engram_pad_id");
-  f.engramCompressedVocabSize = r.i64("engram_compressed_vocab_size");
-  f.engramNumEmbeddings = r.i64s("engram_num_embeddings");
+  if (f.hasEngram) {
+    f.engramMaxNgramSize = r.i64("engram_max_ngram_size");
+    f.engramVocabSize = r.i64("engram_vocab_size");
+    f.engramNHeads = r.i64("engram_n_heads");
+    f.engramHeadDim = r.i64("engram_head_dim");
+    f.engramPadId = r.i64("engram_pad_id");
+    f.engramCompressedVocabSize = r.i64("engram_compressed_vocab_size");
+    f.engramNumEmbeddings = r.i64s("engram_num_embeddings");
+  } else {
+    f.engramMaxNgramSize = r.optionalI64("engram_max_ngram_size").value_or(0);
+    f.engramVocabSize = r.optionalI64("engram_vocab_size").value_or(0);
+    f.engramNHeads = r.optionalI64("engram_n_heads").value_or(0);
+    f.engramHeadDim = r.optionalI64("engram_head_dim").value_or(0);
+    f.engramPadId = r.optionalI64("engram_pad_id").value_or(0);
+    f.engramCompressedVocabSize = r.optionalI64("engram_compressed_vocab_size").value_or(0);
+    if (r.ok() && r.has("engram_num_embeddings"))
+      f.engramNumEmbeddings = r.i64s("engram_num_embeddings");
+  }
 
   f.ropeTheta = r.f64("rope_theta");
   f.compressRopeTheta = r.f64("compress_rope_theta");
@@ -383,6 +403,8 @@ Status parseFixture(const Json &j, Fixture &f) {
   f.batch = r.i64("batch");
   f.prefillLen = r.i64("prefill_len");
   f.regimes = r.strs("regimes");
+  f.nTokens = r.optionalI64("n_tokens");
+  const Json *steps = r.ok() && r.has("steps") ? r.list("steps") : nullptr;
 
   f.reference = r.optionalStr("reference");
   f.kernels = r.optionalStr("kernels");
@@ -391,11 +413,52 @@ Status parseFixture(const Json &j, Fixture &f) {
   f.inputIdsRule = r.optionalStr("input_ids_rule");
 
   f.lcgProbe = r.u64s("lcg_probe");
-  const Json *engram = r.field("engram");
   if (!r.ok())
     return makeError(r.error());
-  if (Status s = parseEngram(*engram, f.engram); !s)
-    return s;
+  if (f.hasEngram) {
+    if (Status s = parseEngram(*engram, f.engram); !s)
+      return s;
+  } else if (!f.engramLayerIds.empty()) {
+    return makeError("fixture.engram is null (no engram layer) but fixture.engram_layer_ids is " +
+                     joinInts(f.engramLayerIds));
+  }
+  if (f.nTokens && *f.nTokens < 1)
+    return makeError("fixture.n_tokens: must be >= 1, got " + std::to_string(*f.nTokens));
+  if (steps) {
+    for (size_t i = 0; i < steps->size(); ++i) {
+      const std::string path = "fixture.steps[" + std::to_string(i) + "]";
+      ObjectReader sr((*steps)[i], path);
+      Fixture::Step step;
+      step.regime = sr.str("regime");
+      step.startPos = sr.i64("start_pos");
+      step.seqlen = sr.i64("seqlen");
+      std::vector<int64_t> slice;
+      if (const Json *sl = sr.list("input_ids_slice"))
+        slice = sr.i64s(*sl, sr.keyPath("input_ids_slice"));
+      if (!sr.ok())
+        return makeError(sr.error());
+      if (slice.size() != 2)
+        return makeError(path + ".input_ids_slice: expected [begin, end), got " + joinInts(slice));
+      step.idsBegin = slice[0];
+      step.idsEnd = slice[1];
+      if (step.seqlen < 1)
+        return makeError(path + ".seqlen: must be >= 1, got " + std::to_string(step.seqlen));
+      if (step.startPos < 0)
+        return makeError(path + ".start_pos: must be >= 0, got " + std::to_string(step.startPos));
+      if (step.idsBegin < 0 || step.idsEnd - step.idsBegin != step.seqlen)
+        return makeError(path + ".input_ids_slice: " + joinInts(slice) + " does not hold seqlen = " +
+                         std::to_string(step.seqlen) + " ids");
+      f.steps.push_back(std::move(step));
+    }
+    if (f.steps.size() != f.regimes.size())
+      return makeError("fixture.steps: has " + std::to_string(f.steps.size()) + " entries, fixture.regimes " +
+                       std::to_string(f.regimes.size()) + " (one step per regime)");
+    for (size_t i = 0; i < f.steps.size(); ++i)
+      if (f.steps[i].regime != f.regimes[i])
+        return makeError("fixture.steps[" + std::to_string(i) + "].regime: '" + f.steps[i].regime +
+                         "', but fixture.regimes[" + std::to_string(i) + "] is '" + f.regimes[i] +
+                         "' (steps list the regimes in order)");
+  }
 
   // Cross-checks that keep later code from indexing out of range.
   if (f.nLayers < 1)
@@ -421,6 +484,8 @@ Status parseFixture(const Json &j, Fixture &f) {
     return makeError("fixture.batch: must be >= 1, got " + std::to_string(f.batch));
   if (f.vocabSize < 1)
     return makeError("fixture.vocab_size: must be >= 1, got " + std::to_string(f.vocabSize));
+  if (!f.hasEngram)
+    return Status::success();
   if (static_cast<int64_t>(f.engram.tokenMap.size()) != f.vocabSize)
     return makeError("fixture.engram.token_map: has " + std::to_string(f.engram.tokenMap.size()) +
                      " entries, expected vocab_size = " + std::to_string(f.vocabSize));
@@ -574,6 +639,21 @@ Result<GoldenFile> GoldenFile::parse(const std::string &text, const std::string 
                           joinInts(idc.shape) + (idc.isInteger ? "" : " (not integers)"));
       regime.startPos = startPos;
       regime.numTokens = idc.shape[1];
+      regime.idsBegin = startPos;
+      regime.idsEnd = startPos + regime.numTokens;
+      if (!golden.fixture_.steps.empty()) {
+        const Fixture::Step &step = golden.fixture_.steps[golden.regimes_.size()];
+        const std::string at = "fixture.steps[" + std::to_string(golden.regimes_.size()) + "]";
+        if (step.startPos != startPos)
+          return withOrigin(at + ".start_pos: " + std::to_string(step.startPos) + ", but the regimes before '" +
+                            name + "' hold " + std::to_string(startPos) +
+                            " tokens (the regimes run in order on one state)");
+        if (step.seqlen != regime.numTokens)
+          return withOrigin(at + ".seqlen: " + std::to_string(step.seqlen) + ", but " + name +
+                            ".input_ids has " + std::to_string(regime.numTokens) + " tokens");
+        regime.idsBegin = step.idsBegin;
+        regime.idsEnd = step.idsEnd;
+      }
       startPos += regime.numTokens;
       golden.regimes_.push_back(std::move(regime));
     }

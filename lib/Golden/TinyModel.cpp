@@ -249,10 +249,13 @@ struct TinyModel::Impl {
   Tensor hcPost(const Tensor &x, const Tensor &res, const std::vector<float> &post,
                 const std::vector<float> &comb) const;
   Result<Tensor> expertForward(const Expert &e, const Tensor &x, const std::vector<float> *weights) const;
-  Status moe(const LayerWeights &lw, const Tensor &x, Tensor &out, Tensor &weights, Tensor &indices) const;
+  Status route(const LayerWeights &lw, const Tensor &x, Tensor &weights, Tensor &indices) const;
+  Status experts(int64_t layer, const LayerWeights &lw, const Tensor &x, const Tensor &weights,
+                 const Tensor &indices, Tensor &out) const;
   Tensor engramHash(const std::vector<int64_t> &cacheView, int64_t startPos, int64_t s) const;
-  Status engram(int64_t layer, const EngramWeights &ew, const Tensor &h, const Tensor &ids, Tensor &rows,
-                Tensor &kv, Tensor &out) const;
+  Status engramRows(int64_t layer, const EngramWeights &ew, const Tensor &ids, Tensor &rows) const;
+  Status engramKv(const EngramWeights &ew, const Tensor &rows, Tensor &kv) const;
+  Tensor engramOut(const EngramWeights &ew, const Tensor &h, const Tensor &kv) const;
 };
 
 // hc_mixes(h): per token v = flatten(h) (f32); r = 1/sqrt(mean(v^2) + norm_eps); m = (hc_fn @ v) * r;
@@ -385,11 +388,11 @@ Result<Tensor> TinyModel::Impl::expertForward(const Expert &e, const Tensor &x,
   return interp::linear(t, e.w2);
 }
 
-// moe(x): sc = sqrt(softplus(x @ gate^T in f32)); experts = top k of sc + bias (descending); w = sc there,
-// / (sum w + 1e-20) when norm_topk_prob and k > 1, * route_scale. y (f32) += bf16(expert_e(x, w_e)) in ascending
-// expert id, += bf16(shared(x)); out = bf16(y).
-Status TinyModel::Impl::moe(const LayerWeights &lw, const Tensor &x, Tensor &out, Tensor &weightsOut,
-                            Tensor &indicesOut) const {
+// moe(x) = experts(x, route(x)).
+// route(x): sc = sqrt(softplus(x @ gate^T in f32)); experts = top k of sc + bias (descending); w = sc there,
+// / (sum w + 1e-20) when norm_topk_prob and k > 1, * route_scale.
+Status TinyModel::Impl::route(const LayerWeights &lw, const Tensor &x, Tensor &weightsOut,
+                              Tensor &indicesOut) const {
   const int64_t s = x.dim(0), D = dim(), E = f.nRoutedExperts, K = f.nActivatedExperts;
   Tensor xf = reshapeFloats(x, ElementType::F32, {s, D});
   auto scores = interp::linear(xf, lw.gate);
@@ -397,9 +400,6 @@ Status TinyModel::Impl::moe(const LayerWeights &lw, const Tensor &x, Tensor &out
     return Error{scores.error()};
   weightsOut = Tensor(ElementType::F32, {s, K});
   indicesOut = Tensor(ElementType::I64, {s, K});
-  // routeWeight[e][t]: the weight of expert e for token t (0 = not routed).
-  std::vector<std::vector<float>> routeWeight(sz(E), std::vector<float>(sz(s), 0.0f));
-  std::vector<std::vector<bool>> routed(sz(E), std::vector<bool>(sz(s), false));
   for (int64_t t = 0; t < s; ++t) {
     std::vector<float> sc(sz(E)), biased(sz(E));
     for (int64_t e = 0; e < E; ++e) {
@@ -424,10 +424,27 @@ Status TinyModel::Impl::moe(const LayerWeights &lw, const Tensor &x, Tensor &out
       w[sz(k)] = w[sz(k)] * static_cast<float>(f.routeScale);
       weightsOut.floats()[t * K + k] = w[sz(k)];
       indicesOut.ints()[t * K + k] = sel[sz(k)];
-      routeWeight[sz(sel[sz(k)])][sz(t)] = w[sz(k)];
-      routed[sz(sel[sz(k)])][sz(t)] = true;
     }
   }
+  return Status::success();
+}
+
+// experts(x, w, idx): y (f32) += bf16(expert_e(x, w_e)) in ascending expert id, += bf16(shared(x)); out = bf16(y).
+Status TinyModel::Impl::experts(int64_t layer, const LayerWeights &lw, const Tensor &x, const Tensor &weights,
+                                const Tensor &indices, Tensor &out) const {
+  const int64_t s = x.dim(0), D = dim(), E = f.nRoutedExperts, K = f.nActivatedExperts;
+  // routeWeight[e][t]: the weight of expert e for token t (0 = not routed).
+  std::vector<std::vector<float>> routeWeight(sz(E), std::vector<float>(sz(s), 0.0f));
+  std::vector<std::vector<bool>> routed(sz(E), std::vector<bool>(sz(s), false));
+  for (int64_t t = 0; t < s; ++t)
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t e = indices.ints()[t * K + k];
+      if (e < 0 || e >= E)
+        return fail("layer " + str(layer) + ": moe expert index " + str(e) + " (token " + str(t) +
+                    ") outside [0, n_routed_experts " + str(E) + ")");
+      routeWeight[sz(e)][sz(t)] = weights.floats()[t * K + k];
+      routed[sz(e)][sz(t)] = true;
+    }
   std::vector<float> y(sz(s * D), 0.0f);
   for (int64_t e = 0; e < E; ++e) {
     bool any = false;
@@ -489,13 +506,12 @@ Tensor TinyModel::Impl::engramHash(const std::vector<int64_t> &c, int64_t startP
   return out;
 }
 
-// engram(h, ids): rows table[id] flattened; kv = linear(rows, wkv) split into key[hc][dim], value[dim];
-// per copy c: rstd = 1/sqrt(mean(h[c]^2)+eps) * 1/sqrt(mean(key[c]^2)+eps);
+// engram(h, ids) = out(h, kv(rows(ids))): rows table[id] flattened; kv = linear(rows, wkv) split into
+// key[hc][dim], value[dim]; per copy c: rstd = 1/sqrt(mean(h[c]^2)+eps) * 1/sqrt(mean(key[c]^2)+eps);
 // dot = sum_d h[c][d]*(q_weight[c][d]*k_weight[c][d])*key[c][d] * rstd * dim^-0.5;
 // gate = sigmoid(sign(dot)*sqrt(max(|dot|, 1e-6))); out[c][d] = bf16(h[c][d] + gate*value[d]).
-Status TinyModel::Impl::engram(int64_t layer, const EngramWeights &ew, const Tensor &h, const Tensor &ids,
-                               Tensor &rows, Tensor &kv, Tensor &out) const {
-  const int64_t s = h.dim(0), H = hc(), D = dim(), cols = ids.dim(1), hd = f.engram.headDim;
+Status TinyModel::Impl::engramRows(int64_t layer, const EngramWeights &ew, const Tensor &ids, Tensor &rows) const {
+  const int64_t s = ids.dim(0), cols = ids.dim(1), hd = f.engram.headDim;
   const int64_t nRows = ew.table.dim(0);
   rows = Tensor(ElementType::BF16, {s, cols, hd});
   for (int64_t t = 0; t < s; ++t)
@@ -506,14 +522,24 @@ Status TinyModel::Impl::engram(int64_t layer, const EngramWeights &ew, const Ten
                     str(j) + ") is outside the table's " + str(nRows) + " rows (check fixture.engram.offsets)");
       std::copy_n(ew.table.floats() + id * hd, hd, rows.floats() + (t * cols + j) * hd);
     }
+  return Status::success();
+}
+
+Status TinyModel::Impl::engramKv(const EngramWeights &ew, const Tensor &rows, Tensor &kv) const {
+  const int64_t s = rows.dim(0), cols = rows.dim(1), hd = rows.dim(2);
   auto kvr = interp::linear(reshapeFloats(rows, ElementType::BF16, {s, cols * hd}), ew.wkv);
   if (!kvr)
     return Error{kvr.error()};
   kv = kvr.take();
+  return Status::success();
+}
+
+Tensor TinyModel::Impl::engramOut(const EngramWeights &ew, const Tensor &h, const Tensor &kv) const {
+  const int64_t s = h.dim(0), H = hc(), D = dim();
   const int64_t kvw = (H + 1) * D;
   const float eps = static_cast<float>(f.normEps);
   const float invSqrtDim = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  out = Tensor(ElementType::BF16, {s, H, D});
+  Tensor out(ElementType::BF16, {s, H, D});
   for (int64_t t = 0; t < s; ++t) {
     const float *value = kv.floats() + t * kvw + H * D;
     for (int64_t c = 0; c < H; ++c) {
@@ -538,7 +564,7 @@ Status TinyModel::Impl::engram(int64_t layer, const EngramWeights &ew, const Ten
         o[d] = roundBf16(hc_[d] + gate * value[d]);
     }
   }
-  return Status::success();
+  return out;
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
@@ -666,10 +692,11 @@ Result<TinyModel> TinyModel::create(const GoldenFile &golden) {
   return TinyModel(std::move(impl));
 }
 
-Result<StepOutputs> TinyModel::step(const std::vector<int64_t> &ids, int64_t startPos, const AttentionFn &attention,
-                                    const CaptureSink &sink) {
+Result<StepOutputs> TinyModel::step(const std::vector<int64_t> &idsIn, int64_t startPos, const AttentionFn &attention,
+                                    const CaptureSink &sink, const CaptureOverride &override) {
   Impl &m = *impl_;
   const Fixture &f = m.f;
+  std::vector<int64_t> ids = idsIn;
   const int64_t s = static_cast<int64_t>(ids.size()), D = f.dim, H = f.hcMult, V = f.vocabSize;
   if (s == 0)
     return fail("step: ids is empty");
@@ -683,11 +710,38 @@ Result<StepOutputs> TinyModel::step(const std::vector<int64_t> &ids, int64_t sta
                 str(f.maxSeqLen));
   if (!attention)
     return fail("step: no attention callback");
-  auto emit = [&](const std::string &name, const Tensor &v) {
+  // Every capture goes to the sink as computed; then the override may replace it, and the forward goes on with the
+  // replacement (which must keep the capture's element type and shape).
+  std::string overrideError;
+  auto capture = [&](const std::string &name, Tensor &v) {
     if (sink)
       sink(name, v);
+    if (override) {
+      Tensor replaced = v;
+      override(name, replaced);
+      if (replaced.elementType() != v.elementType() || replaced.shape() != v.shape()) {
+        if (overrideError.empty())
+          overrideError = "step: the override of '" + name + "' changed " + v.typeString() + " into " +
+                          replaced.typeString();
+        return;
+      }
+      v = std::move(replaced);
+    }
+  };
+  auto captureMix = [&](const std::string &name, std::vector<float> &v, std::vector<int64_t> shape) {
+    Tensor t = Tensor::fromFloats(ElementType::F32, std::move(shape), v);
+    capture(name, t);
+    v = t.floatVector();
   };
 
+  Tensor idsTensor = Tensor::fromInts(ElementType::I64, {s}, ids);
+  capture("input_ids", idsTensor);
+  for (int64_t t = 0; t < s; ++t) {
+    ids[sz(t)] = idsTensor.ints()[t];
+    if (ids[sz(t)] < 0 || ids[sz(t)] >= V)
+      return fail("step: input_ids[" + str(t) + "] is " + str(ids[sz(t)]) + " after the override, outside [0, " +
+                  str(V) + ")");
+  }
   // The sequence: positions < startPos as cached, then these ids; later positions are forgotten.
   std::vector<int64_t> cache = m.cache;
   for (int64_t p = startPos; p < f.maxSeqLen; ++p)
@@ -696,14 +750,17 @@ Result<StepOutputs> TinyModel::step(const std::vector<int64_t> &ids, int64_t sta
     for (int64_t t = 0; t < s; ++t)
       cache[sz(startPos + t)] = f.engram.tokenMap[sz(ids[sz(t)])];
   const int64_t nE = static_cast<int64_t>(f.engram.layerIds.size()), cols = f.engram.nHashCols;
-  Tensor hashes = m.engramHash(cache, startPos, s);
-  emit("input_ids", Tensor::fromInts(ElementType::I64, {s}, ids));
-  emit("engram_hashes", hashes);
+  // Without engram layers (fixture.engram null): no hashing and no engram_hashes capture.
+  Tensor hashes(ElementType::I64, {s, 0, 0});
+  if (nE > 0) {
+    hashes = m.engramHash(cache, startPos, s);
+    capture("engram_hashes", hashes);
+  }
 
   Tensor embed(ElementType::BF16, {s, D});
   for (int64_t t = 0; t < s; ++t)
     std::copy_n(m.embed.floats() + ids[sz(t)] * D, D, embed.floats() + t * D);
-  emit("embed", embed);
+  capture("embed", embed);
   Tensor h(ElementType::BF16, {s, H, D});
   for (int64_t t = 0; t < s; ++t)
     for (int64_t c = 0; c < H; ++c)
@@ -711,39 +768,38 @@ Result<StepOutputs> TinyModel::step(const std::vector<int64_t> &ids, int64_t sta
   std::vector<float> preMix(sz(s * H), 0.0f);
   for (int64_t t = 0; t < s; ++t)
     preMix[sz(t * H)] = 1.0f;
-  auto mixTensor = [&](const std::vector<float> &v, std::vector<int64_t> shape) {
-    return Tensor::fromFloats(ElementType::F32, std::move(shape), v);
-  };
 
   for (int64_t l = 0; l < f.nLayers; ++l) {
     const LayerWeights &lw = m.layers[sz(l)];
     const std::string L = "L" + str(l) + ".";
     if (lw.hasEngram) {
-      emit(L + "engram_in", h);
+      capture(L + "engram_in", h);
       Tensor hid(ElementType::I64, {s, cols});
       for (int64_t t = 0; t < s; ++t)
         std::copy_n(hashes.ints() + (t * nE + lw.engram.index) * cols, cols, hid.ints() + t * cols);
-      emit(L + "engram_hash_ids", hid);
-      Tensor rows, kv, out;
-      if (Status st = m.engram(l, lw.engram, h, hid, rows, kv, out); !st)
+      capture(L + "engram_hash_ids", hid);
+      Tensor rows, kv;
+      if (Status st = m.engramRows(l, lw.engram, hid, rows); !st)
         return Error{st.error()};
-      emit(L + "engram_embed", rows);
-      emit(L + "engram_kv", kv);
-      emit(L + "engram_out", out);
-      h = std::move(out);
+      capture(L + "engram_embed", rows);
+      if (Status st = m.engramKv(lw.engram, rows, kv); !st)
+        return Error{st.error()};
+      capture(L + "engram_kv", kv);
+      h = m.engramOut(lw.engram, h, kv);
+      capture(L + "engram_out", h);
     }
-    emit(L + "h_in", h);
-    emit(L + "pre_mix_in", mixTensor(preMix, {s, H}));
+    capture(L + "h_in", h);
+    captureMix(L + "pre_mix_in", preMix, {s, H});
 
     Tensor res = h;
     Mixes a = m.hcMixes(h, lw.hcAttn);
-    emit(L + "attn_pre", mixTensor(a.pre, {s, H}));
-    emit(L + "attn_post", mixTensor(a.post, {s, H}));
-    emit(L + "attn_comb", mixTensor(a.comb, {s, H, H}));
+    captureMix(L + "attn_pre", a.pre, {s, H});
+    captureMix(L + "attn_post", a.post, {s, H});
+    captureMix(L + "attn_comb", a.comb, {s, H, H});
     auto attnIn = interp::rmsNorm(m.hcPre(h, preMix), lw.attnNorm, static_cast<float>(f.normEps));
     if (!attnIn)
       return Error{attnIn.error()};
-    emit(L + "attn_in", *attnIn);
+    capture(L + "attn_in", *attnIn);
     auto attnOut = attention(l, *attnIn, startPos);
     if (!attnOut)
       return fail("layer " + str(l) + ": attention callback failed: " + attnOut.error());
@@ -751,40 +807,44 @@ Result<StepOutputs> TinyModel::step(const std::vector<int64_t> &ids, int64_t sta
       return fail("layer " + str(l) + ": attention callback returned " + attnOut->typeString() +
                   ", expected tensor<" + str(s) + "x" + str(D) + "xbf16>");
     Tensor x = reshapeFloats(*attnOut, ElementType::BF16, {s, D});
-    emit(L + "attn_out", x);
+    capture(L + "attn_out", x);
     h = m.hcPost(x, res, a.post, a.comb);
 
     res = h;
     Mixes fm = m.hcMixes(h, lw.hcFfn);
-    emit(L + "ffn_pre", mixTensor(fm.pre, {s, H}));
-    emit(L + "ffn_post", mixTensor(fm.post, {s, H}));
-    emit(L + "ffn_comb", mixTensor(fm.comb, {s, H, H}));
+    captureMix(L + "ffn_pre", fm.pre, {s, H});
+    captureMix(L + "ffn_post", fm.post, {s, H});
+    captureMix(L + "ffn_comb", fm.comb, {s, H, H});
     auto ffnIn = interp::rmsNorm(m.hcPre(h, a.pre), lw.ffnNorm, static_cast<float>(f.normEps));
     if (!ffnIn)
       return Error{ffnIn.error()};
-    emit(L + "ffn_in", *ffnIn);
+    capture(L + "ffn_in", *ffnIn);
     Tensor ffnOut, moeWeights, moeIndices;
-    if (Status st = m.moe(lw, *ffnIn, ffnOut, moeWeights, moeIndices); !st)
+    if (Status st = m.route(lw, *ffnIn, moeWeights, moeIndices); !st)
       return fail("layer " + str(l) + ": moe: " + st.error());
-    emit(L + "moe_weights", moeWeights);
-    emit(L + "moe_indices", moeIndices);
-    emit(L + "ffn_out", ffnOut);
+    capture(L + "moe_weights", moeWeights);
+    capture(L + "moe_indices", moeIndices);
+    if (Status st = m.experts(l, lw, *ffnIn, moeWeights, moeIndices, ffnOut); !st)
+      return fail("layer " + str(l) + ": moe: " + st.error());
+    capture(L + "ffn_out", ffnOut);
     h = m.hcPost(ffnOut, res, fm.post, fm.comb);
     preMix = fm.pre;
-    emit(L + "h_out", h);
-    emit(L + "pre_mix_out", mixTensor(preMix, {s, H}));
+    capture(L + "h_out", h);
+    captureMix(L + "pre_mix_out", preMix, {s, H});
   }
 
   Tensor hFinal = m.hcPre(h, preMix);
-  emit("h_final", hFinal);
+  capture("h_final", hFinal);
   auto headIn = interp::rmsNorm(hFinal, m.norm, static_cast<float>(f.normEps));
   if (!headIn)
     return Error{headIn.error()};
-  emit("head_in", *headIn);
+  capture("head_in", *headIn);
   auto logits = interp::linear(reshapeFloats(*headIn, ElementType::F32, {s, D}), m.head);
   if (!logits)
     return Error{logits.error()};
-  emit("logits_full", *logits);
+  capture("logits_full", *logits);
+  if (!overrideError.empty())
+    return fail(overrideError);
 
   m.cache = std::move(cache);
   StepOutputs outputs;

@@ -247,7 +247,8 @@ std::vector<Tensor> single(Tensor value) {
 
 class Interpreter {
 public:
-  explicit Interpreter(ProbeLog *probes) : probes_(probes) {}
+  explicit Interpreter(ProbeLog *probes, const ProbeOverride *override = nullptr)
+      : probes_(probes), override_(override) {}
 
   OpResults callFunction(func::FuncOp fn, ArrayRef<Tensor> args);
 
@@ -299,6 +300,7 @@ private:
   OpResults eval(mlir::dsa::IndexerTopkOp op, Operands in);
 
   ProbeLog *probes_;
+  const ProbeOverride *override_;
   /// The scope of the function body being executed (values an op's regions capture, e.g. tensor.pad's padding).
   const Scope *scope_ = nullptr;
   unsigned depth_ = 0;
@@ -370,6 +372,16 @@ OpResults Interpreter::callFunction(func::FuncOp fn, ArrayRef<Tensor> args) {
       if (!check.ok())
         return opError(&op) << check.error();
       scope[result] = std::move((*results)[i]);
+    }
+    if (auto probe = dyn_cast<mlir::dsa::ProbeOp>(op); probe && override_ && *override_) {
+      Value probed = probe.getValue();
+      Tensor value = scope[probed];
+      if ((*override_)(probe.getName().str(), value)) {
+        Status check = checkTensorMatchesType(value, probed.getType(), "the override of the probed value");
+        if (!check.ok())
+          return opError(&op) << check.error();
+        scope[probed] = std::move(value);
+      }
     }
   }
   return fn.emitError() << "dsa interpreter: " << fnName << " ends without func.return";
@@ -1123,6 +1135,12 @@ OpResults Interpreter::eval(mlir::dsa::IndexerTopkOp op, Operands in) {
 
 FailureOr<std::vector<Tensor>> interpretFunction(func::FuncOp fn, ArrayRef<Tensor> args, ProbeLog *probes) {
   Interpreter interpreter(probes);
+  return interpreter.callFunction(fn, args);
+}
+
+FailureOr<std::vector<Tensor>> interpretFunction(func::FuncOp fn, ArrayRef<Tensor> args, ProbeLog *probes,
+                                                 const ProbeOverride &override) {
+  Interpreter interpreter(probes, &override);
   return interpreter.callFunction(fn, args);
 }
 

@@ -99,6 +99,42 @@ TEST_F(InterpreterApiTest, RunsWithArgumentsAndLogsProbes) {
   EXPECT_TRUE(diagnostics.empty()) << allDiagnostics();
 }
 
+TEST_F(InterpreterApiTest, ProbeOverrideReplacesTheProbedValue) {
+  func::FuncOp fn = parse(kScaleModule, "f");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  interp::Tensor x = interp::Tensor::fromFloats(interp::ElementType::BF16, {1, 2}, {1, 2});
+  interp::ProbeLog probes;
+  std::vector<std::string> seen;
+  // The probe "f.x" is replaced by [[3, 4]]: the linear after it reads the replacement, y = [6, 2].
+  interp::ProbeOverride force = [&](const std::string &name, interp::Tensor &value) {
+    seen.push_back(name);
+    value = interp::Tensor::fromFloats(interp::ElementType::BF16, {1, 2}, {3, 4});
+    return true;
+  };
+  FailureOr<std::vector<interp::Tensor>> results =
+      interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, &probes, force);
+  ASSERT_TRUE(succeeded(results)) << allDiagnostics();
+  EXPECT_EQ((*results)[0].floatVector(), (std::vector<float>{6, 2}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"f.x"}));
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].value.floatVector(), x.floatVector()); // the log has the computed value
+  // Declining (false) changes nothing; an empty override is allowed.
+  results = interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr,
+                                      [](const std::string &, interp::Tensor &) { return false; });
+  ASSERT_TRUE(succeeded(results));
+  EXPECT_EQ((*results)[0].floatVector(), (std::vector<float>{2, 1}));
+  EXPECT_TRUE(succeeded(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr,
+                                                  interp::ProbeOverride{})));
+  EXPECT_TRUE(diagnostics.empty()) << allDiagnostics();
+  // A replacement of another type is an error.
+  interp::ProbeOverride wrong = [](const std::string &, interp::Tensor &value) {
+    value = interp::Tensor::fromFloats(interp::ElementType::F32, {1, 2}, {3, 4});
+    return true;
+  };
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr, wrong)));
+  EXPECT_NE(allDiagnostics().find("the override of the probed value"), std::string::npos) << allDiagnostics();
+}
+
 TEST_F(InterpreterApiTest, RejectsWrongArgumentCount) {
   func::FuncOp fn = parse(kScaleModule, "f");
   ASSERT_TRUE(fn) << allDiagnostics();

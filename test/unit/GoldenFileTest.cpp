@@ -9,8 +9,10 @@
 #include "TestSupport.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <unistd.h>
 
@@ -35,6 +37,21 @@ std::string loadError(const std::string &text) {
   auto r = GoldenFile::parse(text, "edited.json");
   EXPECT_FALSE(r.ok()) << "edited golden unexpectedly loaded";
   return r.ok() ? std::string() : r.error();
+}
+
+/// The golden's text after `edit` on its JSON (the edits another golden of the format would state).
+std::string editedGolden(const std::function<void(nlohmann::ordered_json &)> &edit) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(goldenText());
+  edit(j);
+  return j.dump();
+}
+
+/// fixture.steps as the tiny golden would state them: prefill12 [0, 12), decode12 [12, 13), decode13 [13, 14).
+nlohmann::ordered_json tinySteps() {
+  return nlohmann::ordered_json::parse(
+      R"([{"regime": "prefill12", "start_pos": 0, "seqlen": 12, "input_ids_slice": [0, 12]},
+          {"regime": "decode12", "start_pos": 12, "seqlen": 1, "input_ids_slice": [12, 13]},
+          {"regime": "decode13", "start_pos": 13, "seqlen": 1, "input_ids_slice": [13, 14]}])");
 }
 
 } // namespace
@@ -307,4 +324,97 @@ TEST(GoldenFileErrors, BadCaptures) {
   err = loadError(replaceOnce(goldenText(), "\"L0.sa_q\":{\"shape\":[1,12,4,32],\"n\":1536,\"stride\":131",
                               "\"L0.sa_q\":{\"shape\":[1,12,4,32],\"n\":1536,\"stride\":140"));
   EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.data: has 12 values, expected ceil(n/stride) = 11")) << err;
+}
+
+// tiny-model-harness.md, "Other goldens in this format": the optional keys and a model without engram layers.
+TEST(GoldenFileFormat, TinyGoldenHasNoStepsNorNTokens) {
+  const Fixture &f = golden().fixture();
+  EXPECT_TRUE(f.steps.empty());
+  EXPECT_FALSE(f.nTokens.has_value());
+  EXPECT_TRUE(f.hasEngram);
+  // Without steps, each regime feeds the ids of its own positions.
+  for (const Regime &r : golden().regimes()) {
+    EXPECT_EQ(r.idsBegin, r.startPos) << r.name;
+    EXPECT_EQ(r.idsEnd, r.startPos + r.numTokens) << r.name;
+  }
+}
+
+TEST(GoldenFileFormat, StepsAndNTokens) {
+  auto loaded = GoldenFile::parse(editedGolden([](nlohmann::ordered_json &j) {
+    j["fixture"]["steps"] = tinySteps();
+    j["fixture"]["steps"][2]["input_ids_slice"] = {20, 21}; // any slice of seqlen ids
+    j["fixture"]["n_tokens"] = 32;
+  }));
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const Fixture &f = loaded->fixture();
+  ASSERT_EQ(f.steps.size(), 3u);
+  EXPECT_EQ(f.steps[1].regime, "decode12");
+  EXPECT_EQ(f.steps[1].startPos, 12);
+  EXPECT_EQ(f.steps[1].seqlen, 1);
+  ASSERT_TRUE(f.nTokens.has_value());
+  EXPECT_EQ(*f.nTokens, 32);
+  const auto &r = loaded->regimes();
+  EXPECT_EQ(r[0].idsBegin, 0);
+  EXPECT_EQ(r[0].idsEnd, 12);
+  EXPECT_EQ(r[2].startPos, 13); // positions still come from the regimes before it
+  EXPECT_EQ(r[2].idsBegin, 20);
+  EXPECT_EQ(r[2].idsEnd, 21);
+}
+
+TEST(GoldenFileFormat, StepsThatDisagreeWithTheRegimes) {
+  auto errorOf = [](const std::function<void(nlohmann::ordered_json &)> &edit) {
+    return loadError(editedGolden([&](nlohmann::ordered_json &j) {
+      j["fixture"]["steps"] = tinySteps();
+      edit(j);
+    }));
+  };
+  std::string err = errorOf([](nlohmann::ordered_json &j) { j["fixture"]["steps"].erase(2); });
+  EXPECT_TRUE(contains(err, "fixture.steps: has 2 entries, fixture.regimes 3")) << err;
+  err = errorOf([](nlohmann::ordered_json &j) { j["fixture"]["steps"][1]["regime"] = "decode13"; });
+  EXPECT_TRUE(contains(err, "fixture.steps[1].regime: 'decode13', but fixture.regimes[1] is 'decode12'")) << err;
+  err = errorOf([](nlohmann::ordered_json &j) { j["fixture"]["steps"][2]["start_pos"] = 12; });
+  EXPECT_TRUE(contains(err, "fixture.steps[2].start_pos: 12, but the regimes before 'decode13' hold 13 tokens"))
+      << err;
+  err = errorOf([](nlohmann::ordered_json &j) {
+    j["fixture"]["steps"][0]["seqlen"] = 11;
+    j["fixture"]["steps"][0]["input_ids_slice"] = {0, 11};
+  });
+  EXPECT_TRUE(contains(err, "fixture.steps[0].seqlen: 11, but prefill12.input_ids has 12 tokens")) << err;
+  err = errorOf([](nlohmann::ordered_json &j) { j["fixture"]["steps"][1]["input_ids_slice"] = {12, 14}; });
+  EXPECT_TRUE(contains(err, "fixture.steps[1].input_ids_slice: [12, 14] does not hold seqlen = 1 ids")) << err;
+  err = errorOf([](nlohmann::ordered_json &j) { j["fixture"]["steps"][1]["input_ids_slice"] = {12}; });
+  EXPECT_TRUE(contains(err, "fixture.steps[1].input_ids_slice: expected [begin, end)")) << err;
+  err = errorOf([](nlohmann::ordered_json &j) { j["fixture"]["steps"][1].erase("start_pos"); });
+  EXPECT_TRUE(contains(err, "fixture.steps[1].start_pos: missing")) << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["n_tokens"] = 0; }));
+  EXPECT_TRUE(contains(err, "fixture.n_tokens: must be >= 1, got 0")) << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["n_tokens"] = "14"; }));
+  EXPECT_TRUE(contains(err, "fixture.n_tokens: expected an integer")) << err;
+}
+
+TEST(GoldenFileFormat, EngramNull) {
+  // A model without engram layers: engram null, engram_layer_ids empty; the other engram_* keys may go.
+  auto loaded = GoldenFile::parse(editedGolden([](nlohmann::ordered_json &j) {
+    nlohmann::ordered_json &f = j["fixture"];
+    f["engram"] = nullptr;
+    f["engram_layer_ids"] = nlohmann::ordered_json::array();
+    for (const char *key : {"engram_max_ngram_size", "engram_vocab_size", "engram_n_heads", "engram_head_dim",
+                            "engram_pad_id", "engram_compressed_vocab_size", "engram_num_embeddings"})
+      f.erase(key);
+  }));
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const Fixture &f = loaded->fixture();
+  EXPECT_FALSE(f.hasEngram);
+  EXPECT_TRUE(f.engramLayerIds.empty());
+  EXPECT_TRUE(f.engram.layerIds.empty());
+  EXPECT_TRUE(f.engram.tokenMap.empty());
+  EXPECT_EQ(f.engramMaxNgramSize, 0);
+
+  // null tables but engram layers named: contradictory.
+  std::string err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["engram"] = nullptr; }));
+  EXPECT_TRUE(contains(err, "fixture.engram is null (no engram layer) but fixture.engram_layer_ids is [1, 4]"))
+      << err;
+  // Neither null nor an object.
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["engram"] = 3; }));
+  EXPECT_TRUE(contains(err, "fixture.engram: expected an object, got number")) << err;
 }

@@ -192,7 +192,46 @@ TEST(GoldenFiller, InputIdsMatchCaptures) {
   EXPECT_FALSE(fixedInts("input_ids", 3, 0).ok());
   EXPECT_FALSE(fixedInts("input_ids", -1, 64).ok());
   EXPECT_FALSE(regimeInputIds(g.fixture(), g.regimes()[0], 1).ok()); // batch row out of range
-  Regime tooLong = g.regimes()[2];
-  tooLong.numTokens = 5; // 13 + 5 > prefill_len + 2
-  EXPECT_FALSE(regimeInputIds(g.fixture(), tooLong).ok());
+}
+
+// tiny-model-harness.md, "Other goldens in this format": n = fixture.n_tokens when stated, else prefill_len + 2;
+// the ids at position t of row 0 do not depend on n.
+TEST(GoldenFiller, InputIdsPastPrefillLenPlusTwo) {
+  const GoldenFile &g = golden();
+  Regime later = g.regimes()[2];
+  later.idsBegin = 13;
+  later.idsEnd = 18; // 18 > prefill_len + 2 = 14: a golden with more decode steps
+  auto ids = regimeInputIds(g.fixture(), later);
+  ASSERT_TRUE(ids.ok()) << ids.error();
+  auto all = fixedInts("input_ids", 18, 64);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*ids, std::vector<int64_t>(all->begin() + 13, all->end()));
+
+  // An explicit n_tokens bounds the row.
+  Fixture withN = g.fixture();
+  withN.nTokens = 14;
+  auto refused = regimeInputIds(withN, later);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(contains(refused.error(), "needs tokens [13, 18) of batch row 0 but the rule gives 14 per row "
+                                        "(fixture.n_tokens)"))
+      << refused.error();
+  // Any n holding the slice gives row 0 the same ids.
+  withN.nTokens = 20;
+  for (const Regime &r : g.regimes()) {
+    auto same = regimeInputIds(withN, r);
+    ASSERT_TRUE(same.ok()) << same.error();
+    EXPECT_EQ(*same, *regimeInputIds(g.fixture(), r)) << r.name;
+  }
+  // Row 1 starts at n: fixed_ints('input_ids', batch*n, vocab)[1*n + t].
+  withN.batch = 2;
+  auto row1 = regimeInputIds(withN, g.regimes()[1], 1);
+  ASSERT_TRUE(row1.ok()) << row1.error();
+  auto two = fixedInts("input_ids", 40, 64);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*row1, std::vector<int64_t>{(*two)[20 + 12]});
+  // Without n_tokens a row > 0 cannot reach past prefill_len + 2.
+  Fixture noN = g.fixture();
+  noN.batch = 2;
+  EXPECT_FALSE(regimeInputIds(noN, later, 1).ok());
+  EXPECT_TRUE(regimeInputIds(noN, g.regimes()[2], 1).ok());
 }

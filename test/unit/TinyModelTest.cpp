@@ -282,4 +282,92 @@ TEST(TinyModelCreateTest, WrongEngramScalesAreRejected) {
   expectCreateError(editedGolden("\"scales\":[[0.5,", "\"scales\":[[0.25,"), "engram");
 }
 
+// The override sees each capture after the sink and the forward continues with its replacement: a replaced
+// attn_in is what the attention callback gets, a replaced moe_indices routes the experts, a replaced capture of
+// another shape is an error.
+TEST(TinyModelCreateTest, OverrideReplacesWhatTheForwardReads) {
+  auto model = TinyModel::create(dsa::test::golden());
+  ASSERT_TRUE(model.ok()) << model.error();
+  std::vector<std::vector<float>> attentionInputs;
+  AttentionFn zeros = [&](int64_t layer, const Tensor &attnIn, int64_t) -> Result<Tensor> {
+    if (layer == 0)
+      attentionInputs.push_back(attnIn.floatVector());
+    return Tensor(ElementType::BF16, attnIn.shape());
+  };
+  const std::vector<int64_t> ids = {3, 1};
+  CaptureMap plain, forced;
+  ASSERT_TRUE(model->step(ids, 0, zeros, recordInto(plain)).ok());
+  CaptureOverride override = [](const std::string &name, Tensor &value) {
+    if (name == "L0.attn_in")
+      value = Tensor::fromFloats(ElementType::BF16, value.shape(), std::vector<float>(value.floatVector().size(), 0.5f));
+    if (name == "L0.moe_indices") // route both tokens to experts 0 and 1
+      value = Tensor::fromInts(ElementType::I64, value.shape(), {0, 1, 0, 1});
+  };
+  ASSERT_TRUE(model->step(ids, 0, zeros, recordInto(forced), override).ok());
+  ASSERT_EQ(attentionInputs.size(), 2u);
+  EXPECT_EQ(attentionInputs[0], plain.at("L0.attn_in").floatVector());
+  EXPECT_EQ(attentionInputs[1], std::vector<float>(attentionInputs[1].size(), 0.5f));
+  // The sink saw the computed values, not the replacements.
+  EXPECT_EQ(forced.at("L0.attn_in").floatVector(), plain.at("L0.attn_in").floatVector());
+  EXPECT_EQ(forced.at("L0.moe_indices").intVector(), plain.at("L0.moe_indices").intVector());
+  if (plain.at("L0.moe_indices").intVector() != std::vector<int64_t>{0, 1, 0, 1} &&
+      plain.at("L0.moe_indices").intVector() != std::vector<int64_t>{1, 0, 1, 0})
+    EXPECT_NE(forced.at("L0.ffn_out").floatVector(), plain.at("L0.ffn_out").floatVector());
+  // Another shape, or an expert that does not exist, is an error.
+  CaptureOverride reshaped = [](const std::string &name, Tensor &value) {
+    if (name == "embed")
+      value = Tensor(ElementType::BF16, {1, 1});
+  };
+  auto bad = model->step(ids, 0, zeros, {}, reshaped);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("the override of 'embed' changed"), std::string::npos) << bad.error();
+  CaptureOverride noExpert = [](const std::string &name, Tensor &value) {
+    if (name == "L0.moe_indices")
+      value = Tensor::fromInts(ElementType::I64, value.shape(), {0, 9, 0, 1});
+  };
+  bad = model->step(ids, 0, zeros, {}, noExpert);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("moe expert index 9"), std::string::npos) << bad.error();
+}
+
+// A model without engram layers (tiny-model-harness.md, "Other goldens in this format"): engram null and no engram
+// weights load; a step hashes nothing and emits no engram capture, and layer 0 (before the first engram layer of
+// the tiny golden) computes exactly what it computes with engram tables.
+TEST(TinyModelCreateTest, NoEngramLayers) {
+  std::string text = readText(kTinyGoldenPath);
+  const size_t begin = text.find("\"engram\":{\"layer_ids\"");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = text.find("}", text.find("\"scales\":", begin)); // the scales are the tables' last key
+  ASSERT_NE(end, std::string::npos);
+  text.replace(begin, end + 1 - begin, "\"engram\":null");
+  const std::string ids = "\"engram_layer_ids\":[1,4]";
+  ASSERT_NE(text.find(ids), std::string::npos);
+  text.replace(text.find(ids), ids.size(), "\"engram_layer_ids\":[]");
+  auto noEngram = GoldenFile::parse(text, "no-engram");
+  ASSERT_TRUE(noEngram.ok()) << noEngram.error();
+  ASSERT_FALSE(noEngram->fixture().hasEngram);
+  auto model = TinyModel::create(*noEngram);
+  ASSERT_TRUE(model.ok()) << model.error();
+  auto withEngram = TinyModel::create(dsa::test::golden());
+  ASSERT_TRUE(withEngram.ok()) << withEngram.error();
+
+  AttentionFn zeros = [](int64_t, const Tensor &attnIn, int64_t) -> Result<Tensor> {
+    return Tensor(ElementType::BF16, attnIn.shape());
+  };
+  const std::vector<int64_t> ids5 = {3, 1, 4, 1, 5};
+  CaptureMap got, ref;
+  auto out = model->step(ids5, 0, zeros, recordInto(got));
+  ASSERT_TRUE(out.ok()) << out.error();
+  ASSERT_TRUE(withEngram->step(ids5, 0, zeros, recordInto(ref)).ok());
+  EXPECT_EQ(out->hashes.shape(), (std::vector<int64_t>{5, 0, 0}));
+  for (const auto &[name, value] : got)
+    EXPECT_EQ(name.find("engram"), std::string::npos) << name;
+  EXPECT_TRUE(ref.count("engram_hashes") && ref.count("L1.engram_out"));
+  for (const char *name : {"L0.h_out", "L0.ffn_out", "L0.pre_mix_out"})
+    EXPECT_EQ(got.at(name).floatVector(), ref.at(name).floatVector()) << name;
+  // Without an engram, layer 1's input is layer 0's output.
+  EXPECT_EQ(got.at("L1.h_in").floatVector(), got.at("L0.h_out").floatVector());
+  EXPECT_NE(ref.at("L1.h_in").floatVector(), ref.at("L0.h_out").floatVector());
+}
+
 } // namespace

@@ -1,6 +1,6 @@
 //===- dsa-golden.cpp - replay a DeepSeek golden on AOT CPU step libraries, without MLIR -------===//
 //
-//   dsa-golden --golden FILE --libraries DIR [--verbose]
+//   dsa-golden --golden FILE --libraries DIR [--verbose] [--force]
 //
 // The MLIR-free counterpart of `dsa-run --golden FILE --backend=cpu`: the whole model of FILE (the tiny-model harness,
 // dsa::golden::TinyModel) with every layer's attention run by the CPU step library that
@@ -16,7 +16,10 @@
 //
 // Prints what dsa-run --golden prints in whole-model mode: one verdict line per capture of the golden (section 12
 // tolerance; the stale decode `shared.L<l>.candidates` of layers before the candidate source not compared), then
-// `golden: N passed, M failed`. Exit status: 0 all passed, 1 a capture failed, 2 an error stopped the replay (bad
+// `golden: N passed, M failed`. --force continues with the golden's value of every harness capture the golden stores
+// in full (attn_in, attn_out, h, the mixes, the routing, ...; golden::forceFromGolden through TinyModel's override),
+// as dsa-run --force does; the layers' state and the shared slots stay the libraries' own (the sequences own them),
+// so a flip inside a layer's ring or caches still propagates here. Exit status: 0 all passed, 1 a capture failed, 2 an error stopped the replay (bad
 // arguments, golden, manifest, library, or a step's error).
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -49,10 +52,12 @@ int fail(const std::string &message) {
 }
 
 const char *const kUsage =
-    "usage: dsa-golden --golden FILE --libraries DIR [--verbose]\n"
+    "usage: dsa-golden --golden FILE --libraries DIR [--verbose] [--force]\n"
     "  Replays the golden FILE's whole model with each layer's attention run by the CPU step libraries in DIR\n"
     "  (written by `dsa-run --golden FILE --emit-libraries=DIR`), without MLIR, and prints one verdict per capture.\n"
-    "  --verbose  print each layer's library and step roles first\n";
+    "  --verbose  print each layer's library and step roles first\n"
+    "  --force    after comparing each harness capture the golden stores in full, continue with the golden's value\n"
+    "             (the layers' rings, caches and shared slots stay the libraries' own)\n";
 
 /// One layer: its loaded library and its sequence.
 struct LayerRun {
@@ -194,7 +199,7 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
 
 int main(int argc, char **argv) {
   std::string goldenPath, dir;
-  bool verbose = false;
+  bool verbose = false, force = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string &flag, std::string &into) {
@@ -214,6 +219,8 @@ int main(int argc, char **argv) {
     }
     if (a == "--verbose")
       verbose = true;
+    else if (a == "--force")
+      force = true;
     else if (!value("--golden", goldenPath) && !value("--libraries", dir))
       return fail("unknown argument '" + a + "'\n" + kUsage);
   }
@@ -260,7 +267,11 @@ int main(int argc, char **argv) {
         produced[p.name] = std::move(p.value);
       return (*r)[static_cast<size_t>(run.sequence->signature().step.output)];
     };
-    dsa::Result<golden::StepOutputs> step = model->step(*ids, regime.startPos, attention, golden::recordInto(produced));
+    golden::CaptureOverride forced;
+    if (force)
+      forced = [&](const std::string &name, Tensor &value) { golden::forceFromGolden(file, regime, name, value); };
+    dsa::Result<golden::StepOutputs> step =
+        model->step(*ids, regime.startPos, attention, golden::recordInto(produced), forced);
     if (!step)
       return fail("regime '" + regime.name + "': " + step.error());
     for (const std::string &name : regime.captureOrder) {

@@ -33,6 +33,15 @@ struct GoldenReplayOptions {
   /// Whole-model mode: feed each layer the golden's attn_in and hand the golden's attn_out back to the model wherever
   /// the golden stores them in full (resynchronisation points). Off by default.
   bool resync = false;
+  /// --force (attention-semantics.md section 12): wherever the golden stores a capture in full and compares it,
+  /// the replay continues with the golden's value after comparing its own, so that one flip or near-tie swap does
+  /// not propagate: every harness capture (TinyModel's override), each layer's ring, caches and shared slots
+  /// (after its step), and on the interpreter also the attention internals sa_q, sa_kv, sa_topk_idxs, sa_o inside
+  /// the layer. Off by default (strict). Not with index_k_source own_cache (the golden follows the reference).
+  bool force = false;
+  /// The layers' attention weights kept in memory (f32 storage, MB); the layers past it regenerate their weights
+  /// (ck-checked) for each step and drop them after it. A production-geometry layer is ~0.5 GB.
+  int64_t residentWeightsMb = 4096;
   /// "interpret" (the reference interpreter, default) or "cpu" (the module compiled by --dsa-cpu-pipeline and JIT-run
   /// through lib/Backend/CPU, probes returned as results).
   std::string backend = "interpret";

@@ -164,6 +164,16 @@ cl::opt<bool> goldenResync("resync",
                            cl::desc("With --golden (whole model): feed each layer the golden's attn_in and return the "
                                     "golden's attn_out wherever they are stored in full (off by default)"),
                            cl::cat(runCategory));
+cl::opt<bool> goldenForce("force",
+                          cl::desc("With --golden: after comparing each capture, continue with the golden's value "
+                                   "wherever it is stored in full (the ring, caches and shared slots included), "
+                                   "so that a quantisation flip or near-tie swap does not propagate (default: "
+                                   "strict, the replay's own values)"),
+                          cl::cat(runCategory));
+cl::opt<int64_t> residentWeightsMb("resident-weights-mb",
+                                   cl::desc("With --golden: MB of layer attention weights kept in memory (f32); the "
+                                            "layers past it regenerate their weights for each step (default 4096)"),
+                                   cl::init(4096), cl::cat(runCategory));
 cl::opt<std::string> backendName("backend",
                                  cl::desc("With --golden: 'interpret' (the reference interpreter, default) or 'cpu' "
                                           "(compiled by --dsa-cpu-pipeline, JIT-run); with --emit-libraries also "
@@ -202,7 +212,8 @@ int main(int argc, char **argv) {
   }
   if (goldenPath.empty()) {
     const cl::Option *goldenOnly[] = {std::addressof(goldenLayers), &emitStage, &goldenVerbose, &goldenResync,
-                                      &indexKSource, &backendName, &emitLibraries};
+                                      &goldenForce, &indexKSource, &backendName, &emitLibraries,
+                                      &residentWeightsMb};
     for (const cl::Option *option : goldenOnly)
       if (option->getNumOccurrences() > 0) {
         llvm::errs() << "dsa-run: error: --" << option->ArgStr << " only applies with --golden\n";
@@ -221,6 +232,8 @@ int main(int argc, char **argv) {
     options.emit = emitStage;
     options.verbose = goldenVerbose;
     options.resync = goldenResync;
+    options.force = goldenForce;
+    options.residentWeightsMb = residentWeightsMb;
     options.indexKSource = indexKSource;
     options.backend = backendName;
     options.emitLibraries = emitLibraries;

@@ -66,9 +66,11 @@ Status checkLcgProbe(const Fixture &fixture);
 Result<std::vector<int64_t>> fixedInts(const std::string &name, int64_t count, int64_t modulus);
 
 /// The token ids a regime feeds (batch row `batchRow`), by fixture.input_ids_rule:
-/// fixed_ints("input_ids", batch*(prefill_len+2), vocab_size)[b*(prefill_len+2) + t] for
-/// t in [regime.startPos, regime.startPos + regime.numTokens). Errors: batchRow out of range, the regime needs
-/// more than prefill_len+2 tokens.
+/// fixed_ints("input_ids", batch*n, vocab_size)[b*n + t] for t in [regime.idsBegin, regime.idsEnd) (the step's
+/// input_ids_slice, by default [startPos, startPos + numTokens)), with n = fixture.n_tokens or, without it, the
+/// rule's own count prefill_len + 2. Row 0's ids do not depend on n (tiny-model-harness.md), so without n_tokens
+/// row 0 may use positions past prefill_len + 2. Errors: batchRow out of range, a slice beyond n for a row > 0 or
+/// beyond an explicit n_tokens.
 Result<std::vector<int64_t>> regimeInputIds(const Fixture &fixture, const Regime &regime, int64_t batchRow = 0);
 
 /// Regenerates `layers.<l>.engram.embed.scale` (float8_e8m0fnu) for every engram layer and checks it equals

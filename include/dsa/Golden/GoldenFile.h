@@ -87,6 +87,10 @@ struct Fixture {
   double hcEps = 0;            ///< hc_eps
 
   // --- engram (top-level keys; the tables are in `engram`, and the duplicated values are checked equal) ---------
+  // A model without engram layers states `engram: null` and an empty engram_layer_ids (tiny-model-harness.md,
+  // "Other goldens in this format"): hasEngram is false, `engram` stays empty, and the other engram_* keys are
+  // optional (0 / empty when absent; read and not cross-checked when present).
+  bool hasEngram = false;                   ///< fixture.engram is an object (not null)
   std::vector<int64_t> engramLayerIds;      ///< engram_layer_ids (== engram.layerIds)
   int64_t engramMaxNgramSize = 0;           ///< engram_max_ngram_size (== engram.maxNgramSize)
   int64_t engramVocabSize = 0;              ///< engram_vocab_size
@@ -118,6 +122,18 @@ struct Fixture {
   int64_t batch = 0;                      ///< batch
   int64_t prefillLen = 0;                 ///< prefill_len
   std::vector<std::string> regimes;       ///< regimes: names of the steps, in the order they run (one state)
+  /// n_tokens (optional): the token count n of one batch row in the input-id rule. Absent: the rule's own count,
+  /// prefill_len + 2 (see regimeInputIds in Filler.h).
+  std::optional<int64_t> nTokens;
+  /// One entry of `steps` (optional; when present one per regime, in regimes order).
+  struct Step {
+    std::string regime;     ///< regime (== regimes[i], checked)
+    int64_t startPos = 0;   ///< start_pos (== the tokens of the regimes before it, checked: one state)
+    int64_t seqlen = 0;     ///< seqlen (== s of the regime's input_ids [1, s], checked)
+    int64_t idsBegin = 0;   ///< input_ids_slice[0]: the first position of the row's ids this step feeds
+    int64_t idsEnd = 0;     ///< input_ids_slice[1] (exclusive; idsEnd - idsBegin == seqlen, checked)
+  };
+  std::vector<Step> steps; ///< steps; empty when the fixture has none (then every regime feeds ids [start, end))
 
   // --- provenance (optional strings; empty when absent) ------------------------------------------------------
   std::string reference;    ///< reference
@@ -165,6 +181,10 @@ struct Regime {
   int64_t startPos = 0;
   /// Tokens of this step: s of the `input_ids` capture's shape [1, s] (batch 1).
   int64_t numTokens = 0;
+  /// The positions of the batch row's input ids this step feeds, [idsBegin, idsEnd): fixture.steps'
+  /// input_ids_slice when the fixture has steps, else [startPos, startPos + numTokens).
+  int64_t idsBegin = 0;
+  int64_t idsEnd = 0;
   std::map<std::string, Capture> captures;
   /// The capture names in file order (stable reports).
   std::vector<std::string> captureOrder;
@@ -177,7 +197,9 @@ public:
   /// JSON (with the parser's byte position); a missing/mistyped `fixture` key, `weights_meta` entry or field;
   /// a regime named in fixture.regimes that has no object; a capture without shape/n/stride/ck/data;
   /// data length != ceil(n/stride); shape product != n; a regime without an integer `input_ids` capture of
-  /// shape [1, s].
+  /// shape [1, s]; fixture.steps that does not list the regimes in order, or whose start_pos / seqlen /
+  /// input_ids_slice disagree with the regimes (start_pos = tokens before it, seqlen = s, slice of seqlen ids);
+  /// n_tokens < 1; `engram: null` with a non-empty engram_layer_ids.
   static Result<GoldenFile> load(const std::string &path);
   /// Same, from JSON text (`origin` names the source in messages).
   static Result<GoldenFile> parse(const std::string &text, const std::string &origin = "<string>");

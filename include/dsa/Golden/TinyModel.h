@@ -40,7 +40,8 @@ using AttentionFn =
 
 /// Receives every named capture of a step (names and meanings: tiny-model-harness.md "File format"), in the
 /// order the forward computes them. Shapes are the golden's minus its leading batch 1 (s = tokens of the step):
-///   input_ids [s] i64; engram_hashes [s, n_engram_layers, cols] i64; embed [s, dim] bf16;
+///   input_ids [s] i64; engram_hashes [s, n_engram_layers, cols] i64 (only with engram layers);
+///   embed [s, dim] bf16;
 ///   per layer `L<l>.`: engram layers first `engram_in` [s, hc, dim] bf16, `engram_hash_ids` [s, cols] i64,
 ///   `engram_embed` [s, cols, engram_head_dim] bf16, `engram_kv` [s, dim*(hc+1)] bf16, `engram_out` [s, hc, dim]
 ///   bf16; then `h_in` [s, hc, dim] bf16, `pre_mix_in` [s, hc] f32, `attn_pre`/`attn_post` [s, hc] f32,
@@ -52,6 +53,10 @@ using AttentionFn =
 /// (k = n_activated_experts, cols = engram.n_hash_cols.)
 using CaptureSink = std::function<void(const std::string &name, const interp::Tensor &value)>;
 
+/// Called after each capture has gone to the sink, with the value the forward goes on with: it may replace it (same
+/// element type and shape), e.g. by the golden's stored value (the replay's --force, Replay.h forceFromGolden).
+using CaptureOverride = std::function<void(const std::string &name, interp::Tensor &value)>;
+
 /// Captures by name (a convenience for tests and drivers).
 using CaptureMap = std::map<std::string, interp::Tensor>;
 /// A sink that stores every capture into `map` (overwriting same-named entries). `map` must outlive the sink.
@@ -60,7 +65,7 @@ CaptureSink recordInto(CaptureMap &map);
 /// What one step returns.
 struct StepOutputs {
   interp::Tensor logits; ///< logits_full: f32 [s, vocab]
-  interp::Tensor hashes; ///< engram_hashes: i64 [s, n_engram_layers, cols]
+  interp::Tensor hashes; ///< engram_hashes: i64 [s, n_engram_layers, cols] ([s, 0, 0] without engram layers)
 };
 
 /// The toy model of tiny-model-harness.md without its attention. Holds the regenerated non-attention weights
@@ -80,9 +85,14 @@ public:
   /// startPos .. startPos+s-1. The sequence is defined as the tokens seen at positions < startPos plus `ids`:
   /// cached positions >= startPos+s are forgotten. Errors: empty ids, an id outside [0, vocab_size), startPos < 0,
   /// startPos + s > max_seq_len, an attention callback error or a result of the wrong shape (naming the layer).
-  /// On error the engram cache is left as it was before the call. `sink` may be empty.
+  /// On error the engram cache is left as it was before the call. `sink` may be empty. `override` (may be empty)
+  /// sees every capture after the sink and may replace it: the rest of the step reads the replacement (the ids
+  /// after `input_ids`, the hash ids after `engram_hash_ids`, the routing after `moe_weights`/`moe_indices`, the
+  /// mixes after `attn_pre`...; the attention callback gets the replaced `attn_in` and its result goes through
+  /// `attn_out`). A replacement of another element type or shape is an error; replaced ids must be in the
+  /// vocabulary and replaced expert indices below n_routed_experts.
   Result<StepOutputs> step(const std::vector<int64_t> &ids, int64_t startPos, const AttentionFn &attention,
-                           const CaptureSink &sink = {});
+                           const CaptureSink &sink = {}, const CaptureOverride &override = {});
 
   /// Forgets the sequence (every cached position).
   void reset();

@@ -52,6 +52,7 @@
 #include "mlir/Support/LLVM.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,16 @@ Status checkTensorMatchesType(const Tensor &value, mlir::Type type, const std::s
 /// On failure an error diagnostic has been emitted through fn's MLIRContext.
 mlir::FailureOr<std::vector<Tensor>> interpretFunction(mlir::func::FuncOp fn, llvm::ArrayRef<Tensor> args,
                                                        ProbeLog *probes);
+
+/// Called at every dsa.probe after it was recorded, with the probe's name and a copy of the probed value. It may
+/// replace the value (returning true); the replacement must match the probed SSA value's type (element type, rank,
+/// static dimensions; checked, else an error) and from then on the function reads it wherever it reads that SSA
+/// value (the golden replay's --force continues with the golden's value of a capture this way).
+using ProbeOverride = std::function<bool(const std::string &name, Tensor &value)>;
+
+/// interpretFunction with `override` (may be empty) applied at every probe.
+mlir::FailureOr<std::vector<Tensor>> interpretFunction(mlir::func::FuncOp fn, llvm::ArrayRef<Tensor> args,
+                                                       ProbeLog *probes, const ProbeOverride &override);
 
 } // namespace dsa::interp
 

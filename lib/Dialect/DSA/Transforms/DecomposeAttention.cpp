@@ -22,6 +22,7 @@
 //      w = linear(x, weights_proj); sc = compress_visibility(indexer_scores(iq, w, index_k slot, start_pos));
 //      candidate source: candidates slot = cast(select_candidate_blocks(sc)); uses_candidates:
 //      sc = apply_candidates(sc, candidates slot); topk = indexer_topk(sc); topk_idxs slot = cast(topk).
+//      With the pass option probe-index-scores: probe L<l>.index_score = sc, the scores topk reads.
 //      Other layers take topk = topk_idxs slot.
 //   3. kv source: kv_cache' = cache_write(fp4_quant_e4m3(apply_rope(latent, gpos), block 16));
 //      compress_kv slot = cast(kv_cache') (every step).
@@ -133,7 +134,9 @@ std::string probeName(AttnConfigAttr config, StringRef capture, StringRef prefix
 }
 
 struct DecomposeAttention : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DecomposeAttention(MLIRContext *context, bool probeIndexScores)
+      : OpRewritePattern(context), probeIndexScores(probeIndexScores) {}
+  bool probeIndexScores;
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
     std::string reason = unsupportedReason(op);
@@ -302,6 +305,8 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
         }
         if (compress.getUsesCandidates().getValue())
           scores = ApplyCandidatesOp::create(rewriter, loc, scoresType, scores, slots[kCandidates]);
+        if (probeIndexScores)
+          layerProbe("index_score", scores);
         compressedIdx =
             IndexerTopkOp::create(rewriter, loc, perToken({dyn}, i32), scores, startPos, i64Attr(ratio),
                                   i64Attr(compress.getIndexTopk()), i64Attr(config.getWindowSize()), tieOrder);
@@ -385,6 +390,7 @@ private:
 };
 
 struct DecomposeAttentionPass : impl::DSADecomposeAttentionBase<DecomposeAttentionPass> {
+  using DSADecomposeAttentionBase::DSADecomposeAttentionBase;
   void runOnOperation() override {
     // Reject what the pattern cannot rewrite with a diagnostic on the op, before rewriting anything.
     bool unsupported = false;
@@ -399,15 +405,15 @@ struct DecomposeAttentionPass : impl::DSADecomposeAttentionBase<DecomposeAttenti
       return signalPassFailure();
 
     RewritePatternSet patterns(&getContext());
-    populateDecomposeAttentionPatterns(patterns);
+    populateDecomposeAttentionPatterns(patterns, probeIndexScores);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
 
-void populateDecomposeAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeAttention>(patterns.getContext());
+void populateDecomposeAttentionPatterns(RewritePatternSet &patterns, bool probeIndexScores) {
+  patterns.add<DecomposeAttention>(patterns.getContext(), probeIndexScores);
 }
 
 } // namespace mlir::dsa

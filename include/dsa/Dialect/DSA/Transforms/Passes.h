@@ -25,7 +25,8 @@ namespace mlir::dsa {
 /// (and reports why through notifyMatchFailure) an op whose `x` is not a rank-2 ranked tensor or whose operand /
 /// result groups do not have the sizes its config implies; the `dsa-decompose-attention` pass turns those into
 /// errors on the op.
-void populateDecomposeAttentionPatterns(RewritePatternSet &patterns);
+/// `probeIndexScores`: also probe each index source's top-k scores as `L<layer_id>.index_score`.
+void populateDecomposeAttentionPatterns(RewritePatternSet &patterns, bool probeIndexScores = false);
 
 } // namespace mlir::dsa
 

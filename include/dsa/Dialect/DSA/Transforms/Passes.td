@@ -16,7 +16,16 @@ def DSADecomposeAttention : Pass<"dsa-decompose-attention"> {
     `index_k_source = published_slot`), attention over the window rows concatenated with the compressed rows, and
     the probes `shared.L<l>.{compress_kv, index_k, topk_idxs, candidates}`. The result is what the interpreter and
     the lowerings run.
+
+    With `probe-index-scores`, an index source also probes `L<l>.index_score`: the scores its top-k selects from
+    (after visibility and, for a layer that uses candidates, the candidate mask; for the candidate source also
+    what select_candidate_blocks reads). Not a golden capture: the golden replay passes them to the comparator's
+    near-tie rule (attention-semantics.md section 12).
   }];
+  let options = [
+    Option<"probeIndexScores", "probe-index-scores", "bool", /*default=*/"false",
+           "Also probe each index source's top-k scores as L<l>.index_score">,
+  ];
   let dependentDialects = ["::mlir::dsa::DSADialect", "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
 }
