@@ -4,6 +4,9 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -78,10 +81,13 @@ void addPackedEntries(llvm::Module &m, const std::vector<cpu::FunctionSignature>
 }
 
 Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel, const std::string &objPath,
-                             const std::string &what) {
+                             const std::string &what, const std::function<Status(llvm::Module &)> &beforeCodegen) {
   const unsigned opt = std::min(optLevel, 3u);
   if (llvm::Error err = mlir::makeOptimizingTransformer(opt, /*sizeLevel=*/0, &tm)(&m))
     return makeError(what + ": LLVM optimisation failed: " + llvm::toString(std::move(err)));
+  if (beforeCodegen)
+    if (Status st = beforeCodegen(m); !st)
+      return st;
   std::error_code ec;
   llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
   if (ec)
@@ -93,6 +99,64 @@ Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned 
   os.flush();
   if (os.has_error())
     return makeError(what + ": writing '" + objPath + "' failed: " + os.error().message());
+  return Status::success();
+}
+
+namespace {
+
+bool hasBfloat(llvm::Type *t) {
+  if (t->isBFloatTy())
+    return true;
+  if (auto *v = llvm::dyn_cast<llvm::VectorType>(t))
+    return v->getElementType()->isBFloatTy();
+  if (auto *a = llvm::dyn_cast<llvm::ArrayType>(t))
+    return hasBfloat(a->getElementType());
+  if (auto *st = llvm::dyn_cast<llvm::StructType>(t))
+    return llvm::any_of(st->elements(), hasBfloat);
+  return false;
+}
+
+bool isBf16Libcall(llvm::StringRef name) {
+  return name == "__truncsfbf2" || name == "__truncdfbf2" || name == "__extendbfsf2";
+}
+
+} // namespace
+
+Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what) {
+  for (const llvm::Function &f : m) {
+    if (isBf16Libcall(f.getName()))
+      return makeError(what + ": the module references the bf16 conversion routine " + f.getName().str() +
+                       " (a bf16 conversion was left to LLVM)");
+    for (const llvm::Instruction &inst : llvm::instructions(f)) {
+      bool bf16 = hasBfloat(inst.getType());
+      for (const llvm::Value *op : inst.operands())
+        bf16 = bf16 || hasBfloat(op->getType());
+      if (!bf16)
+        continue;
+      bool moves = llvm::isa<llvm::LoadInst, llvm::StoreInst, llvm::BitCastInst, llvm::ExtractElementInst,
+                             llvm::InsertElementInst, llvm::ShuffleVectorInst, llvm::SelectInst, llvm::PHINode,
+                             llvm::ExtractValueInst, llvm::InsertValueInst, llvm::ReturnInst, llvm::FreezeInst>(inst);
+      if (const auto *call = llvm::dyn_cast<llvm::CallBase>(&inst)) {
+        const llvm::Function *callee = call->getCalledFunction();
+        if (callee && !callee->isDeclaration())
+          moves = true; // code of this module, checked too
+        else if (callee && callee->isIntrinsic())
+          moves = llvm::is_contained({llvm::Intrinsic::masked_load, llvm::Intrinsic::masked_store,
+                                      llvm::Intrinsic::masked_gather, llvm::Intrinsic::masked_scatter,
+                                      llvm::Intrinsic::masked_expandload, llvm::Intrinsic::masked_compressstore},
+                                     callee->getIntrinsicID());
+      }
+      if (moves)
+        continue;
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      inst.print(os);
+      return makeError(what + ": @" + f.getName().str() + " converts or computes on bf16 in LLVM (" +
+                       llvm::StringRef(text).trim().str() +
+                       "): code generation would call __truncsfbf2 or use vcvtneps2bf16 (denormals flushed to zero); "
+                       "bf16 conversions must be expanded before the conversion to LLVM (dsa-cpu-expand-bf16)");
+    }
+  }
   return Status::success();
 }
 

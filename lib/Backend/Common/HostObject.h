@@ -12,6 +12,7 @@
 #include "dsa/Runtime/CPU/Values.h"
 #include "dsa/Support/Result.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,7 +28,7 @@ namespace dsa::backend {
 struct HostTarget {
   /// LLVM's CPU name; empty: the host CPU (llvm::sys::getHostCPUName) with the host's features.
   std::string cpu;
-  /// Target features ("+avx2,..."); used only with an explicit `cpu`.
+  /// Target features ("+avx2,-avx512f,..."); used only with an explicit `cpu`.
   std::string features;
 };
 
@@ -44,8 +45,18 @@ void addPackedEntries(llvm::Module &m, const std::vector<cpu::FunctionSignature>
 void configureModule(llvm::Module &m, llvm::TargetMachine &tm);
 
 /// Optimises `m` (mlir::makeOptimizingTransformer at `optLevel`) and writes it as an object file to `objPath`.
+/// `beforeCodegen` (optional) sees the optimised module before code generation; its error stops the emission.
 Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel, const std::string &objPath,
-                             const std::string &what);
+                             const std::string &what,
+                             const std::function<Status(llvm::Module &)> &beforeCodegen = nullptr);
+
+/// The LLVM IR form of mlir::dsa::checkNoBf16Conversions (dsa/Conversion/CPUTarget.h), for the module as code
+/// generation gets it (after LLVM's optimisations): an error naming the function and instruction of the first
+/// fptrunc to / fpext from bfloat, int <-> bfloat conversion, arithmetic or comparison on bfloat, call of an
+/// intrinsic or external function with bfloat values (masked loads/stores/gathers/scatters excepted), or
+/// __truncsfbf2 / __truncdfbf2 / __extendbfsf2 anywhere in `m`. Code generation would turn any of them into a call
+/// of __truncsfbf2 (absent from the JIT's process) or, with AVX512_BF16, vcvtneps2bf16 (denormals flushed to zero).
+Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what);
 
 /// Links `objPath` into the shared object `soPath` with `cc -shared`, then `extraArgs` (archives, -l options).
 /// Errors: no `cc` on PATH; a failed link, with its exit status and the command line.
