@@ -15,8 +15,10 @@
 //     NaN -> quiet NaN with the input's sign and top payload bits; widening is the exact 16-bit shift), before any
 //     conversion to the LLVM dialect (serial or OpenMP). Left to LLVM, the conversion is a call of __truncsfbf2
 //     (absent from the JIT's process) or, with AVX512_BF16, vcvtneps2bf16 (denormal inputs flushed to zero).
-//     dsa-cpu-check-bf16, last in the pipeline, rejects any LLVM-dialect op that still converts or computes on
-//     bf16 (checkNoBf16Conversions).
+//     dsa-cpu-check-bf16 then rejects any LLVM-dialect op that still converts or computes on bf16
+//     (checkNoBf16Conversions), and dsa-cpu-bf16-as-i16, last in the pipeline, carries the remaining bf16 values
+//     (loads, stores, selects, block arguments: bit moves) as i16, so LLVM never holds a bf16 value it could
+//     convert.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_CONVERSION_CPUTARGET_H
@@ -57,6 +59,12 @@ std::unique_ptr<Pass> createDSACPUSetTargetPass(llvm::StringRef cpu);
 std::unique_ptr<Pass> createDSACPUExpandBf16Pass();
 /// dsa-cpu-check-bf16: fails, naming each op, when checkNoBf16Conversions does.
 std::unique_ptr<Pass> createDSACPUCheckBf16Pass();
+/// dsa-cpu-bf16-as-i16 (after the check, which it repeats): bf16 becomes i16 in every type and attribute of the
+/// module (values, block arguments, function types, GEP element types, constants and globals keep their bits), so
+/// the LLVM IR holds no bfloat at all. x86 code generation converts even a bf16 value that only crosses blocks (a
+/// phi): extended to f32 and rounded back with __truncsfbf2 or vcvtneps2bf16 (signalling NaNs quieted; with
+/// AVX512_BF16, bf16 denormals flushed to zero). Scalar bf16 function arguments and results become i16.
+std::unique_ptr<Pass> createDSACPUBf16AsI16Pass();
 
 /// Emits an error on every LLVM-dialect op of `module` that would make LLVM convert or compute on bf16:
 /// llvm.fptrunc to / llvm.fpext from bf16, int <-> bf16 conversions, any other op with a bf16 operand or result
@@ -65,7 +73,7 @@ std::unique_ptr<Pass> createDSACPUCheckBf16Pass();
 /// call or declaration of __truncsfbf2 / __truncdfbf2 / __extendbfsf2. Success when there is none.
 LogicalResult checkNoBf16Conversions(ModuleOp module);
 
-/// Registers the three passes above (for dsa-opt and the lit tests).
+/// Registers the four passes above (for dsa-opt and the lit tests).
 void registerDSACPUTargetPasses();
 
 } // namespace mlir::dsa

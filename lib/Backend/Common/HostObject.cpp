@@ -6,7 +6,6 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
-#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -123,38 +122,33 @@ bool isBf16Libcall(llvm::StringRef name) {
 } // namespace
 
 Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what) {
+  const std::string why = ": x86 code generation converts bf16 values (a call of __truncsfbf2, or vcvtneps2bf16, "
+                          "which flushes denormals to zero), even one that only crosses blocks; --dsa-cpu-pipeline "
+                          "expands every conversion and carries bf16 data as i16 (dsa-cpu-bf16-as-i16)";
+  for (const llvm::GlobalVariable &g : m.globals())
+    if (hasBfloat(g.getValueType()))
+      return makeError(what + ": the global @" + g.getName().str() + " holds bfloat values" + why);
   for (const llvm::Function &f : m) {
     if (isBf16Libcall(f.getName()))
-      return makeError(what + ": the module references the bf16 conversion routine " + f.getName().str() +
-                       " (a bf16 conversion was left to LLVM)");
+      return makeError(what + ": the module references the bf16 conversion routine " + f.getName().str() + why);
+    if (hasBfloat(f.getFunctionType()->getReturnType()) ||
+        llvm::any_of(f.getFunctionType()->params(), [](llvm::Type *t) { return hasBfloat(t); }))
+      return makeError(what + ": @" + f.getName().str() + " takes or returns bfloat values" + why);
     for (const llvm::Instruction &inst : llvm::instructions(f)) {
       bool bf16 = hasBfloat(inst.getType());
       for (const llvm::Value *op : inst.operands())
         bf16 = bf16 || hasBfloat(op->getType());
+      if (const auto *gep = llvm::dyn_cast<llvm::GetElementPtrInst>(&inst))
+        bf16 = bf16 || hasBfloat(gep->getSourceElementType());
+      if (const auto *alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst))
+        bf16 = bf16 || hasBfloat(alloca->getAllocatedType());
       if (!bf16)
-        continue;
-      bool moves = llvm::isa<llvm::LoadInst, llvm::StoreInst, llvm::BitCastInst, llvm::ExtractElementInst,
-                             llvm::InsertElementInst, llvm::ShuffleVectorInst, llvm::SelectInst, llvm::PHINode,
-                             llvm::ExtractValueInst, llvm::InsertValueInst, llvm::ReturnInst, llvm::FreezeInst>(inst);
-      if (const auto *call = llvm::dyn_cast<llvm::CallBase>(&inst)) {
-        const llvm::Function *callee = call->getCalledFunction();
-        if (callee && !callee->isDeclaration())
-          moves = true; // code of this module, checked too
-        else if (callee && callee->isIntrinsic())
-          moves = llvm::is_contained({llvm::Intrinsic::masked_load, llvm::Intrinsic::masked_store,
-                                      llvm::Intrinsic::masked_gather, llvm::Intrinsic::masked_scatter,
-                                      llvm::Intrinsic::masked_expandload, llvm::Intrinsic::masked_compressstore},
-                                     callee->getIntrinsicID());
-      }
-      if (moves)
         continue;
       std::string text;
       llvm::raw_string_ostream os(text);
       inst.print(os);
-      return makeError(what + ": @" + f.getName().str() + " converts or computes on bf16 in LLVM (" +
-                       llvm::StringRef(text).trim().str() +
-                       "): code generation would call __truncsfbf2 or use vcvtneps2bf16 (denormals flushed to zero); "
-                       "bf16 conversions must be expanded before the conversion to LLVM (dsa-cpu-expand-bf16)");
+      return makeError(what + ": @" + f.getName().str() + " holds a bfloat value (" +
+                       llvm::StringRef(text).trim().str() + ")" + why);
     }
   }
   return Status::success();

@@ -50,12 +50,11 @@ Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned 
                              const std::string &what,
                              const std::function<Status(llvm::Module &)> &beforeCodegen = nullptr);
 
-/// The LLVM IR form of mlir::dsa::checkNoBf16Conversions (dsa/Conversion/CPUTarget.h), for the module as code
-/// generation gets it (after LLVM's optimisations): an error naming the function and instruction of the first
-/// fptrunc to / fpext from bfloat, int <-> bfloat conversion, arithmetic or comparison on bfloat, call of an
-/// intrinsic or external function with bfloat values (masked loads/stores/gathers/scatters excepted), or
-/// __truncsfbf2 / __truncdfbf2 / __extendbfsf2 anywhere in `m`. Code generation would turn any of them into a call
-/// of __truncsfbf2 (absent from the JIT's process) or, with AVX512_BF16, vcvtneps2bf16 (denormals flushed to zero).
+/// That `m`, as code generation gets it (after LLVM's optimisations), holds no bfloat at all (what --dsa-cpu-pipeline
+/// guarantees: conversions expanded, bf16 data carried as i16): an error naming the first global, function
+/// signature or instruction with a bfloat type, or a reference to __truncsfbf2 / __truncdfbf2 / __extendbfsf2. x86
+/// code generation converts bfloat values, even a phi of two loads: a call of __truncsfbf2 (absent from the JIT's
+/// process) or, with AVX512_BF16, vcvtneps2bf16 (denormals flushed to zero).
 Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what);
 
 /// Links `objPath` into the shared object `soPath` with `cc -shared`, then `extraArgs` (archives, -l options).

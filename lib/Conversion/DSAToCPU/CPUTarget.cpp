@@ -10,6 +10,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -301,6 +303,50 @@ LogicalResult checkNoBf16Conversions(ModuleOp module) {
 
 namespace {
 
+/// dsa-cpu-bf16-as-i16: bf16 -> i16 in every type and attribute of the module (values, block arguments, function
+/// types, GEP element types, constants and globals by their bits), identity bitcasts removed. After
+/// checkNoBf16Conversions only ops that move bits hold bf16 values; as i16 they move the same bits, and LLVM has no
+/// bf16 value it could convert (x86 code generation turns a bf16 phi, e.g. a value carried across blocks, into an
+/// extension to f32 and __truncsfbf2 / vcvtneps2bf16 back, which quiets signalling NaNs, and with AVX512_BF16
+/// flushes bf16 denormals).
+struct Bf16AsI16Pass : PassWrapper<Bf16AsI16Pass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(Bf16AsI16Pass)
+  StringRef getArgument() const override { return "dsa-cpu-bf16-as-i16"; }
+  StringRef getDescription() const override {
+    return "Carry bf16 values as i16 in the LLVM dialect (after dsa-cpu-check-bf16: only bit moves are left)";
+  }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(checkNoBf16Conversions(module)))
+      return signalPassFailure();
+    Type i16 = IntegerType::get(module.getContext(), 16);
+    AttrTypeReplacer replacer;
+    replacer.addReplacement([&](Type t) -> std::optional<Type> {
+      if (t.isBF16())
+        return i16;
+      return std::nullopt;
+    });
+    replacer.addReplacement([&](FloatAttr a) -> std::optional<Attribute> {
+      if (a.getType().isBF16())
+        return IntegerAttr::get(i16, a.getValue().bitcastToAPInt());
+      return std::nullopt;
+    });
+    replacer.addReplacement([&](DenseElementsAttr a) -> std::optional<Attribute> {
+      if (a.getElementType().isBF16())
+        return a.bitcast(i16);
+      return std::nullopt;
+    });
+    replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true, /*replaceLocs=*/false,
+                                          /*replaceTypes=*/true);
+    module.walk([](LLVM::BitcastOp cast) {
+      if (cast.getArg().getType() == cast.getType()) {
+        cast.replaceAllUsesWith(cast.getArg());
+        cast.erase();
+      }
+    });
+  }
+};
+
 struct CheckBf16Pass : PassWrapper<CheckBf16Pass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckBf16Pass)
   StringRef getArgument() const override { return "dsa-cpu-check-bf16"; }
@@ -318,11 +364,13 @@ struct CheckBf16Pass : PassWrapper<CheckBf16Pass, OperationPass<ModuleOp>> {
 std::unique_ptr<Pass> createDSACPUSetTargetPass(llvm::StringRef cpu) { return std::make_unique<SetTargetPass>(cpu); }
 std::unique_ptr<Pass> createDSACPUExpandBf16Pass() { return std::make_unique<ExpandBf16Pass>(); }
 std::unique_ptr<Pass> createDSACPUCheckBf16Pass() { return std::make_unique<CheckBf16Pass>(); }
+std::unique_ptr<Pass> createDSACPUBf16AsI16Pass() { return std::make_unique<Bf16AsI16Pass>(); }
 
 void registerDSACPUTargetPasses() {
   PassRegistration<SetTargetPass>();
   PassRegistration<ExpandBf16Pass>();
   PassRegistration<CheckBf16Pass>();
+  PassRegistration<Bf16AsI16Pass>();
 }
 
 } // namespace mlir::dsa

@@ -6,8 +6,9 @@
 // deallocation (results are owned by the caller), linalg -> loops, bf16 conversions expanded into integer ops with
 // lib/Numerics' rounding (dsa-cpu-expand-bf16, CPUTarget.cpp) before ANY conversion to the LLVM dialect (serial and
 // OpenMP: no __truncsfbf2 call, no vcvtneps2bf16, ../shared/toolchain.md), the conversions to the LLVM dialect, the
-// target CPU on every function with cpu=NAME (dsa-cpu-set-target), and last dsa-cpu-check-bf16, which fails if any
-// bf16 conversion or arithmetic is left for LLVM.
+// target CPU on every function with cpu=NAME (dsa-cpu-set-target), dsa-cpu-check-bf16, which fails if any bf16
+// conversion or arithmetic is left for LLVM, and last dsa-cpu-bf16-as-i16: the bf16 values left only move bits and
+// become i16, so the LLVM IR has no bfloat (x86 code generation would convert a bf16 phi through f32).
 // No pass here reassociates or contracts f32 arithmetic, so the bit-exactness of dsa-to-cpu survives. Strided
 // memref.copy ops left by bufferization (insert_slice/concat/extract_slice on dynamic shapes) become linalg.copy
 // loops, so nothing calls the runner-utils library.
@@ -305,6 +306,7 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   if (!cpu.empty())
     pm.addPass(createDSACPUSetTargetPass(cpu));
   pm.addPass(createDSACPUCheckBf16Pass());
+  pm.addPass(createDSACPUBf16AsI16Pass());
 }
 
 void registerDSACPUPipeline() {

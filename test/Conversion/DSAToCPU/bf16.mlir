@@ -11,20 +11,25 @@
 // RUN:   --implicit-check-not="arith.truncf" --implicit-check-not="arith.extf"
 // The pipeline, serial and parallel, for the host and x86-64-v3: no fptrunc / fpext, no __truncsfbf2.
 // RUN: dsa-opt %s --dsa-cpu-pipeline | FileCheck %s --check-prefix=LLVM --implicit-check-not="llvm.fptrunc" \
-// RUN:   --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2"
+// RUN:   --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
 // RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | FileCheck %s --check-prefixes=LLVM,PAR \
-// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2"
+// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
 // RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true cpu=x86-64-v3" | FileCheck %s --check-prefixes=LLVM,PAR \
-// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2"
+// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
 // The machine code for a CPU with AVX512_BF16 (sapphirerapids) and for one without (x86-64-v3): neither the
 // conversion instruction nor the library call.
 // RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | mlir-translate --mlir-to-llvmir | llc -O2 -mcpu=sapphirerapids \
 // RUN:   | FileCheck %s --check-prefix=ASM --implicit-check-not="vcvtneps2bf16" --implicit-check-not="__truncsfbf2" \
 // RUN:   --implicit-check-not="__extendbfsf2"
 // RUN: dsa-opt %s --dsa-cpu-pipeline | mlir-translate --mlir-to-llvmir | llc -O2 -mcpu=sapphirerapids \
-// RUN:   | FileCheck %s --check-prefix=ASM --implicit-check-not="vcvtneps2bf16" --implicit-check-not="__truncsfbf2"
+// RUN:   | FileCheck %s --check-prefix=ASM --implicit-check-not="vcvtneps2bf16" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
 // RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | mlir-translate --mlir-to-llvmir | llc -O2 -mcpu=x86-64-v3 \
-// RUN:   | FileCheck %s --check-prefix=ASM --implicit-check-not="vcvtneps2bf16" --implicit-check-not="__truncsfbf2"
+// RUN:   | FileCheck %s --check-prefix=ASM --implicit-check-not="vcvtneps2bf16" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
 // CONTROL: the same functions through upstream's lowering alone.
 // RUN: dsa-opt %s --one-shot-bufferize="bufferize-function-boundaries" --convert-linalg-to-loops --convert-scf-to-cf \
 // RUN:   --expand-strided-metadata --finalize-memref-to-llvm --convert-arith-to-llvm --convert-func-to-llvm \

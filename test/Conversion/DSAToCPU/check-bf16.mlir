@@ -2,6 +2,8 @@
 // every LLVM-dialect op that would make LLVM convert or compute on bf16 is an error naming it; ops that only move
 // bf16 bits are fine (expand-bf16-invalid.mlir: what dsa-cpu-expand-bf16 refuses to expand).
 // RUN: dsa-opt %s --split-input-file --verify-diagnostics --dsa-cpu-check-bf16
+// dsa-cpu-bf16-as-i16 (bf16 values as i16) runs the same check first:
+// RUN: dsa-opt %s --split-input-file --verify-diagnostics --dsa-cpu-bf16-as-i16
 
 llvm.func @trunc(%a: f32) -> bf16 {
   // expected-error @+1 {{dsa-cpu-check-bf16: llvm.fptrunc to bf16 reached the LLVM dialect}}
