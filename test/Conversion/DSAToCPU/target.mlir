@@ -3,7 +3,10 @@
 // honours per function whatever target machine compiles it (the JIT's is the host's by default): the llc lines
 // compile under a target machine with AVX-512 (x86-64-v4) and one with only the x86-64 baseline. fptoui f32 -> i64
 // is one AVX-512F instruction (vcvttss2usi); without AVX-512 a sequence around vcvttss2si.
-// RUN: dsa-opt %s --dsa-cpu-pipeline="cpu=x86-64-v3" | FileCheck %s --check-prefix=V3
+// RUN: dsa-opt %s --dsa-cpu-pipeline="cpu=x86-64-v3" | FileCheck %s --check-prefix=V3 \
+// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="__truncsfbf2" --implicit-check-not="bf16"
+// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true cpu=x86-64-v3" | FileCheck %s --check-prefix=V3 \
+// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="__truncsfbf2" --implicit-check-not="bf16"
 // RUN: dsa-opt %s --dsa-cpu-pipeline="cpu=x86-64-v3" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=V3IR
 // RUN: dsa-opt %s --dsa-cpu-pipeline="cpu=x86-64-v3" | mlir-translate --mlir-to-llvmir | llc -O2 -mcpu=x86-64-v4 \
 // RUN:   | FileCheck %s --check-prefix=AVX2 --implicit-check-not="vcvttss2usi"
@@ -11,7 +14,7 @@
 // RUN:   | FileCheck %s --check-prefix=AVX512
 // Without cpu=, no target attributes (the compiling target machine decides).
 // RUN: dsa-opt %s --dsa-cpu-pipeline | FileCheck %s --check-prefix=NONE --implicit-check-not="target_cpu" \
-// RUN:   --implicit-check-not="target_features"
+// RUN:   --implicit-check-not="target_features" --implicit-check-not="llvm.fptrunc" --implicit-check-not="bf16"
 // RUN: dsa-opt %s --dsa-cpu-pipeline | mlir-translate --mlir-to-llvmir | llc -O2 -mcpu=x86-64-v4 | FileCheck %s --check-prefix=AVX512
 // cpu=host: the running CPU, exactly its features (on and off).
 // RUN: dsa-opt %s --dsa-cpu-pipeline="cpu=host" | FileCheck %s --check-prefix=HOST
