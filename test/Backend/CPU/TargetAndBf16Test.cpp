@@ -354,8 +354,9 @@ TEST_F(TargetAndBf16Test, RoundingMatchesNumericsOnMillionsOfPatternsSerialAndOp
       int64_t mismatches = 0;
       for (size_t i = 0; i < in.size(); ++i) {
         const uint32_t want = numerics::f32ToBf16Bits(numerics::f32FromBits(in[i]));
-        if (got[i] != want && mismatches++ < 5)
+        if (got[i] != want && mismatches++ < 5) {
           ADD_FAILURE() << fn << "(" << hex(in[i]) << ") = " << hex(got[i]) << ", numerics: " << hex(want);
+        }
       }
       EXPECT_EQ(mismatches, 0) << fn;
     }
@@ -365,8 +366,9 @@ TEST_F(TargetAndBf16Test, RoundingMatchesNumericsOnMillionsOfPatternsSerialAndOp
       int64_t mismatches = 0;
       for (size_t i = 0; i < every.size(); ++i) {
         const uint32_t want = numerics::f32Bits(numerics::bf16BitsToF32(static_cast<uint16_t>(every[i])));
-        if (got[i] != want && mismatches++ < 5)
+        if (got[i] != want && mismatches++ < 5) {
           ADD_FAILURE() << fn << "(" << hex(every[i]) << ") = " << hex(got[i]) << ", numerics: " << hex(want);
+        }
       }
       EXPECT_EQ(mismatches, 0) << fn;
     }
@@ -414,8 +416,9 @@ TEST_F(TargetAndBf16Test, TheDefaultTargetIsDsaCpuElseTheHost) {
   const std::string want = env && *env && std::string(env) != "host" ? env : llvm::sys::getHostCPUName().str();
   EXPECT_GE(count(lowered, "target_cpu = \"" + want + "\""), 4u) << "expected " << want;
   EXPECT_EQ(count(lowered, "target_cpu = "), count(lowered, "target_cpu = \"" + want + "\""));
-  if (!(env && *env && std::string(env) != "host"))
+  if (!(env && *env && std::string(env) != "host")) {
     EXPECT_NE(lowered.find("\"-"), std::string::npos) << "the host's features are listed on and off";
+  }
 }
 
 // The runtime's cpuid detection (runtime/cpu/HostFeatures.cpp, MLIR- and LLVM-free) agrees with LLVM's
@@ -504,8 +507,9 @@ TEST_F(TargetAndBf16Test, TheJitRefusesACpuThisHostCannotRun) {
   EXPECT_NE(r.error().find("cpu backend: JIT code was built for sapphirerapids; this host lacks "), std::string::npos)
       << r.error();
   for (const char *f : {"amx-bf16", "amx-tile", "avx512fp16"})
-    if (!has(f))
+    if (!has(f)) {
       EXPECT_NE(r.error().find(f), std::string::npos) << f << " is not named: " << r.error();
+    }
 }
 
 // The LLVM IR form of the check (lib/Backend/Common/HostObject.h), run by the JIT and the step library emitter on

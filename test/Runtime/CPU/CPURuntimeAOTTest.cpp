@@ -674,8 +674,9 @@ TEST_F(CPURuntimeAOTTest, ALibraryForACpuThisHostLacksIsRefusedBeforeItIsLoaded)
               std::string::npos)
         << what << ": " << e;
     for (const char *f : {"amx-bf16", "amx-tile", "avx512fp16"})
-      if (!has(f))
+      if (!has(f)) {
         EXPECT_NE(e.find(f), std::string::npos) << what << ": " << f << " not named: " << e;
+      }
     EXPECT_EQ(e.find("cannot load"), std::string::npos) << what << ": " << e;
   };
   expectRefused("as written");

@@ -418,8 +418,9 @@ TEST(CPURuntime, OpenRefusesALibraryForFeaturesThisHostLacksBeforeLoadingIt) {
       << r.error();
   const std::vector<std::string> &host = cpu::hostCpuFeatures();
   for (const char *f : {"xop", "amx-tile"})
-    if (!std::binary_search(host.begin(), host.end(), std::string(f)))
+    if (!std::binary_search(host.begin(), host.end(), std::string(f))) {
       EXPECT_NE(r.error().find(f), std::string::npos) << f << ": " << r.error();
+    }
   EXPECT_EQ(r.error().find("sse2"), std::string::npos) << r.error();
   EXPECT_EQ(r.error().find("cannot load"), std::string::npos) << r.error();
 
