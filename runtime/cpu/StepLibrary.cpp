@@ -1,6 +1,8 @@
 //===- StepLibrary.cpp - AOT dsa CPU step libraries (MLIR-free) ----------------===//
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
+#include "dsa/Runtime/CPU/HostFeatures.h"
+
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
@@ -161,6 +163,7 @@ std::string describeStepLibrary(const StepLibraryDescription &d) {
   j["version"] = kStepLibraryVersion;
   j["library"] = d.library;
   j["target_cpu"] = d.targetCpu;
+  j["target_features"] = d.targetFeatures;
   j["parallel"] = d.parallel;
   j["functions"] = json::array();
   for (const FunctionSignature &f : d.functions) {
@@ -206,7 +209,7 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
     return makeError(std::string("format: expected \"") + kStepLibraryFormat + "\"");
   if (!j.contains("version") || !j["version"].is_number_integer() ||
       j["version"].get<int64_t>() < 1 || j["version"].get<int64_t>() > kStepLibraryVersion)
-    return makeError("version: expected 1, 2 or " + std::to_string(kStepLibraryVersion));
+    return makeError("version: expected 1 .. " + std::to_string(kStepLibraryVersion));
   const int64_t version = j["version"].get<int64_t>();
   StepLibraryDescription d;
   if (!j.contains("library") || !j["library"].is_string() || j["library"].get<std::string>().empty())
@@ -214,6 +217,17 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
   d.library = j["library"].get<std::string>();
   if (j.contains("target_cpu") && j["target_cpu"].is_string())
     d.targetCpu = j["target_cpu"].get<std::string>();
+  if (j.contains("target_features")) {
+    if (version < 4)
+      return makeError("target_features: needs version 4");
+    if (!j["target_features"].is_array())
+      return makeError("target_features: expected an array of feature names");
+    for (const json &f : j["target_features"]) {
+      if (!f.is_string() || f.get<std::string>().empty())
+        return makeError("target_features: expected an array of feature names, got " + f.dump());
+      d.targetFeatures.push_back(f.get<std::string>());
+    }
+  }
   if (j.contains("parallel")) {
     if (!j["parallel"].is_boolean())
       return makeError("parallel: expected a boolean");
@@ -332,6 +346,11 @@ Result<std::unique_ptr<CPUStepLibrary>> CPUStepLibrary::open(const std::string &
   lib->description_ = d.take();
   const std::string &libName = lib->description_.library;
   const std::string libPath = libName.front() == '/' ? libName : directoryOf(descriptionPath) + "/" + libName;
+  // Before dlopen: code compiled for features this CPU lacks would stop at its first such instruction (SIGILL).
+  if (Status st = checkHostHasFeatures("step library " + libName, lib->description_.targetCpu,
+                                       lib->description_.targetFeatures);
+      !st)
+    return makeError(descriptionPath + ": " + st.error());
   lib->handle_ = dlopen(libPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->handle_) {
     const char *why = dlerror();

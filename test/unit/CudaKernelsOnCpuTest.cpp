@@ -9,6 +9,13 @@
 // the host code of dsa-to-gpu does through the runtime. What this cannot see: NVPTX code generation (PTX tests and
 // CudaKernelsTest cover it) and libdevice's exp (here libm's f64 exp, rounded to f32 the same way).
 //
+// bf16: arith-expand include-bf16 expands the kernels' truncations, but x86 code generation still converts a bf16
+// value that crosses blocks (a phi of two loads, e.g. dsa_concat_rows_bf16) by widening it to f32 and rounding it
+// back. The objects are therefore compiled for a fixed CPU, the x86-64 baseline (llc -mcpu=x86-64: no AVX512_BF16,
+// whose vcvtneps2bf16 flushes denormals, whatever the host), where that rounding is a call of __truncsfbf2: defined
+// here with lib/Numerics' rule (round to nearest even, denormals rounded, NaN quiet with its sign and top payload),
+// checked bit for bit by Truncsfbf2ShimIsNumericsRounding.
+//
 // Skipped (GTEST_SKIP) when the tools are not found: $DSA_LLVM_TOOLS_DIR, /usr/lib/llvm-22/bin or PATH for
 // mlir-opt / mlir-translate / llc, and python3 and cc on PATH (the GPU machine has no MLIR).
 //
@@ -16,6 +23,7 @@
 #include "dsa/Interpreter/CompressKernels.h"
 #include "dsa/Interpreter/Kernels.h"
 #include "dsa/Numerics/BF16.h"
+#include "dsa/Numerics/Bits.h"
 #include "dsa/Numerics/TopK.h"
 
 #include <gtest/gtest.h>
@@ -100,14 +108,19 @@ protected:
     }
     dir = tmpl;
     std::ofstream(dir + "/empty.mlir") << "\n";
-    // arith-expand leaves some f32 -> bf16 truncations as calls of __truncsfbf2 (libgcc >= 13 / compiler-rt):
-    // an RNE definition (quiet NaN kept) for hosts without one.
+    // x86 code generation rounds a bf16 value carried across blocks back from f32 with __truncsfbf2 (the header
+    // comment): lib/Numerics' rounding (NaN: the top 16 bits with the quiet bit 0x0040; otherwise add 0x7FFF plus
+    // the lowest kept bit, keep the top 16 bits), defined here so that no libgcc / compiler-rt version decides it,
+    // and a bit-level entry for the test of it.
     std::ofstream(dir + "/truncsfbf2.ll")
         << "define bfloat @__truncsfbf2(float %f) {\n  %u = bitcast float %f to i32\n"
            "  %a = and i32 %u, 2147483647\n  %nan = icmp ugt i32 %a, 2139095040\n  %h = lshr i32 %u, 16\n"
            "  %odd = and i32 %h, 1\n  %r0 = add i32 %u, 32767\n  %r1 = add i32 %r0, %odd\n"
            "  %r2 = lshr i32 %r1, 16\n  %q = or i32 %h, 64\n  %r = select i1 %nan, i32 %q, i32 %r2\n"
-           "  %t = trunc i32 %r to i16\n  %b = bitcast i16 %t to bfloat\n  ret bfloat %b\n}\n";
+           "  %t = trunc i32 %r to i16\n  %b = bitcast i16 %t to bfloat\n  ret bfloat %b\n}\n"
+           "define i32 @dsa_test_truncsfbf2_bits(i32 %u) {\n  %f = bitcast i32 %u to float\n"
+           "  %b = call bfloat @__truncsfbf2(float %f)\n  %t = bitcast bfloat %b to i16\n"
+           "  %z = zext i16 %t to i32\n  ret i32 %z\n}\n";
     const std::string log = dir + "/build.log";
     const std::string cmd =
         "cd '" + dir + "' && '" + python + "' '" + script + "' '" + kernels + "' empty.mlir > k.mlir && '" + opt +
@@ -115,8 +128,8 @@ protected:
         "--expand-strided-metadata --lower-affine --finalize-memref-to-llvm --convert-func-to-llvm "
         "--convert-arith-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts -o k.llvm.mlir && '" +
         translate + "' --mlir-to-llvmir k.llvm.mlir -o k.ll && '" + llc +
-        "' -O2 -filetype=obj -relocation-model=pic k.ll -o k.o && '" + llc +
-        "' -O2 -filetype=obj -relocation-model=pic truncsfbf2.ll -o truncsfbf2.o && '" + cc +
+        "' -O2 -mcpu=x86-64 -filetype=obj -relocation-model=pic k.ll -o k.o && '" + llc +
+        "' -O2 -mcpu=x86-64 -filetype=obj -relocation-model=pic truncsfbf2.ll -o truncsfbf2.o && '" + cc +
         "' -shared k.o truncsfbf2.o -lm -o libkernels.so";
     if (std::system((cmd + " > '" + log + "' 2>&1").c_str()) != 0) {
       std::ifstream in(log);
@@ -217,6 +230,39 @@ Tensor f32(std::vector<int64_t> shape, const std::vector<float> &v) {
 }
 
 } // namespace
+
+// The __truncsfbf2 the kernels' objects call (see the header): bf16 bits written by hand (round to nearest even
+// on the dropped 16 bits; NaN: quiet bit set, sign and top payload kept), and numerics::f32ToBf16Bits on a sweep.
+TEST_F(KernelsOnCpu, Truncsfbf2ShimIsNumericsRounding) {
+  auto bits = fn<uint32_t (*)(uint32_t)>("dsa_test_truncsfbf2_bits");
+  ASSERT_NE(bits, nullptr);
+  const std::pair<uint32_t, uint32_t> cases[] = {
+      {0x00000001u, 0x0000}, // the smallest denormal rounds to +0
+      {0x00008000u, 0x0000}, // denormal tie, even: down
+      {0x00018000u, 0x0002}, // denormal tie, odd: up
+      {0x00008001u, 0x0001}, // above a denormal tie
+      {0x80018000u, 0x8002}, // negative denormal tie
+      {0x007FFFFFu, 0x0080}, // the largest denormal rounds to the smallest normal
+      {0x3F808000u, 0x3F80}, {0x3F818000u, 0x3F82}, // ties to even
+      {0x7F7F8000u, 0x7F80}, {0xFF7FFFFFu, 0xFF80}, // overflow to +-inf
+      {0x7F800000u, 0x7F80}, {0xFF800000u, 0xFF80}, {0x80000000u, 0x8000},
+      {0xFFC00000u, 0xFFC0}, // negative quiet NaN keeps its sign
+      {0x7F800001u, 0x7FC0}, // signalling NaN, payload in the dropped bits: quiet NaN, not inf
+      {0xFF812345u, 0xFFC1}, // sign and top payload kept, quieted
+      {0x7FFFFFFFu, 0x7FFF},
+  };
+  for (const auto &[in, want] : cases) {
+    EXPECT_EQ(bits(in), want) << std::hex << in;
+    EXPECT_EQ(numerics::f32ToBf16Bits(numerics::f32FromBits(in)), want) << std::hex << in;
+  }
+  int64_t bad = 0;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 65521)
+    for (uint32_t low : {0x0000u, 0x7FFFu, 0x8000u, 0x8001u})
+      if (const uint32_t x = (static_cast<uint32_t>(u) & 0xFFFF0000u) | low;
+          bits(x) != numerics::f32ToBf16Bits(numerics::f32FromBits(x)) && bad++ < 5)
+        ADD_FAILURE() << std::hex << x << ": " << bits(x);
+  EXPECT_EQ(bad, 0);
+}
 
 TEST_F(KernelsOnCpu, Fp4QuantOnEveryBf16AndWideBlocks) {
   auto quant = fn<Fp4Fn>("dsa_fp4_quant");

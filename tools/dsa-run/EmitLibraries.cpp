@@ -18,7 +18,7 @@
 namespace dsa::tools {
 
 Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLibrary> &layers, int64_t nLayers,
-                                const std::string &directory, bool gpu) {
+                                const std::string &directory, bool gpu, const std::string &cpu) {
   nlohmann::json manifest;
   manifest["format"] = "dsa-golden-layers";
   manifest["version"] = 1;
@@ -41,6 +41,7 @@ Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLi
     } else {
       cpu::CPUCompileOptions options;
       options.probesAsResults = true;
+      options.targetCpu = cpu;
       json = cpu::emitCPUStepLibrary(*single, directory, name, options);
     }
     if (!json)

@@ -413,6 +413,9 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   if (options.backend == "gpu" && options.emitLibraries.empty())
     return fail("--backend=gpu needs --emit-libraries=DIR: the GPU step libraries run MLIR-free, with "
                 "`dsa-golden --golden FILE --libraries DIR` on a machine with a CUDA device");
+  const bool cpuCode = options.backend == "cpu" || (options.backend == "interpret" && !options.emitLibraries.empty());
+  if (!options.cpu.empty() && !cpuCode)
+    return fail("--cpu applies to compiled CPU code: --backend=cpu or --emit-libraries (CPU step libraries)");
   std::optional<mlir::dsa::IndexKSource> indexKSource = mlir::dsa::symbolizeIndexKSource(options.indexKSource);
   if (!indexKSource)
     return fail("--index-k-source must be 'published_slot' or 'own_cache', got '" + options.indexKSource + "'");
@@ -486,7 +489,7 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
     for (const Layer &layer : layers)
       libraries.push_back(LayerLibrary{layer.id, layer.weightNames});
     Status s = emitGoldenLayerLibraries(*module, libraries, fixture.nLayers, options.emitLibraries,
-                                        options.backend == "gpu");
+                                        options.backend == "gpu", options.cpu);
     return s ? 0 : fail(s.error());
   }
 
@@ -505,6 +508,7 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   if (options.backend == "cpu") {
     ::dsa::cpu::CPUCompileOptions cpuOptions;
     cpuOptions.probesAsResults = true;
+    cpuOptions.targetCpu = options.cpu;
     Result<std::unique_ptr<::dsa::cpu::CPUModule>> compiled =
         progress.run("compiling the layers for the CPU", [&] { return ::dsa::cpu::compileForCPU(*module, cpuOptions); });
     if (!compiled)

@@ -50,6 +50,9 @@ struct GoldenReplayOptions {
   /// Non-empty: write the layers' AOT CPU step libraries and golden_layers.json into this directory
   /// (EmitLibraries.h) instead of replaying; the MLIR-free tools/dsa-golden replays them.
   std::string emitLibraries;
+  /// The CPU the CPU backend compiles for (--backend=cpu, CPU step libraries): dsa::cpu::CPUCompileOptions::targetCpu
+  /// ("host", an LLVM CPU name; empty: $DSA_CPU, else the host).
+  std::string cpu;
 };
 
 /// Runs the replay; returns the process exit status (0 iff every compared capture passed, 1 if one failed,

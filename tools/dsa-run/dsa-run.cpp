@@ -184,6 +184,12 @@ cl::opt<std::string> indexKSource("index-k-source",
                                            "(attention-semantics.md section 8's named correction)"),
                                   cl::init("published_slot"), cl::cat(runCategory));
 
+cl::opt<std::string> cpuName("cpu",
+                             cl::desc("With --backend=cpu or --emit-libraries (CPU): the CPU to compile for, 'host' "
+                                      "or an LLVM CPU name (x86-64-v3, x86-64-v4, sapphirerapids, ...; default "
+                                      "$DSA_CPU, else the host)"),
+                             cl::value_desc("name"), cl::cat(runCategory));
+
 cl::opt<std::string> emitLibraries("emit-libraries",
                                    cl::desc("With --golden: write each layer's AOT CPU step library "
                                             "(DIR/attention_L<l>.{so,json}) and DIR/golden_layers.json for the "
@@ -213,7 +219,7 @@ int main(int argc, char **argv) {
   if (goldenPath.empty()) {
     const cl::Option *goldenOnly[] = {std::addressof(goldenLayers), &emitStage, &goldenVerbose, &goldenResync,
                                       &goldenForce, &indexKSource, &backendName, &emitLibraries,
-                                      &residentWeightsMb};
+                                      &residentWeightsMb, &cpuName};
     for (const cl::Option *option : goldenOnly)
       if (option->getNumOccurrences() > 0) {
         llvm::errs() << "dsa-run: error: --" << option->ArgStr << " only applies with --golden\n";
@@ -237,6 +243,7 @@ int main(int argc, char **argv) {
     options.indexKSource = indexKSource;
     options.backend = backendName;
     options.emitLibraries = emitLibraries;
+    options.cpu = cpuName;
     return ::dsa::tools::runGoldenReplay(options);
   }
 

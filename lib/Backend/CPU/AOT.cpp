@@ -5,10 +5,11 @@
 //     the last pointer receives the result), the convention of runtime/cpu/Values.h;
 //   - `dsa_cpu_fail(i32)`, defined here as a call through the global function pointer `dsa_cpu_fail_hook` (null =
 //     ignore), which the runtime's loader sets: the shared object needs no symbol from the executable.
-// Optimised like the JIT (makeOptimizingTransformer: no fast-math, so the f32 order is kept), compiled for the host
-// CPU to <base>.o, linked to <base>.so with `cc -shared` (these steps: lib/Backend/Common/HostObject.h, shared with
-// the GPU step libraries; the runtime functions of RuntimeFunctions.h from the static
-// DSACPURuntime/DSANumerics archives, -lstdc++ -lm; libomp with parallel), described in <base>.json.
+// Optimised like the JIT (makeOptimizingTransformer: no fast-math, so the f32 order is kept), checked for bf16
+// conversions left to LLVM, compiled for the target CPU (CPUCompileOptions::targetCpu, $DSA_CPU, else the host) to
+// <base>.o, linked to <base>.so with `cc -shared` (these steps: lib/Backend/Common/HostObject.h, shared with the GPU
+// step libraries; the runtime functions of RuntimeFunctions.h from the static DSACPURuntime/DSANumerics archives,
+// -lstdc++ -lm; libomp with parallel), described in <base>.json with the target's CPU name and features.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
@@ -142,7 +143,9 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
 
   const std::string what = "cpu step library";
   std::string cpu;
-  auto tm = backend::createHostTargetMachine({}, options.optLevel, cpu, what); // the host CPU
+  // The CPU lowerForCPU compiled for (its functions carry the same target_cpu / target_features).
+  const backend::HostTarget target{lowered->target.cpu, lowered->target.featureString()};
+  auto tm = backend::createHostTargetMachine(target, options.optLevel, cpu, what);
   if (!tm)
     return makeError(tm.error());
   backend::configureModule(*llvmModule, **tm);
@@ -152,7 +155,8 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   const std::string objPath = directory + "/" + baseName + ".o";
   const std::string soPath = directory + "/" + baseName + ".so";
   const std::string jsonPath = directory + "/" + baseName + ".json";
-  if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.optLevel, objPath, what); !st)
+  auto noBf16 = [&](llvm::Module &m) { return backend::checkNoBf16Conversions(m, what); };
+  if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.optLevel, objPath, what, noBf16); !st)
     return makeError(st.error());
   // The runtime functions the code may call (RuntimeFunctions.h: the top-k set) come from the runtime's static
   // archives, kept out of the .so's dynamic symbol table (--exclude-libs): only members the object needs are pulled.
@@ -168,6 +172,7 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   StepLibraryDescription description;
   description.library = baseName + ".so";
   description.targetCpu = cpu;
+  description.targetFeatures = lowered->target.enabledFeatures();
   description.parallel = options.parallel;
   description.functions = lowered->functions;
   for (FunctionSignature &f : description.functions)

@@ -1,22 +1,28 @@
 //===- CPUModule.cpp - JIT execution of dsa modules on the CPU ----------------===//
 //
-// compileForCPU: lowerForCPU (Lowering.cpp), then MLIR's ExecutionEngine (ORC JIT, host CPU), whose packed entries
-// `_mlir_<name>` follow the runtime's calling convention (runtime/cpu: Values.h), so call()/run() are the runtime's
-// invokePacked. dsa_cpu_fail is bound to the runtime's dsaCpuRecordFailure, the C interface of dsa_cpu_topk_set to the
-// runtime's (RuntimeFunctions.h).
+// compileForCPU: lowerForCPU (Lowering.cpp), then MLIR's ExecutionEngine (ORC JIT) with a target machine for the
+// target CPU (the host's, or CPUCompileOptions::targetCpu / $DSA_CPU when this host has its features), whose packed
+// entries `_mlir_<name>` follow the runtime's calling convention (runtime/cpu: Values.h), so call()/run() are the
+// runtime's invokePacked. dsa_cpu_fail is bound to the runtime's dsaCpuRecordFailure, the C interface of
+// dsa_cpu_topk_set to the runtime's (RuntimeFunctions.h).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
 
 #include "Lowering.h"
 
+#include "../Common/HostObject.h"
+
 #include "dsa/Backend/CPU/RuntimeErrors.h"
 #include "dsa/Backend/CPU/RuntimeFunctions.h"
+#include "dsa/Runtime/CPU/HostFeatures.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/TargetSelect.h"
 
 namespace dsa::cpu {
@@ -94,6 +100,11 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
   Result<LoweredModule> lowered = lowerForCPU(module, options);
   if (!lowered)
     return makeError(lowered.error());
+  const mlir::dsa::CPUTarget &target = lowered->target;
+  // The JIT runs the code here: a CPU whose features this host lacks would stop at the first such instruction.
+  if (!target.host)
+    if (Status st = checkHostHasFeatures("cpu backend: JIT code", target.cpu, target.enabledFeatures()); !st)
+      return makeError(st.error() + " (JIT code runs on this host; a step library can be built for another CPU)");
   auto impl = std::make_unique<CPUModule::Impl>();
   impl->functions = std::move(lowered->functions);
   impl->lowered = std::move(lowered->text);
@@ -101,7 +112,27 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   const unsigned opt = std::min(options.optLevel, 3u);
-  auto transformer = mlir::makeOptimizingTransformer(opt, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  // The engine's code generator: the target CPU with exactly its features (ExecutionEngine's default would be the
+  // host's; every function also carries target_cpu / target_features, which override a target machine's).
+  llvm::orc::JITTargetMachineBuilder builder{llvm::Triple(llvm::sys::getProcessTriple())};
+  builder.setCPU(target.cpu);
+  for (const std::string &f : target.features)
+    builder.getFeatures().AddFeature(f);
+  builder.setCodeGenOptLevel(static_cast<llvm::CodeGenOptLevel>(opt));
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm = builder.createTargetMachine();
+  if (!tm)
+    return makeError("cpu backend: no target machine for " + target.cpu + ": " + llvm::toString(tm.takeError()));
+  // Optimised, then checked for bf16 conversions left to LLVM before any code is generated (the engine compiles
+  // lazily, at the first lookup below). The engine cannot take an error from its transformer: it is kept here.
+  auto optimize = mlir::makeOptimizingTransformer(opt, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  std::string irError;
+  auto transformer = [&](llvm::Module *m) -> llvm::Error {
+    if (llvm::Error err = optimize(m))
+      return err;
+    if (Status st = backend::checkNoBf16Conversions(*m, "cpu backend"); !st)
+      irError = st.error();
+    return llvm::Error::success();
+  };
   mlir::ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = static_cast<llvm::CodeGenOptLevel>(opt);
@@ -117,9 +148,11 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
     sharedLibs.push_back(openmpLib);
     engineOptions.sharedLibPaths = sharedLibs;
   }
-  auto engine = mlir::ExecutionEngine::create(*lowered->module, engineOptions);
+  auto engine = mlir::ExecutionEngine::create(*lowered->module, engineOptions, std::move(*tm));
   if (!engine)
     return makeError("cpu backend: JIT compilation failed: " + llvm::toString(engine.takeError()));
+  if (!irError.empty())
+    return makeError(irError);
   impl->engine = std::move(*engine);
   impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;

@@ -232,11 +232,30 @@ Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults,
   return out;
 }
 
+Result<mlir::dsa::CPUTarget> resolveCompileTarget(const CPUCompileOptions &options) {
+  std::string name = options.targetCpu;
+  bool fromEnv = false;
+  if (name.empty()) {
+    const char *env = std::getenv("DSA_CPU");
+    fromEnv = env && *env;
+    name = fromEnv ? env : "host";
+  }
+  std::string error;
+  mlir::FailureOr<mlir::dsa::CPUTarget> target = mlir::dsa::resolveCPUTarget(name, error);
+  if (mlir::failed(target))
+    return makeError("cpu backend: " + error + (fromEnv ? " (from $DSA_CPU)" : ""));
+  return *target;
+}
+
 Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions &options) {
+  Result<mlir::dsa::CPUTarget> target = resolveCompileTarget(options);
+  if (!target)
+    return makeError(target.error());
   Result<LoweredModule> prepared = prepareModule(module, options.probesAsResults);
   if (!prepared)
     return prepared;
   LoweredModule out = prepared.take();
+  out.target = target.take();
   mlir::MLIRContext *ctx = module.getContext();
   std::string diagnostics;
   llvm::raw_string_ostream diagOs(diagnostics);
@@ -256,9 +275,13 @@ Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions
     out.functions[i].writableArgs = out.cacheArgs[i];
   }
   mlir::PassManager pm(ctx);
-  mlir::dsa::buildDSACPUPipeline(pm, options.parallel);
+  mlir::dsa::buildDSACPUPipeline(pm, options.parallel, out.target.host ? "host" : out.target.cpu);
   if (mlir::failed(pm.run(*out.module)))
     return makeError("cpu backend: --dsa-cpu-pipeline failed:\n" + diagnostics);
+  // The pipeline ends with this check; it is repeated here so that the JIT and the step libraries never compile a
+  // module that leaves a bf16 conversion to LLVM, whatever the pipeline's composition.
+  if (mlir::failed(mlir::dsa::checkNoBf16Conversions(*out.module)))
+    return makeError("cpu backend: the lowered module converts bf16 in LLVM:\n" + diagnostics);
   // The dropped results, recorded by the pass as {function name: [argument of each result, or -1]}.
   if (auto record = out.module->getOperation()->getAttrOfType<mlir::DictionaryAttr>(kInPlaceAttr)) {
     for (FunctionSignature &sig : out.functions) {

@@ -3,6 +3,7 @@
 #define DSA_LIB_BACKEND_CPU_LOWERING_H
 
 #include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/Conversion/CPUTarget.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -17,7 +18,13 @@ struct LoweredModule {
   /// (its last two `state` operands) in the source module: lowerForCPU makes them writable (updated in place).
   std::vector<std::vector<int64_t>> cacheArgs;
   std::string text; ///< the lowered module, printed
+  /// What lowerForCPU compiled for (resolveCompileTarget); its functions carry it as target_cpu / target_features.
+  mlir::dsa::CPUTarget target;
 };
+
+/// The target of `options`: options.targetCpu, else $DSA_CPU when set and not empty, else the host
+/// (mlir::dsa::resolveCPUTarget). Errors name an unknown CPU and where the name came from.
+Result<mlir::dsa::CPUTarget> resolveCompileTarget(const CPUCompileOptions &options);
 
 /// Registers in `ctx` the dialects, interface models and LLVM IR translations the CPU paths need.
 void registerCPUBackendDialects(mlir::MLIRContext *ctx);
@@ -31,8 +38,9 @@ Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults,
 /// Captures the signatures (and state bindings) of `module`'s public functions, then lowers a clone: decomposition
 /// and probes kept as results (options.probesAsResults), arguments marked non-writable except the caches
 /// (LoweredModule::cacheArgs: writable, updated in place), --dsa-cpu-pipeline (options.parallel) with the results
-/// that are an argument's buffer dropped (FunctionSignature::writableArgs / inPlace filled in). Errors carry the
-/// pipeline's diagnostics.
+/// that are an argument's buffer dropped (FunctionSignature::writableArgs / inPlace filled in), every function
+/// targeting resolveCompileTarget(options), then checks that no bf16 conversion is left for LLVM
+/// (mlir::dsa::checkNoBf16Conversions). Errors carry the pipeline's diagnostics.
 Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions &options);
 
 /// The OpenMP runtime for parallel code: $DSA_OPENMP_LIB, else the first existing of the known paths; an error

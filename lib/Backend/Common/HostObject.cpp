@@ -4,6 +4,8 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -78,10 +80,13 @@ void addPackedEntries(llvm::Module &m, const std::vector<cpu::FunctionSignature>
 }
 
 Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel, const std::string &objPath,
-                             const std::string &what) {
+                             const std::string &what, const std::function<Status(llvm::Module &)> &beforeCodegen) {
   const unsigned opt = std::min(optLevel, 3u);
   if (llvm::Error err = mlir::makeOptimizingTransformer(opt, /*sizeLevel=*/0, &tm)(&m))
     return makeError(what + ": LLVM optimisation failed: " + llvm::toString(std::move(err)));
+  if (beforeCodegen)
+    if (Status st = beforeCodegen(m); !st)
+      return st;
   std::error_code ec;
   llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
   if (ec)
@@ -93,6 +98,59 @@ Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned 
   os.flush();
   if (os.has_error())
     return makeError(what + ": writing '" + objPath + "' failed: " + os.error().message());
+  return Status::success();
+}
+
+namespace {
+
+bool hasBfloat(llvm::Type *t) {
+  if (t->isBFloatTy())
+    return true;
+  if (auto *v = llvm::dyn_cast<llvm::VectorType>(t))
+    return v->getElementType()->isBFloatTy();
+  if (auto *a = llvm::dyn_cast<llvm::ArrayType>(t))
+    return hasBfloat(a->getElementType());
+  if (auto *st = llvm::dyn_cast<llvm::StructType>(t))
+    return llvm::any_of(st->elements(), hasBfloat);
+  return false;
+}
+
+bool isBf16Libcall(llvm::StringRef name) {
+  return name == "__truncsfbf2" || name == "__truncdfbf2" || name == "__extendbfsf2";
+}
+
+} // namespace
+
+Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what) {
+  const std::string why = ": x86 code generation converts bf16 values (a call of __truncsfbf2, or vcvtneps2bf16, "
+                          "which flushes denormals to zero), even one that only crosses blocks; --dsa-cpu-pipeline "
+                          "expands every conversion and carries bf16 data as i16 (dsa-cpu-bf16-as-i16)";
+  for (const llvm::GlobalVariable &g : m.globals())
+    if (hasBfloat(g.getValueType()))
+      return makeError(what + ": the global @" + g.getName().str() + " holds bfloat values" + why);
+  for (const llvm::Function &f : m) {
+    if (isBf16Libcall(f.getName()))
+      return makeError(what + ": the module references the bf16 conversion routine " + f.getName().str() + why);
+    if (hasBfloat(f.getFunctionType()->getReturnType()) ||
+        llvm::any_of(f.getFunctionType()->params(), [](llvm::Type *t) { return hasBfloat(t); }))
+      return makeError(what + ": @" + f.getName().str() + " takes or returns bfloat values" + why);
+    for (const llvm::Instruction &inst : llvm::instructions(f)) {
+      bool bf16 = hasBfloat(inst.getType());
+      for (const llvm::Value *op : inst.operands())
+        bf16 = bf16 || hasBfloat(op->getType());
+      if (const auto *gep = llvm::dyn_cast<llvm::GetElementPtrInst>(&inst))
+        bf16 = bf16 || hasBfloat(gep->getSourceElementType());
+      if (const auto *alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst))
+        bf16 = bf16 || hasBfloat(alloca->getAllocatedType());
+      if (!bf16)
+        continue;
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      inst.print(os);
+      return makeError(what + ": @" + f.getName().str() + " holds a bfloat value (" +
+                       llvm::StringRef(text).trim().str() + ")" + why);
+    }
+  }
   return Status::success();
 }
 

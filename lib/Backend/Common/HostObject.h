@@ -12,6 +12,7 @@
 #include "dsa/Runtime/CPU/Values.h"
 #include "dsa/Support/Result.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,7 +28,7 @@ namespace dsa::backend {
 struct HostTarget {
   /// LLVM's CPU name; empty: the host CPU (llvm::sys::getHostCPUName) with the host's features.
   std::string cpu;
-  /// Target features ("+avx2,..."); used only with an explicit `cpu`.
+  /// Target features ("+avx2,-avx512f,..."); used only with an explicit `cpu`.
   std::string features;
 };
 
@@ -44,8 +45,17 @@ void addPackedEntries(llvm::Module &m, const std::vector<cpu::FunctionSignature>
 void configureModule(llvm::Module &m, llvm::TargetMachine &tm);
 
 /// Optimises `m` (mlir::makeOptimizingTransformer at `optLevel`) and writes it as an object file to `objPath`.
+/// `beforeCodegen` (optional) sees the optimised module before code generation; its error stops the emission.
 Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel, const std::string &objPath,
-                             const std::string &what);
+                             const std::string &what,
+                             const std::function<Status(llvm::Module &)> &beforeCodegen = nullptr);
+
+/// That `m`, as code generation gets it (after LLVM's optimisations), holds no bfloat at all (what --dsa-cpu-pipeline
+/// guarantees: conversions expanded, bf16 data carried as i16): an error naming the first global, function
+/// signature or instruction with a bfloat type, or a reference to __truncsfbf2 / __truncdfbf2 / __extendbfsf2. x86
+/// code generation converts bfloat values, even a phi of two loads: a call of __truncsfbf2 (absent from the JIT's
+/// process) or, with AVX512_BF16, vcvtneps2bf16 (denormals flushed to zero).
+Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what);
 
 /// Links `objPath` into the shared object `soPath` with `cc -shared`, then `extraArgs` (archives, -l options).
 /// Errors: no `cc` on PATH; a failed link, with its exit status and the command line.

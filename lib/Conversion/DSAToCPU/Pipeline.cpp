@@ -3,8 +3,12 @@
 // dsa-decompose-attention, dsa-strip-probes, dsa-to-cpu, then upstream: one-shot bufferization across function
 // boundaries (identity layouts, so every function argument/result is a plain memref), for functions the CPU backend
 // marked the results that are an argument's buffer dropped (its caches updated in place), ownership-based buffer
-// deallocation (results are owned by the caller), linalg -> loops, and the conversions to the LLVM dialect with
-// bf16 truncation expanded inline (--arith-expand include-bf16: no __truncsfbf2 call, ../shared/toolchain.md).
+// deallocation (results are owned by the caller), linalg -> loops, bf16 conversions expanded into integer ops with
+// lib/Numerics' rounding (dsa-cpu-expand-bf16, CPUTarget.cpp) before ANY conversion to the LLVM dialect (serial and
+// OpenMP: no __truncsfbf2 call, no vcvtneps2bf16, ../shared/toolchain.md), the conversions to the LLVM dialect, the
+// target CPU on every function with cpu=NAME (dsa-cpu-set-target), dsa-cpu-check-bf16, which fails if any bf16
+// conversion or arithmetic is left for LLVM, and last dsa-cpu-bf16-as-i16: the bf16 values left only move bits and
+// become i16, so the LLVM IR has no bfloat (x86 code generation would convert a bf16 phi through f32).
 // No pass here reassociates or contracts f32 arithmetic, so the bit-exactness of dsa-to-cpu survives. Strided
 // memref.copy ops left by bufferization (insert_slice/concat/extract_slice on dynamic shapes) become linalg.copy
 // loops, so nothing calls the runner-utils library.
@@ -16,6 +20,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/CPUTarget.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -221,10 +226,15 @@ struct DSACPUPipelineOptions : PassPipelineOptions<DSACPUPipelineOptions> {
   Option<bool> parallel{*this, "parallel",
                         llvm::cl::desc("Run the outputs of every op on OpenMP threads (needs libomp at run time)"),
                         llvm::cl::init(false)};
+  Option<std::string> cpu{*this, "cpu",
+                          llvm::cl::desc("Compile for this CPU: 'host' or an LLVM x86-64 CPU name (x86-64-v3, "
+                                         "sapphirerapids, ...), written on every llvm.func as target_cpu / "
+                                         "target_features; empty (default): no target attributes"),
+                          llvm::cl::init("")};
 };
 } // namespace
 
-void buildDSACPUPipeline(OpPassManager &pm, bool parallel) {
+void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) {
   pm.addPass(createDSADecomposeAttention());
   pm.addPass(createDSAStripProbes());
   pm.addPass(createConvertDSAToCPU());
@@ -263,6 +273,10 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel) {
   }
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createLowerAffinePass());
+  // Every f32 <-> bf16 conversion as integer ops now, while all of them are still arith ops: with parallel=true the
+  // OpenMP regions' bodies are converted to LLVM by the passes below (convert-openmp-to-llvm), before any later
+  // arith expansion could see them.
+  pm.addPass(createDSACPUExpandBf16Pass());
   if (parallel) {
     // The OpenMP loop bodies are wrapped in memref.alloca_scope, a single-block region: lower the memref ops (and
     // with them the scopes) while the nested scf.for are still structured, then the control flow.
@@ -281,22 +295,29 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel) {
     pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   }
   pm.addPass(createConvertMathToLLVMPass());
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
+  // The other arith expansions (ceildiv, floordiv, ...); bf16 is dsa-cpu-expand-bf16's (a truncation created after
+  // it would reach arith-to-llvm as llvm.fptrunc and fail dsa-cpu-check-bf16).
+  pm.addPass(arith::createArithExpandOpsPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  if (!cpu.empty())
+    pm.addPass(createDSACPUSetTargetPass(cpu));
+  pm.addPass(createDSACPUCheckBf16Pass());
+  pm.addPass(createDSACPUBf16AsI16Pass());
 }
 
 void registerDSACPUPipeline() {
   PassPipelineRegistration<DSACPUPipelineOptions>(
       "dsa-cpu-pipeline",
       "Lower dsa (dsa.attention or the primitives) to the LLVM dialect for the CPU: decompose, strip probes, "
-      "dsa-to-cpu, bufferize, loops (OpenMP with parallel=true), LLVM",
-      [](OpPassManager &pm, const DSACPUPipelineOptions &options) { buildDSACPUPipeline(pm, options.parallel); });
+      "dsa-to-cpu, bufferize, loops (OpenMP with parallel=true), bf16 expanded, LLVM (target CPU with cpu=NAME)",
+      [](OpPassManager &pm, const DSACPUPipelineOptions &options) {
+        buildDSACPUPipeline(pm, options.parallel, options.cpu);
+      });
+  registerDSACPUTargetPasses();
 }
 
 } // namespace mlir::dsa

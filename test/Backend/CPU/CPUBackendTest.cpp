@@ -4,7 +4,6 @@
 //   - the reference interpreter (lib/Interpreter + the MLIR-free kernels) on the SAME module and inputs: results
 //     must be bit-identical (float bit patterns, NaN = NaN) and index tensors equal;
 //   - the golden (test/Golden/ds41_tiny_golden.json) through the section 12 comparator;
-//   - ::dsa::numerics (roundBf16) for the pipeline's bf16 rounding;
 //   - hand-written expectations for the error paths;
 //   - torch itself for the top-k sets (test/Golden/topk_tie_cases.json).
 //
@@ -691,53 +690,6 @@ func.func @h8(%q: tensor<?x8x136xbf16>, %kv: tensor<?x136xbf16>, %idx: tensor<?x
   expectMatchesInterpreter(text, "h8", {randomFloats(ElementType::BF16, {4, 8, 136}),
                                         randomFloats(ElementType::BF16, {20, 136}), indices(4, 13, 20),
                                         randomFloats(ElementType::F32, {8})});
-}
-
-//===----------------------------------------------------------------------------------------------------------===//
-// The pipeline's bf16 rounding against ::dsa::numerics::roundBf16
-//===----------------------------------------------------------------------------------------------------------===//
-
-TEST_F(CPUBackendTest, Bf16RoundingIsRoundToNearestEven) {
-  OwningOpRef<ModuleOp> m = parse(R"mlir(
-func.func @round(%x: tensor<?xf32>) -> tensor<?xbf16> {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %x, %c0 : tensor<?xf32>
-  %e = tensor.empty(%n) : tensor<?xbf16>
-  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
-                       iterator_types = ["parallel"]} ins(%x : tensor<?xf32>) outs(%e : tensor<?xbf16>) {
-  ^bb0(%a: f32, %o: bf16):
-    %t = arith.truncf %a : f32 to bf16
-    linalg.yield %t : bf16
-  } -> tensor<?xbf16>
-  return %y : tensor<?xbf16>
-}
-)mlir");
-  ASSERT_TRUE(m);
-  std::unique_ptr<cpu::CPUModule> compiled = compile(*m);
-  ASSERT_TRUE(compiled);
-  // Every 4099th f32 pattern, plus around every bf16 boundary of a sample of exponents: the exact ties (even and
-  // odd kept bit), one below and one above; and the specials.
-  std::vector<float> in;
-  for (uint64_t bits = 0; bits <= 0xFFFFFFFFull; bits += 4099)
-    in.push_back(::dsa::numerics::f32FromBits(static_cast<uint32_t>(bits)));
-  for (uint32_t hi = 0; hi < 0x10000u; hi += 37)
-    for (uint32_t lo : {0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu, 0x0001u})
-      in.push_back(::dsa::numerics::f32FromBits((hi << 16) | lo));
-  for (uint32_t bits : {0x7F7F7FFFu, 0x7F7F8000u, 0x7F7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7F800001u,
-                        0x00000001u, 0x80000000u, 0x00008000u, 0x00018000u})
-    in.push_back(::dsa::numerics::f32FromBits(bits));
-  const int64_t n = static_cast<int64_t>(in.size());
-  ::dsa::Result<std::vector<Tensor>> got = compiled->call("round", {Tensor::fromFloats(ElementType::F32, {n}, in)});
-  ASSERT_TRUE(got.ok()) << got.error();
-  int64_t mismatches = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    float want = ::dsa::numerics::roundBf16(in[static_cast<size_t>(i)]);
-    float g = (*got)[0].floats()[i];
-    bool same = (std::isnan(want) && std::isnan(g)) || ::dsa::numerics::f32Bits(want) == ::dsa::numerics::f32Bits(g);
-    if (!same && mismatches++ < 5)
-      ADD_FAILURE() << "bf16(" << std::hexfloat << in[static_cast<size_t>(i)] << ") = " << g << ", want " << want;
-  }
-  EXPECT_EQ(mismatches, 0);
 }
 
 //===----------------------------------------------------------------------------------------------------------===//

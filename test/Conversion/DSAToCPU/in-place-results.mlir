@@ -3,7 +3,12 @@
 // the results that bufferization made an argument's buffer are not returned and are recorded per result in the
 // module attribute dsa.cpu_in_place, the written writable arguments in dsa.cpu_written. An unmarked function keeps
 // its results (the updated cache comes back as a copy).
-// RUN: dsa-opt %s --dsa-cpu-pipeline | FileCheck %s
+// RUN: dsa-opt %s --dsa-cpu-pipeline | FileCheck %s --implicit-check-not="llvm.fptrunc" \
+// RUN:   --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
+// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | FileCheck %s --implicit-check-not="llvm.fptrunc" \
+// RUN:   --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
 
 // CHECK: module attributes {dsa.cpu_in_place = {step = array<i64: 0, 2, 0, -1>}, dsa.cpu_written = {step = array<i64: 0>}}
 // CHECK: llvm.func @step(

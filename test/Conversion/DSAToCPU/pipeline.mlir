@@ -1,17 +1,30 @@
 // --dsa-cpu-pipeline: a whole window-only dsa.attention layer (decomposed, probes stripped, dsa-to-cpu,
 // bufferized, lowered) ends as pure LLVM dialect that mlir-translate accepts. No runtime-library calls but malloc,
-// free and the run-time check hook (no memrefCopy, no bf16 fptrunc, which would call __truncsfbf2: the rounding is expanded inline).
+// free and the run-time check hook (no memrefCopy; no bf16 fptrunc / fpext, which LLVM would turn into a
+// __truncsfbf2 call or vcvtneps2bf16: the conversions are expanded inline, serial and parallel, and no bf16 type at
+// all, bf16 data being moved as i16; checked on every RUN line below).
 // RUN: dsa-opt %s --dsa-cpu-pipeline | FileCheck %s --implicit-check-not="dsa." --implicit-check-not="linalg." \
 // RUN:   --implicit-check-not="tensor." --implicit-check-not="memref." --implicit-check-not="bufferization." \
 // RUN:   --implicit-check-not="scf." --implicit-check-not="cf." --implicit-check-not="arith." \
 // RUN:   --implicit-check-not="math." --implicit-check-not="affine." --implicit-check-not="func.func" \
 // RUN:   --implicit-check-not="unrealized_conversion_cast" --implicit-check-not="memrefCopy" \
-// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext"
-// RUN: dsa-opt %s --dsa-cpu-pipeline | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
+// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
+// RUN: dsa-opt %s --dsa-cpu-pipeline | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR \
+// RUN:   --implicit-check-not="fptrunc" --implicit-check-not="fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bfloat"
 // parallel=true: OpenMP work-sharing loops over the outputs, lowered to __kmpc_* calls (libomp at run time).
 // RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | FileCheck %s --check-prefix=PAR --implicit-check-not="scf." \
-// RUN:   --implicit-check-not="linalg." --implicit-check-not="memref." --implicit-check-not="alloca_scope"
-// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=PARIR
+// RUN:   --implicit-check-not="linalg." --implicit-check-not="memref." --implicit-check-not="alloca_scope" \
+// RUN:   --implicit-check-not="arith." --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" \
+// RUN:   --implicit-check-not="__truncsfbf2" --implicit-check-not="bf16"
+// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=PARIR \
+// RUN:   --implicit-check-not="fptrunc" --implicit-check-not="fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bfloat"
+// For another CPU (cpu=x86-64-v3): the same code with target attributes on every function (target.mlir).
+// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true cpu=x86-64-v3" | FileCheck %s --check-prefix=PAR \
+// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
 
 // CHECK-DAG: llvm.func @free(!llvm.ptr)
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr

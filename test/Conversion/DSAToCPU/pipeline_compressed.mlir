@@ -2,14 +2,26 @@
 // tensor casts around it; L4: ratio 1 kv + index + candidate source): pure LLVM dialect that mlir-translate
 // accepts. External calls: malloc, free, dsa_cpu_fail and the top-k runtime's C interface
 // (_mlir_ciface_dsa_cpu_topk_set, called from a private wrapper that packs the two memref descriptors); the strided
-// copies of insert_slice / concat / extract_slice are loops (no memrefCopy), bf16 rounding is inline.
+// copies of insert_slice / concat / extract_slice are loops (no memrefCopy), bf16 conversions are inline integer
+// code (no fptrunc / fpext, no __truncsfbf2, no bf16 type: bf16 data moves as i16; serial and parallel, every RUN
+// line).
 // RUN: dsa-opt %s --dsa-cpu-pipeline | FileCheck %s --implicit-check-not="dsa." --implicit-check-not="linalg." \
 // RUN:   --implicit-check-not="tensor." --implicit-check-not="memref." --implicit-check-not="bufferization." \
 // RUN:   --implicit-check-not="scf." --implicit-check-not="arith." --implicit-check-not="math." \
 // RUN:   --implicit-check-not="func.func" --implicit-check-not="unrealized_conversion_cast" \
-// RUN:   --implicit-check-not="memrefCopy" --implicit-check-not="llvm.fptrunc"
-// RUN: dsa-opt %s --dsa-cpu-pipeline | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
-// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=PARIR
+// RUN:   --implicit-check-not="memrefCopy" --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" \
+// RUN:   --implicit-check-not="__truncsfbf2" --implicit-check-not="bf16"
+// RUN: dsa-opt %s --dsa-cpu-pipeline | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR \
+// RUN:   --implicit-check-not="fptrunc" --implicit-check-not="fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bfloat"
+// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | FileCheck %s --check-prefix=PAR --implicit-check-not="dsa." \
+// RUN:   --implicit-check-not="linalg." --implicit-check-not="tensor." --implicit-check-not="memref." \
+// RUN:   --implicit-check-not="scf." --implicit-check-not="arith." --implicit-check-not="alloca_scope" \
+// RUN:   --implicit-check-not="llvm.fptrunc" --implicit-check-not="llvm.fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bf16"
+// RUN: dsa-opt %s --dsa-cpu-pipeline="parallel=true" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=PARIR \
+// RUN:   --implicit-check-not="fptrunc" --implicit-check-not="fpext" --implicit-check-not="__truncsfbf2" \
+// RUN:   --implicit-check-not="bfloat"
 
 // CHECK-DAG: llvm.func @free(!llvm.ptr)
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
@@ -26,6 +38,12 @@
 // LLVMIR-DAG: define { {{.*}} } @attention_L2(
 // LLVMIR-DAG: define { {{.*}} } @attention_L4(
 // LLVMIR-NOT: memrefCopy
+
+// PAR-DAG: llvm.func @attention_L2(
+// PAR-DAG: llvm.func @attention_L4(
+// PAR-DAG: omp.parallel
+// PAR-DAG: omp.wsloop
+// PAR-DAG: llvm.call @_mlir_ciface_dsa_cpu_topk_set(
 
 // PARIR-DAG: declare i32 @_mlir_ciface_dsa_cpu_topk_set(ptr, i64, ptr)
 // PARIR-DAG: call void (ptr, i32, ptr, ...) @__kmpc_fork_call(

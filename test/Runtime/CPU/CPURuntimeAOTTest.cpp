@@ -13,6 +13,7 @@
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Golden/Golden.h"
 #include "dsa/Interpreter/Interpreter.h"
+#include "dsa/Runtime/CPU/HostFeatures.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,11 +28,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <optional>
-#include <fstream>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <limits>
 #include <random>
 
@@ -125,10 +126,11 @@ protected:
     });
   }
 
-  /// Builds the layer, emits its step library (probes as results) and opens it; `weights` receives random weights
-  /// (weights, compressor, index_keys, indexer groups in argument order) and `decomposed` the interpreter's module.
+  /// Builds the layer, emits its step library (probes as results; for `targetCpu`, by default the host or
+  /// $DSA_CPU) and, with `load`, opens it; `weights` receives random weights (weights, compressor, index_keys,
+  /// indexer groups in argument order), `decomposed` the interpreter's module and `jsonPath` the description.
   void build(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed,
-             const std::vector<Tensor> *given = nullptr) {
+             const std::vector<Tensor> *given = nullptr, const std::string &targetCpu = "", bool load = true) {
     module = ModuleOp::create(UnknownLoc::get(&context));
     OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
     FailureOr<mlir::dsa::AttentionOperandTypes> types =
@@ -146,15 +148,23 @@ protected:
     }
     cpu::CPUCompileOptions options;
     options.probesAsResults = true;
+    options.targetCpu = targetCpu;
     const std::string dir = ::testing::TempDir() + "dsa-cpu-runtime-aot-" + std::to_string(::getpid());
-    // One file name per layer function: a library still loaded is never confused with a new one of the same path.
+    // One file name per layer function and target: a library still loaded is never confused with a new one of the
+    // same path.
     ::dsa::Result<std::string> json = cpu::emitCPUStepLibrary(
-        *module, dir, config.functionName() + "_r" + std::to_string(config.compressRatio), options);
+        *module, dir,
+        config.functionName() + "_r" + std::to_string(config.compressRatio) +
+            (targetCpu.empty() ? "" : "_" + targetCpu),
+        options);
     ASSERT_TRUE(json.ok()) << json.error();
-    auto lib = cpu::CPUStepLibrary::open(*json);
-    ASSERT_TRUE(lib.ok()) << lib.error();
-    library = lib.take();
+    jsonPath = *json;
     name = config.functionName();
+    if (load) {
+      auto lib = cpu::CPUStepLibrary::open(*json);
+      ASSERT_TRUE(lib.ok()) << lib.error();
+      library = lib.take();
+    }
     decomposed = OwningOpRef<ModuleOp>(module->clone());
     PassManager pm(&context);
     pm.addPass(mlir::dsa::createDSADecomposeAttention());
@@ -217,7 +227,7 @@ protected:
   OwningOpRef<ModuleOp> module, decomposed;
   std::vector<Tensor> weights;
   std::unique_ptr<cpu::CPUStepLibrary> library;
-  std::string name;
+  std::string name, jsonPath;
 };
 
 Tensor rows(const Tensor &x, int64_t begin, int64_t count) {
@@ -613,6 +623,69 @@ TEST_F(CPURuntimeAOTTest, GoldenLayer0DecodesMergedIntoOneStepMatchTheGolden) {
     expectPass(p < 5 ? "decode12" : "decode13", probes[p].name, probes[p].value);
   EXPECT_EQ(seq.position(), 14);
 }
+
+/// A library for x86-64-v3 (AVX2 + FMA, no AVX-512) records the CPU and its features (the psABI's x86-64-v3
+/// list, with LLVM's crc32), loads on any host that has them, and runs a prefill and decodes bit-identical to the
+/// interpreter.
+TEST_F(CPURuntimeAOTTest, ALibraryForX86_64_v3RecordsItsFeaturesAndRunsBitExactly) {
+  const std::vector<std::string> v3 = {"avx",   "avx2",  "bmi",    "bmi2",   "cmov",   "crc32", "cx16",  "cx8",
+                                       "f16c",  "fma",   "fxsr",   "lzcnt",  "mmx",    "movbe", "popcnt", "sahf",
+                                       "sse",   "sse2",  "sse3",   "sse4.1", "sse4.2", "ssse3", "x87",   "xsave"};
+  const std::vector<std::string> &host = cpu::hostCpuFeatures();
+  for (const std::string &f : v3)
+    if (!std::binary_search(host.begin(), host.end(), f))
+      GTEST_SKIP() << "this host is not an x86-64-v3 (no " << f << ")";
+  build(tinyLayer(0), 41, nullptr, "x86-64-v3");
+  EXPECT_EQ(library->description().targetCpu, "x86-64-v3");
+  EXPECT_EQ(library->description().targetFeatures, v3);
+  cpu::CPUSequence seq = sequence();
+  std::mt19937_64 rng(42);
+  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32})};
+  int64_t pos = 0;
+  for (int64_t tokens : {5, 1, 1, 1, 1}) { // a prefill, then decodes past the window of 8
+    SCOPED_TRACE("step at " + std::to_string(pos));
+    const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    std::vector<cpu::NamedTensor> probes;
+    auto got = seq.run(x, pos, nullptr, &probes);
+    ASSERT_TRUE(got.ok()) << got.error();
+    std::vector<Tensor> want = interpret(x, pos, state, 1);
+    ASSERT_FALSE(want.empty());
+    EXPECT_TRUE(sameBits((*got)[0], want[0])) << "out";
+    EXPECT_TRUE(sameBits((*got)[1], want[1])) << "new ring";
+    EXPECT_TRUE(std::any_of(want[0].floats(), want[0].floats() + want[0].numElements(),
+                            [](float v) { return v != 0.0f; }))
+        << "degenerate data";
+    pos += tokens;
+  }
+}
+
+/// A library for sapphirerapids (AMX, AVX512-FP16) on a host without them is refused with the missing features
+/// named, before the shared object is loaded: replaced by a file that is no shared object, the error is the same.
+TEST_F(CPURuntimeAOTTest, ALibraryForACpuThisHostLacksIsRefusedBeforeItIsLoaded) {
+  const std::vector<std::string> &host = cpu::hostCpuFeatures();
+  auto has = [&](const char *f) { return std::binary_search(host.begin(), host.end(), std::string(f)); };
+  if (has("amx-tile") && has("amx-bf16") && has("avx512fp16"))
+    GTEST_SKIP() << "this host has AMX and AVX512-FP16";
+  build(tinyLayer(0), 43, nullptr, "sapphirerapids", /*load=*/false);
+  const std::string base = name + "_r0_sapphirerapids";
+  auto expectRefused = [&](const std::string &what) {
+    auto lib = cpu::CPUStepLibrary::open(jsonPath);
+    ASSERT_FALSE(lib.ok()) << what;
+    const std::string &e = lib.error();
+    EXPECT_NE(e.find("step library " + base + ".so was built for sapphirerapids; this host lacks "),
+              std::string::npos)
+        << what << ": " << e;
+    for (const char *f : {"amx-bf16", "amx-tile", "avx512fp16"})
+      if (!has(f)) {
+        EXPECT_NE(e.find(f), std::string::npos) << what << ": " << f << " not named: " << e;
+      }
+    EXPECT_EQ(e.find("cannot load"), std::string::npos) << what << ": " << e;
+  };
+  expectRefused("as written");
+  const std::string so = jsonPath.substr(0, jsonPath.size() - std::string(".json").size()) + ".so";
+  ASSERT_TRUE(std::ifstream(so).good()) << so;
+  std::ofstream(so, std::ios::trunc) << "not a shared object";
+  expectRefused("with the shared object replaced");
 
 //===----------------------------------------------------------------------------------------------------------===//
 // Soak (docs/robustness.md): many decode steps of one layer through the runtime with resident state, each step

@@ -4,6 +4,7 @@
 // Values.h (descriptor fields one pointer each, then the result struct); expected values are written by hand.
 //
 //===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Runtime/CPU/HostFeatures.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "dsa/Backend/CPU/RuntimeErrors.h"
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -108,6 +110,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   cpu::StepLibraryDescription d;
   d.library = "l0.so";
   d.targetCpu = "znver4";
+  d.targetFeatures = {"avx2", "avx512f", "fma"};
   d.parallel = true;
   cpu::FunctionSignature sig = scaleSignature();
   sig.results.push_back(cpu::ValueKind{true, ElementType::I32, {-1, -1}, "tensor<?x?xi32>"});
@@ -124,6 +127,8 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->library, "l0.so");
   EXPECT_EQ(back->targetCpu, "znver4");
+  EXPECT_EQ(back->targetFeatures, (std::vector<std::string>{"avx2", "avx512f", "fma"}));
+  EXPECT_NE(text.find("\"version\": 4"), std::string::npos);
   EXPECT_TRUE(back->parallel);
   ASSERT_EQ(back->functions.size(), 1u);
   const cpu::FunctionSignature &f = back->functions[0];
@@ -158,7 +163,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   };
   expectError("[1, 2", "not a JSON object");
   expectError(R"({"format": "other", "version": 1})", "format: expected \"dsa-cpu-step-library\"");
-  expectError(R"({"format": "dsa-cpu-step-library", "version": 4})", "version: expected 1, 2 or 3");
+  expectError(R"({"format": "dsa-cpu-step-library", "version": 5})", "version: expected 1 .. 4");
   const std::string head = R"({"format": "dsa-cpu-step-library", "version": 1, "library": "l.so", "functions": [)";
   expectError(head + R"({"name": "f", "args": [{"element": "f16", "shape": [2]}], "results": [], "num_results": 0}]})",
               "functions[0].args[0].element: unknown element type 'f16'");
@@ -358,6 +363,85 @@ TEST(CPURuntime, ValueSequenceKeepsStateResident) {
                                            {Tensor(ElementType::F32, {4}), Tensor::scalarI64(0)}, -1);
   ASSERT_FALSE(negative.ok());
   EXPECT_NE(negative.error().find("position -1 is negative"), std::string::npos) << negative.error();
+}
+
+TEST(CPURuntime, TargetFeaturesNeedVersion4AndAreNames) {
+  auto expectError = [](const std::string &json, const std::string &needle) {
+    auto r = cpu::parseStepLibrary(json);
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
+  };
+  expectError(R"({"format": "dsa-cpu-step-library", "version": 3, "library": "l.so", "target_features": [],
+                  "functions": []})",
+              "target_features: needs version 4");
+  expectError(R"({"format": "dsa-cpu-step-library", "version": 4, "library": "l.so", "target_features": "avx2",
+                  "functions": []})",
+              "target_features: expected an array of feature names");
+  expectError(R"({"format": "dsa-cpu-step-library", "version": 4, "library": "l.so", "target_features": [2],
+                  "functions": []})",
+              "target_features: expected an array of feature names, got 2");
+  // Version 3 (no features: nothing to check) still reads.
+  auto v3 = cpu::parseStepLibrary(R"({"format": "dsa-cpu-step-library", "version": 3, "library": "l.so",
+                                      "target_cpu": "x86-64", "functions": []})");
+  ASSERT_TRUE(v3.ok()) << v3.error();
+  EXPECT_TRUE(v3->targetFeatures.empty());
+}
+
+TEST(CPURuntime, HostFeaturesAreKnownSortedAndIncludeTheBaseline) {
+  const std::vector<std::string> &known = cpu::knownCpuFeatures();
+  const std::vector<std::string> &host = cpu::hostCpuFeatures();
+  EXPECT_TRUE(std::is_sorted(known.begin(), known.end()));
+  EXPECT_TRUE(std::is_sorted(host.begin(), host.end()));
+  for (const std::string &f : host)
+    EXPECT_TRUE(std::binary_search(known.begin(), known.end(), f)) << f;
+#if defined(__x86_64__)
+  // Every x86-64 CPU has these (the psABI baseline).
+  for (const char *f : {"64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2", "x87"})
+    EXPECT_TRUE(std::binary_search(host.begin(), host.end(), std::string(f))) << f;
+#endif
+  EXPECT_TRUE(cpu::checkHostHasFeatures("x", "y", {}).ok());
+  EXPECT_TRUE(cpu::checkHostHasFeatures("x", "y", host).ok());
+}
+
+// A library whose description asks for features this host lacks is refused BEFORE dlopen: the shared object here
+// does not even exist, and the error is the feature check's. No x86 CPU has both xop (AMD family 15h only) and
+// amx-tile (Intel, 2023 on), so every host lacks at least one of them.
+TEST(CPURuntime, OpenRefusesALibraryForFeaturesThisHostLacksBeforeLoadingIt) {
+  const std::string path = ::testing::TempDir() + "dsa-cpu-runtime-features.json";
+  std::ofstream(path) << R"({"format": "dsa-cpu-step-library", "version": 4, "library": "l0.so",
+                            "target_cpu": "imaginary", "target_features": ["sse2", "xop", "amx-tile"],
+                            "functions": []})";
+  auto r = cpu::CPUStepLibrary::open(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find(path + ": step library l0.so was built for imaginary; this host lacks "),
+            std::string::npos)
+      << r.error();
+  const std::vector<std::string> &host = cpu::hostCpuFeatures();
+  for (const char *f : {"xop", "amx-tile"})
+    if (!std::binary_search(host.begin(), host.end(), std::string(f))) {
+      EXPECT_NE(r.error().find(f), std::string::npos) << f << ": " << r.error();
+    }
+  EXPECT_EQ(r.error().find("sse2"), std::string::npos) << r.error();
+  EXPECT_EQ(r.error().find("cannot load"), std::string::npos) << r.error();
+
+  // A feature the runtime cannot detect is named as such (not silently accepted).
+  std::ofstream(path) << R"({"format": "dsa-cpu-step-library", "version": 4, "library": "l0.so",
+                            "target_cpu": "future", "target_features": ["sse2", "quantum-tile"],
+                            "functions": []})";
+  auto unknown = cpu::CPUStepLibrary::open(path);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().find("step library l0.so was built for future; it requires quantum-tile, which this "
+                                 "runtime cannot detect"),
+            std::string::npos)
+      << unknown.error();
+
+  // Features this host has pass the check; then the (missing) library is what fails.
+  std::ofstream(path) << R"({"format": "dsa-cpu-step-library", "version": 4, "library": "no-such.so",
+                            "target_cpu": "x86-64", "target_features": ["cmov", "cx8", "sse", "sse2"],
+                            "functions": []})";
+  auto present = cpu::CPUStepLibrary::open(path);
+  ASSERT_FALSE(present.ok());
+  EXPECT_NE(present.error().find("cannot load step library"), std::string::npos) << present.error();
 }
 
 TEST(CPURuntime, OpenReportsMissingFilesAndLibraries) {

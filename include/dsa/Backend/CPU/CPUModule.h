@@ -2,9 +2,10 @@
 //
 // compileForCPU() lowers a module holding dsa functions (dsa.attention or the window-only primitives, probes
 // allowed: they are stripped) with --dsa-cpu-pipeline (include/dsa/Conversion/Passes.h) and JIT-compiles it with
-// MLIR's ExecutionEngine (LLVM ORC, host CPU). CPUModule::call() runs one of its functions on interp::Tensor values,
-// the interpreter's value type, so a caller can swap the interpreter (dsa/Interpreter/Interpreter.h) for the CPU
-// backend without changing its data handling. Results are bit-exact to the interpreter (docs/cpu-backend.md).
+// MLIR's ExecutionEngine (LLVM ORC; for the host CPU unless CPUCompileOptions::targetCpu or $DSA_CPU names another).
+// CPUModule::call() runs one of its functions on interp::Tensor values, the interpreter's value type, so a caller
+// can swap the interpreter (dsa/Interpreter/Interpreter.h) for the CPU backend without changing its data handling.
+// Results are bit-exact to the interpreter (docs/cpu-backend.md).
 //
 // Calling convention (what call() converts, per argument and result of the func.func, in order):
 //   - ranked tensor of bf16 / f32 / i1 / i32 / i64 / index <-> Tensor of ElementType BF16 / F32 / I1 / I32 / I64 /
@@ -71,6 +72,12 @@ struct CPUCompileOptions {
   /// read-only and every result returned, each step copying the caches (the behaviour before in-place caches; for
   /// comparisons). Results are the same bits either way.
   bool inPlaceCaches = true;
+  /// The CPU the code is compiled for: "host" (the running CPU, exactly its features) or an LLVM x86-64 CPU name
+  /// ("x86-64-v3": AVX2 + FMA, no AVX-512; "x86-64-v4", "skylake-avx512", "sapphirerapids", "znver4", ...: `llc
+  /// -mcpu=help`). Empty (the default): $DSA_CPU when set, else the host. An unknown name is an error. The JIT runs
+  /// the code here, so it also refuses a CPU whose features this host lacks (naming them); a step library
+  /// (emitCPUStepLibrary) may target any CPU and records its features, which the runtime checks when it loads it.
+  std::string targetCpu;
 };
 
 class CPUModule {
@@ -115,9 +122,11 @@ private:
 Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CPUCompileOptions &options = {});
 
 /// Ahead-of-time: lowers a copy of `module` like compileForCPU and writes a step library for the MLIR-free runtime
-/// (runtime/cpu/include/dsa/Runtime/CPU/StepLibrary.h) into `directory`: `<baseName>.o` (host CPU, options.optLevel),
+/// (runtime/cpu/include/dsa/Runtime/CPU/StepLibrary.h) into `directory`: `<baseName>.o` (for options.targetCpu,
+/// by default the host; options.optLevel),
 /// `<baseName>.so` (linked with the system C compiler `cc`, plus libomp with options.parallel) and the step
-/// description `<baseName>.json`. Returns the description's path. Errors: those of compileForCPU, an unwritable
+/// description `<baseName>.json` (with target_cpu and the target_features the runtime checks before loading the
+/// library). Returns the description's path. Errors: those of compileForCPU, an unwritable
 /// directory, a failed link (with the linker's exit status).
 Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string &directory,
                                        const std::string &baseName, const CPUCompileOptions &options = {});

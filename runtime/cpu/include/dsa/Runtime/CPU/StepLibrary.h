@@ -8,10 +8,10 @@
 // This file reads/writes the description, loads the library (dlopen) and runs its functions on Tensors, and keeps
 // a sequence's state (e.g. the window ring of every layer) from step to step. Nothing here needs MLIR or LLVM.
 //
-// Description JSON (version 3; version 2, without "writable" and "in_place", and version 1, also without "step"
-// and "init", are still read):
-//   {"format": "dsa-cpu-step-library", "version": 3, "library": "l0.so", "target_cpu": "skylake-avx512",
-//    "parallel": false,
+// Description JSON (version 4; version 3, without "target_features", version 2, also without "writable" and
+// "in_place", and version 1, also without "step" and "init", are still read):
+//   {"format": "dsa-cpu-step-library", "version": 4, "library": "l0.so", "target_cpu": "x86-64-v3",
+//    "target_features": ["avx", "avx2", "bmi", ..., "xsave"], "parallel": false,
 //    "functions": [{"name": "attention_L0", "symbol": "_mlir_attention_L0",
 //                   "args": [{"type": "tensor<?x64xbf16>", "element": "bf16", "shape": [-1, 64]},
 //                            {"type": "i64", "element": "i64", "shape": null}, ...],
@@ -27,6 +27,10 @@
 // compressed layer's compressed-KV and index-key caches); "in_place" [{"arg": A, "result": R}]
 // (FunctionSignature::inPlace): result R is argument A's buffer after the call and the entry does not return it
 // (Values.h). A version-2 reader refuses a version-3 description, whose entries return fewer results than listed.
+// "target_features" (version 4): the LLVM target features the code was compiled with (the CPU target_cpu names,
+// with every implied feature; the host's features for a library built for the host): CPUStepLibrary::open refuses
+// the library, before loading it, when the running CPU lacks any (HostFeatures.h: "step library l0.so was built for
+// sapphirerapids; this host lacks amx-bf16, amx-tile, ..."). Without it (versions 1-3) nothing is checked.
 // Errors name the JSON field (e.g. "functions[0].args[2].element: unknown element type 'f16' ...",
 // "functions[0].step.x: ...").
 //
@@ -42,11 +46,14 @@
 namespace dsa::cpu {
 
 inline constexpr const char *kStepLibraryFormat = "dsa-cpu-step-library";
-inline constexpr int kStepLibraryVersion = 3;
+inline constexpr int kStepLibraryVersion = 4;
 
 struct StepLibraryDescription {
   std::string library;   ///< the shared object, relative to the description's directory
   std::string targetCpu; ///< the CPU the code was compiled for (LLVM's name, e.g. "skylake-avx512")
+  /// The features the code may use (LLVM's names, sorted: "avx2", "fma", ...); the host must have all of them.
+  /// Empty in descriptions before version 4 (not checked).
+  std::vector<std::string> targetFeatures;
   bool parallel = false; ///< OpenMP loops: the library needs libomp (linked into it)
   std::vector<FunctionSignature> functions;
 };
@@ -59,8 +66,9 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &jsonText);
 /// A loaded step library. Thread-safe for run().
 class CPUStepLibrary {
 public:
-  /// Reads the description at `descriptionPath` and loads its library (dlopen, RTLD_NOW): errors name the file and
-  /// the loader's message or the missing `_mlir_<name>` symbol.
+  /// Reads the description at `descriptionPath`, checks that this host has its target_features (HostFeatures.h:
+  /// an error naming the missing ones, before anything is loaded) and loads its library (dlopen, RTLD_NOW): errors
+  /// name the file and the loader's message or the missing `_mlir_<name>` symbol.
   static Result<std::unique_ptr<CPUStepLibrary>> open(const std::string &descriptionPath);
   ~CPUStepLibrary();
   CPUStepLibrary(const CPUStepLibrary &) = delete;
