@@ -32,8 +32,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include <unistd.h>
@@ -686,6 +686,7 @@ TEST_F(CPURuntimeAOTTest, ALibraryForACpuThisHostLacksIsRefusedBeforeItIsLoaded)
   ASSERT_TRUE(std::ifstream(so).good()) << so;
   std::ofstream(so, std::ios::trunc) << "not a shared object";
   expectRefused("with the shared object replaced");
+}
 
 //===----------------------------------------------------------------------------------------------------------===//
 // Soak (docs/robustness.md): many decode steps of one layer through the runtime with resident state, each step
