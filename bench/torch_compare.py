@@ -42,8 +42,8 @@ try:
     import torch.nn.functional as F
 except ImportError:
     print("torch_compare.py: PyTorch is not installed, nothing to compare.\n"
-          "  Install it (CPU is enough) with:  python3 -m pip install torch\n"
-          "  then run this script again. (dsa itself never needs PyTorch; CI does not install it.)")
+          "  Install it (CPU is enough), e.g. in a venv:  python3 -m venv /tmp/t && /tmp/t/bin/pip install torch numpy\n"
+          "  then run this script with /tmp/t/bin/python3. (dsa itself never needs PyTorch; CI does not install it.)")
     sys.exit(0)
 
 

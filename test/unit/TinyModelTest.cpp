@@ -311,8 +311,9 @@ TEST(TinyModelCreateTest, OverrideReplacesWhatTheForwardReads) {
   EXPECT_EQ(forced.at("L0.attn_in").floatVector(), plain.at("L0.attn_in").floatVector());
   EXPECT_EQ(forced.at("L0.moe_indices").intVector(), plain.at("L0.moe_indices").intVector());
   if (plain.at("L0.moe_indices").intVector() != std::vector<int64_t>{0, 1, 0, 1} &&
-      plain.at("L0.moe_indices").intVector() != std::vector<int64_t>{1, 0, 1, 0})
+      plain.at("L0.moe_indices").intVector() != std::vector<int64_t>{1, 0, 1, 0}) {
     EXPECT_NE(forced.at("L0.ffn_out").floatVector(), plain.at("L0.ffn_out").floatVector());
+  }
   // Another shape, or an expert that does not exist, is an error.
   CaptureOverride reshaped = [](const std::string &name, Tensor &value) {
     if (name == "embed")

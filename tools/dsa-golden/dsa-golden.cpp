@@ -1,4 +1,4 @@
-//===- dsa-golden.cpp - replay a DeepSeek golden on AOT CPU step libraries, without MLIR -------===//
+//===- dsa-golden.cpp - replay a DeepSeek golden on AOT CPU or GPU step libraries, without MLIR ===//
 //
 //   dsa-golden --golden FILE --libraries DIR [--verbose] [--force]
 //
@@ -53,8 +53,9 @@ int fail(const std::string &message) {
 
 const char *const kUsage =
     "usage: dsa-golden --golden FILE --libraries DIR [--verbose] [--force]\n"
-    "  Replays the golden FILE's whole model with each layer's attention run by the CPU step libraries in DIR\n"
-    "  (written by `dsa-run --golden FILE --emit-libraries=DIR`), without MLIR, and prints one verdict per capture.\n"
+    "  Replays the golden FILE's whole model with each layer's attention run by the step libraries in DIR, CPU or\n"
+    "  GPU (written by `dsa-run --golden FILE --emit-libraries=DIR [--backend=gpu]`; GPU ones on CUDA device 0),\n"
+    "  without MLIR, and prints one verdict per capture.\n"
     "  --verbose  print each layer's library and step roles first\n"
     "  --force    after comparing each harness capture the golden stores in full, continue with the golden's value\n"
     "             (the layers' rings, caches and shared slots stay the libraries' own)\n";

@@ -779,11 +779,12 @@ protected:
         slotsBefore.push_back(v.toTensor());
       auto over = seq.runValues(randomTensor(rng, ElementType::BF16, {1, config.dim}, 1.0f), pos, &*slots);
       EXPECT_FALSE(over.ok());
-      if (!over.ok())
+      if (!over.ok()) {
         EXPECT_NE(over.error().find("max_seq_len: positions " + std::to_string(pos) + " .. " + std::to_string(pos) +
                                     " exceed the capacity of " + std::to_string(capacity) + " positions"),
                   std::string::npos)
             << over.error();
+      }
       EXPECT_EQ(seq.position(), pos);
       for (size_t i = 0; i < sig->state.size(); ++i)
         EXPECT_TRUE(sameBits(seq.state(static_cast<size_t>(sig->state[i].arg))->toTensor(), before[i]))
