@@ -31,21 +31,6 @@ Tensor tensorOf(const Capture &c, bool dropLeadingOnes = true) {
   return Tensor::fromFloats(ElementType::F32, shape, v);
 }
 
-/// A hand-made capture of `values` sampled at `stride`, with ck computed here (sum values[i] * (i+1)).
-Capture handCapture(const std::vector<double> &values, std::vector<int64_t> shape, int64_t stride, bool isInteger) {
-  Capture c;
-  c.name = "hand";
-  c.shape = std::move(shape);
-  c.n = static_cast<int64_t>(values.size());
-  c.stride = stride;
-  c.isInteger = isInteger;
-  for (size_t i = 0; i < values.size(); ++i) {
-    c.ck += values[i] * static_cast<double>(i + 1);
-    if (static_cast<int64_t>(i) % stride == 0)
-      c.data.push_back(values[i]);
-  }
-  return c;
-}
 
 } // namespace
 
@@ -62,7 +47,7 @@ TEST(GoldenCompare, Bf16Ulp) {
 // ck = 5050 and its tolerance is 2e-3 * sum |got_i| (i+1), about 10.1: one element moved by 0.0195 leaves it.
 TEST(GoldenCompare, FloatElementToleranceByHand) {
   std::vector<double> ones(100, 1.0);
-  Capture want = handCapture(ones, {1, 100}, 1, false);
+  Capture want = handCapture("hand", {1, 100}, ones, 1, false);
   std::vector<float> got(100, 1.0f);
 
   Verdict same = compareCapture(want, Tensor::fromFloats(ElementType::F32, {100}, got));
@@ -96,7 +81,7 @@ TEST(GoldenCompare, FloatElementToleranceByHand) {
 TEST(GoldenCompare, AbsoluteToleranceUsesMaxWant) {
   std::vector<double> values(200, 0.0);
   values[0] = 4.0;
-  Capture want = handCapture(values, {200}, 1, false);
+  Capture want = handCapture("hand", {200}, values, 1, false);
   std::vector<float> got(values.begin(), values.end());
   // 2^-8 * 4 on the last element: allowed elementwise, but ck moves by 0.015625 * 200 = 3.125 while its tolerance
   // is 2e-3 * (4 + 3.125) = 0.01425, so the checksum fails although every element passes.
@@ -119,7 +104,7 @@ TEST(GoldenCompare, AbsoluteToleranceUsesMaxWant) {
 // A strided capture: an element that is not stored is still covered by the checksum.
 TEST(GoldenCompare, UnstoredElementCaughtByChecksum) {
   std::vector<double> ones(100, 1.0);
-  Capture want = handCapture(ones, {100}, 2, false);
+  Capture want = handCapture("hand", {100}, ones, 2, false);
   ASSERT_EQ(want.data.size(), 50u);
   std::vector<float> got(100, 1.0f);
   got[99] = 1.2f; // odd index: not sampled; ck moves by 0.2 * 100 = 20 > 2e-3 * 5070 = 10.14
@@ -134,7 +119,7 @@ TEST(GoldenCompare, UnstoredElementCaughtByChecksum) {
 
 TEST(GoldenCompare, IntegersExact) {
   // ck = 3*1 + 1*2 + 4*3 + 1*4 + 5*5 = 46.
-  Capture want = handCapture({3, 1, 4, 1, 5}, {1, 5}, 2, true);
+  Capture want = handCapture("hand", {1, 5}, {3, 1, 4, 1, 5}, 2, true);
   EXPECT_EQ(want.ck, 46.0);
   Verdict same = compareCapture(want, Tensor::fromInts(ElementType::I32, {5}, {3, 1, 4, 1, 5}));
   EXPECT_EQ(same.status, Verdict::Pass) << formatVerdict(same);
@@ -273,7 +258,7 @@ TEST(GoldenCompare, FullDebugGoldenAgainstStridedCaptures) {
 }
 
 TEST(GoldenCompare, Formatting) {
-  Capture want = handCapture(std::vector<double>(100, 1.0), {1, 100}, 1, false);
+  Capture want = handCapture("hand", {1, 100}, std::vector<double>(100, 1.0), 1, false);
   want.name = "L0.sa_q";
   std::vector<float> got(100, 1.0f);
   Verdict pass = compareCapture("prefill12", want, Tensor::fromFloats(ElementType::F32, {100}, got));

@@ -30,22 +30,6 @@ namespace {
 
 const double kNegInf = -std::numeric_limits<double>::infinity();
 
-/// A capture of `shape` storing `values` (the whole tensor) at `stride`; ck over the whole tensor.
-Capture capture(const std::string &name, std::vector<int64_t> shape, const std::vector<double> &values,
-                int64_t stride = 1, bool isInteger = false) {
-  Capture c;
-  c.name = name;
-  c.shape = std::move(shape);
-  c.n = static_cast<int64_t>(values.size());
-  c.stride = stride;
-  c.isInteger = isInteger;
-  for (size_t i = 0; i < values.size(); ++i) {
-    c.ck += values[i] * static_cast<double>(i + 1);
-    if (static_cast<int64_t>(i) % stride == 0)
-      c.data.push_back(values[i]);
-  }
-  return c;
-}
 
 Tensor floats(std::vector<int64_t> shape, const std::vector<double> &values) {
   return Tensor::fromFloats(ElementType::F32, std::move(shape), std::vector<float>(values.begin(), values.end()));
@@ -76,7 +60,7 @@ CaptureRules quant(QuantGrid grid, int64_t n, int64_t block) {
 TEST(Section12Flips, OneE4M3StepPassesAndIsCounted) {
   const std::vector<double> got = padded({448, 416, -96, 12}, 32);
   const std::vector<double> want = padded({448, 384, -96, 12}, 32);
-  const Capture c = capture("L0.sa_kv", {1, 1, 32}, want);
+  const Capture c = handCapture("L0.sa_kv", {1, 1, 32}, want);
   const Tensor t = floats({1, 32}, got);
 
   Verdict plain = compareCapture(c, t);
@@ -94,7 +78,7 @@ TEST(Section12Flips, OneE4M3StepPassesAndIsCounted) {
 }
 
 TEST(Section12Flips, TwoE4M3StepsFail) {
-  const Capture c = capture("L0.sa_kv", {1, 1, 32}, padded({448, 352, -96, 12}, 32));
+  const Capture c = handCapture("L0.sa_kv", {1, 1, 32}, padded({448, 352, -96, 12}, 32));
   Verdict v = compareCapture(c, floats({1, 32}, padded({448, 416, -96, 12}, 32)), quant(QuantGrid::E4M3Pow2, 32, 32));
   EXPECT_EQ(v.status, Verdict::Fail) << formatVerdict(v);
   EXPECT_EQ(v.flips, 0);
@@ -103,7 +87,7 @@ TEST(Section12Flips, TwoE4M3StepsFail) {
 
 TEST(Section12Flips, WantOffTheGridIsNoFlip) {
   // 400 is no e4m3 value: a difference of 16 there is not a grid step.
-  const Capture c = capture("L0.sa_kv", {1, 1, 32}, padded({448, 400, -96, 12}, 32));
+  const Capture c = handCapture("L0.sa_kv", {1, 1, 32}, padded({448, 400, -96, 12}, 32));
   Verdict v = compareCapture(c, floats({1, 32}, padded({448, 416, -96, 12}, 32)), quant(QuantGrid::E4M3Pow2, 32, 32));
   EXPECT_EQ(v.status, Verdict::Fail) << formatVerdict(v);
 }
@@ -114,7 +98,7 @@ TEST(Section12Flips, OnlyInsideTheRoundTripSpans) {
   std::vector<double> got = blockGot, want = blockWant;
   got.insert(got.end(), blockGot.begin(), blockGot.end());
   want.insert(want.end(), blockWant.begin(), blockWant.end());
-  const Capture c = capture("L2.sa_kv", {1, 2, 32}, want);
+  const Capture c = handCapture("L2.sa_kv", {1, 2, 32}, want);
   Verdict v = compareCapture(c, floats({2, 32}, got), quant(QuantGrid::E4M3Pow2, 32, 32));
   EXPECT_EQ(v.status, Verdict::Fail) << formatVerdict(v);
   EXPECT_EQ(v.flips, 1);
@@ -132,7 +116,7 @@ TEST(Section12Flips, OnlyInsideTheRoundTripSpans) {
 TEST(Section12Flips, ScaleOnePowerOfTwoOffPassesAndIsCounted) {
   const std::vector<double> got = padded({6, 1.5, 3, -0.5, 4}, 32);
   const std::vector<double> want = padded({6, 1, 3, -1, 4}, 32);
-  const Capture c = capture("shared.L2.index_k", {1, 1, 32}, want);
+  const Capture c = handCapture("shared.L2.index_k", {1, 1, 32}, want);
   Verdict v = compareCapture(c, floats({1, 32}, got), quant(QuantGrid::E2M1Pow2, 32, 32));
   EXPECT_EQ(v.status, Verdict::Pass) << formatVerdict(v);
   EXPECT_EQ(v.flips, 2);
@@ -142,20 +126,20 @@ TEST(Section12Flips, ScaleOnePowerOfTwoOffPassesAndIsCounted) {
 
 TEST(Section12Flips, TwoStepsAtTheOtherScaleFail) {
   // 1.5 against 4 (= 2*2): no scale one step away makes them neighbours.
-  const Capture c = capture("shared.L2.index_k", {1, 1, 32}, padded({6, 4, 3, -1, 4}, 32));
+  const Capture c = handCapture("shared.L2.index_k", {1, 1, 32}, padded({6, 4, 3, -1, 4}, 32));
   Verdict v =
       compareCapture(c, floats({1, 32}, padded({6, 1.5, 3, -0.5, 4}, 32)), quant(QuantGrid::E2M1Pow2, 32, 32));
   EXPECT_EQ(v.status, Verdict::Fail) << formatVerdict(v);
   EXPECT_EQ(v.flips, 0);
   // Values of the grid at scale 4 (6 = 1.5*4, 2 = 0.5*4, -2 = -0.5*4): -0.5 against -2 are not neighbours.
-  const Capture far = capture("shared.L2.index_k", {1, 1, 32}, padded({6, 2, 4, -2, 4}, 32));
+  const Capture far = handCapture("shared.L2.index_k", {1, 1, 32}, padded({6, 2, 4, -2, 4}, 32));
   v = compareCapture(far, floats({1, 32}, padded({6, 1.5, 3, -0.5, 4}, 32)), quant(QuantGrid::E2M1Pow2, 32, 32));
   EXPECT_EQ(v.status, Verdict::Fail) << formatVerdict(v);
 }
 
 TEST(Section12Flips, OneBlockOneReferenceScale) {
   // Two flips in one block that need different reference scales (0.25 is on the grid at 0.5 only, 8 at 2 only).
-  const Capture c = capture("shared.L2.index_k", {1, 1, 32}, padded({6, 0.25, 3, 8, 4}, 32));
+  const Capture c = handCapture("shared.L2.index_k", {1, 1, 32}, padded({6, 0.25, 3, 8, 4}, 32));
   Verdict v =
       compareCapture(c, floats({1, 32}, padded({6, 0.5, 3, 6, 4}, 32)), quant(QuantGrid::E2M1Pow2, 32, 32));
   EXPECT_EQ(v.status, Verdict::Fail) << formatVerdict(v);
@@ -166,12 +150,12 @@ TEST(Section12Flips, OneBlockOneReferenceScale) {
 TEST(Section12Flips, E4M3ScaleOneStepOffPasses) {
   const std::vector<double> got = padded({5.25, 1.3125, -2.625}, 16);
   const std::vector<double> want = padded({5.625, 1.40625, -2.8125}, 16);
-  const Capture c = capture("shared.L4.compress_kv", {1, 1, 16}, want);
+  const Capture c = handCapture("shared.L4.compress_kv", {1, 1, 16}, want);
   Verdict v = compareCapture(c, floats({1, 16}, got), quant(QuantGrid::E2M1E4M3, 16, 16));
   EXPECT_EQ(v.status, Verdict::Pass) << formatVerdict(v);
   EXPECT_EQ(v.flips, 3); // each beyond 2^-6 * |want| + 2^-8 * 5.625 (0.375, 0.094, 0.1875 apart)
   // Two e4m3 steps (1.0 = 0.875 + 2/16): not a flip.
-  const Capture far = capture("shared.L4.compress_kv", {1, 1, 16}, padded({6, 1.5, -3}, 16));
+  const Capture far = handCapture("shared.L4.compress_kv", {1, 1, 16}, padded({6, 1.5, -3}, 16));
   v = compareCapture(far, floats({1, 16}, got), quant(QuantGrid::E2M1E4M3, 16, 16));
   EXPECT_EQ(v.status, Verdict::Fail) << formatVerdict(v);
 }
@@ -179,7 +163,7 @@ TEST(Section12Flips, E4M3ScaleOneStepOffPasses) {
 TEST(Section12Flips, StridedCaptureComparesItsSamples) {
   // Stride 2 over two blocks: the flip is in a stored sample; the unstored elements only enter the checksum.
   std::vector<double> got = padded({448, 0, 416, 0, -96}, 32), want = padded({448, 0, 384, 0, -96}, 32);
-  const Capture c = capture("L0.sa_kv", {1, 1, 32}, want, /*stride=*/2);
+  const Capture c = handCapture("L0.sa_kv", {1, 1, 32}, want, /*stride=*/2);
   Verdict v = compareCapture(c, floats({1, 32}, got), quant(QuantGrid::E4M3Pow2, 32, 32));
   EXPECT_EQ(v.status, Verdict::Pass) << formatVerdict(v);
   EXPECT_EQ(v.flips, 1);
@@ -234,7 +218,7 @@ TEST(Section12NearTies, SwapWithinOneUlpPassesAndIsCounted) {
   CaptureRules rules;
   rules.selection = rule;
   // got took positions 0, 1, 2 (its own top 3); the reference 0, 1, 3.
-  const Capture c = capture("shared.L2.topk_idxs", {1, 1, 3}, {8, 9, 11}, 1, true);
+  const Capture c = handCapture("shared.L2.topk_idxs", {1, 1, 3}, {8, 9, 11}, 1, true);
   const Tensor got = ints({1, 3}, {8, 9, 10});
   Verdict plain = compareCapture(c, got);
   EXPECT_EQ(plain.status, Verdict::Fail);
@@ -251,14 +235,14 @@ TEST(Section12NearTies, SwapBeyondOneUlpFails) {
   rule.scores = floats({1, 6}, {5.0, 4.0, 3.0, 3.0 - 2.0 / 64, 1.0, 0.0}); // two ulps below the 3rd score
   CaptureRules rules;
   rules.selection = rule;
-  const Capture c = capture("shared.L2.topk_idxs", {1, 1, 3}, {8, 9, 11}, 1, true);
+  const Capture c = handCapture("shared.L2.topk_idxs", {1, 1, 3}, {8, 9, 11}, 1, true);
   Verdict v = compareCapture(c, ints({1, 3}, {8, 9, 10}), rules);
   EXPECT_EQ(v.status, Verdict::Fail) << formatVerdict(v);
   EXPECT_EQ(v.nearTies, 0);
   // A swap of a member well above the k-th score fails too, even if the new one is a near tie.
   rule.scores = floats({1, 6}, {5.0, 4.0, 3.0, 3.0 - 1.0 / 64, 1.0, 0.0});
   rules.selection = rule;
-  const Capture dropsTop = capture("shared.L2.topk_idxs", {1, 1, 3}, {9, 10, 11}, 1, true);
+  const Capture dropsTop = handCapture("shared.L2.topk_idxs", {1, 1, 3}, {9, 10, 11}, 1, true);
   EXPECT_EQ(compareCapture(dropsTop, ints({1, 3}, {8, 9, 10}), rules).status, Verdict::Fail);
 }
 
@@ -269,7 +253,7 @@ TEST(Section12NearTies, MinusInfinityTiesStayExact) {
   rule.scores = floats({1, 4}, {2.0, kNegInf, kNegInf, kNegInf});
   CaptureRules rules;
   rules.selection = rule;
-  const Capture c = capture("shared.L5.topk_idxs", {1, 1, 2}, {0, 2}, 1, true);
+  const Capture c = handCapture("shared.L5.topk_idxs", {1, 1, 2}, {0, 2}, 1, true);
   EXPECT_EQ(compareCapture(c, ints({1, 2}, {0, 1}), rules).status, Verdict::Fail);
 }
 
@@ -281,7 +265,7 @@ TEST(Section12NearTies, WindowColumnsAreExactAndRowsIndependent) {
   rule.scores = floats({2, 4}, {1.0, 0.5, 0.25, 0.0, /*row 1*/ 2.0, 1.0, 1.0 - 1.0 / 256, -1.0});
   CaptureRules rules;
   rules.selection = rule;
-  const Capture c = capture("L2.sa_topk_idxs", {1, 2, 4}, {0, -1, 4, 5, /*row 1*/ 0, 1, 4, 6}, 1, true);
+  const Capture c = handCapture("L2.sa_topk_idxs", {1, 2, 4}, {0, -1, 4, 5, /*row 1*/ 0, 1, 4, 6}, 1, true);
   Verdict v = compareCapture(c, ints({2, 4}, {0, -1, 4, 5, 0, 1, 4, 5}), rules);
   EXPECT_EQ(v.status, Verdict::Pass) << formatVerdict(v);
   EXPECT_EQ(v.nearTies, 1);
@@ -298,17 +282,17 @@ TEST(Section12NearTies, StridedRows) {
   CaptureRules rules;
   rules.selection = rule;
   // The reference {0, 1, 2, 4}: stored at stride 3, columns 0 and 3 (0 and 4).
-  const Capture c = capture("shared.L4.topk_idxs", {1, 1, 4}, {0, 1, 2, 4}, 3, true);
+  const Capture c = handCapture("shared.L4.topk_idxs", {1, 1, 4}, {0, 1, 2, 4}, 3, true);
   Verdict v = compareCapture(c, ints({1, 4}, {0, 1, 2, 3}), rules);
   EXPECT_EQ(v.status, Verdict::Pass) << formatVerdict(v);
   EXPECT_EQ(v.nearTies, 1);
   EXPECT_TRUE(contains(v.detail, "ck not compared: near-tie swaps in a strided capture")) << v.detail;
   // A stored index far below the band fails.
-  const Capture bad = capture("shared.L4.topk_idxs", {1, 1, 4}, {0, 1, 2, 5}, 3, true);
+  const Capture bad = handCapture("shared.L4.topk_idxs", {1, 1, 4}, {0, 1, 2, 5}, 3, true);
   EXPECT_EQ(compareCapture(bad, ints({1, 4}, {0, 1, 2, 3}), rules).status, Verdict::Fail);
   // A stored index that got has, at a column that would need a sure member dropped: the reference stores 2 at
   // column 0, so 0 and 1 (scores 4 and 3, far above the band) would be missing from its set.
-  const Capture shifted = capture("shared.L4.topk_idxs", {1, 1, 4}, {2, 3, 4, 5}, 3, true);
+  const Capture shifted = handCapture("shared.L4.topk_idxs", {1, 1, 4}, {2, 3, 4, 5}, 3, true);
   EXPECT_EQ(compareCapture(shifted, ints({1, 4}, {0, 1, 2, 3}), rules).status, Verdict::Fail);
 }
 
@@ -324,7 +308,7 @@ TEST(Section12NearTies, CandidateBlocks) {
   CaptureRules rules;
   rules.selection = rule;
   const Tensor got = ints({1, 8}, {1, 1, 1, 1, 0, 0, 0, 0}); // blocks 0 and 1
-  const Capture c = capture("shared.L4.candidates", {1, 1, 8}, {1, 1, 0, 0, 1, 1, 0, 0}, 1, true); // 0 and 2
+  const Capture c = handCapture("shared.L4.candidates", {1, 1, 8}, {1, 1, 0, 0, 1, 1, 0, 0}, 1, true); // 0 and 2
   Verdict v = compareCapture(c, got, rules);
   EXPECT_EQ(v.status, Verdict::Pass) << formatVerdict(v);
   EXPECT_EQ(v.nearTies, 1);

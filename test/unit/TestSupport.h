@@ -89,6 +89,25 @@ inline std::vector<int64_t> dropBatch(const std::vector<int64_t> &shape) {
 //===----------------------------------------------------------------------------------------------------------===//
 
 /// +infinity as f32 (masked scores, the -inf initial score state).
+/// A hand-made capture `name` of `shape` holding the whole tensor `values`, sampled at `stride` (`data` =
+/// values[::stride]), with ck = sum_i values[i] * (i+1) over the whole tensor (the harness doc's rule).
+inline ::dsa::golden::Capture handCapture(const std::string &name, std::vector<int64_t> shape,
+                                          const std::vector<double> &values, int64_t stride = 1,
+                                          bool isInteger = false) {
+  ::dsa::golden::Capture c;
+  c.name = name;
+  c.shape = std::move(shape);
+  c.n = static_cast<int64_t>(values.size());
+  c.stride = stride;
+  c.isInteger = isInteger;
+  for (size_t i = 0; i < values.size(); ++i) {
+    c.ck += values[i] * static_cast<double>(i + 1);
+    if (static_cast<int64_t>(i) % stride == 0)
+      c.data.push_back(values[i]);
+  }
+  return c;
+}
+
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 
 /// Tensors of the given shape and values, built with Tensor::fromFloats / Tensor::fromInts (values are rounded to

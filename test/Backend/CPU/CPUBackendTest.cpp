@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "BitExact.h"
+#include "CPUTestSupport.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/Backend/CPU/RuntimeErrors.h"
 #include "dsa/Backend/CPU/RuntimeFunctions.h"
@@ -57,26 +58,10 @@ using ::dsa::test::sameBits;
 
 namespace {
 
-class CPUBackendTest : public ::testing::Test {
-protected:
-  CPUBackendTest() {
-    DialectRegistry registry;
-    registerAllDialects(registry);
-    registry.insert<mlir::dsa::DSADialect>();
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-    context.printOpOnDiagnostic(false);
-    handler = std::make_unique<ScopedDiagnosticHandler>(&context, [this](Diagnostic &d) {
-      diagnostics += d.str() + "\n";
-      return success();
-    });
-  }
+using ::dsa::test::haveOpenMP;
 
-  OwningOpRef<ModuleOp> parse(const std::string &text) {
-    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(text, &context);
-    EXPECT_TRUE(m) << diagnostics;
-    return m;
-  }
+class CPUBackendTest : public ::dsa::test::MlirTestContext {
+protected:
 
   std::unique_ptr<cpu::CPUModule> compile(ModuleOp m, cpu::CPUCompileOptions options = {}) {
     ::dsa::Result<std::unique_ptr<cpu::CPUModule>> r = cpu::compileForCPU(m, options);
@@ -102,9 +87,6 @@ protected:
       EXPECT_TRUE(sameBits((*got)[i], (*want)[i])) << fn << " result #" << i;
   }
 
-  MLIRContext context;
-  std::unique_ptr<ScopedDiagnosticHandler> handler;
-  std::string diagnostics;
 };
 
 std::mt19937 &rng() {
@@ -156,17 +138,6 @@ std::string attentionModule(const golden::Fixture &f, int64_t layer, const std::
   os << ") -> (" << xType << ", " << ringType << ")\n  return %out, %new_ring : " << xType << ", " << ringType
      << "\n}\n";
   return os.str();
-}
-
-/// True when compileForCPU can find an OpenMP runtime for CPUCompileOptions::parallel.
-bool haveOpenMP() {
-  if (const char *env = std::getenv("DSA_OPENMP_LIB"))
-    return std::ifstream(env).good();
-  for (const char *p : {"/usr/lib/llvm-22/lib/libomp.so", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
-                        "/usr/lib/x86_64-linux-gnu/libiomp5.so"})
-    if (std::ifstream(p).good())
-      return true;
-  return false;
 }
 
 class CPUBackendGoldenTest : public CPUBackendTest, public ::testing::WithParamInterface<bool> {};

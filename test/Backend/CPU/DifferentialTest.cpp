@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "BitExact.h"
+#include "CPUTestSupport.h"
 #include "RandomLayer.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 
@@ -60,6 +61,7 @@ using ::dsa::test::sameBits;
 namespace {
 
 using ::dsa::test::fanIn;
+using ::dsa::test::haveOpenMP;
 using ::dsa::test::Random;
 using ::dsa::test::randomTensor;
 
@@ -108,16 +110,6 @@ mlir::dsa::AttentionLayerConfig layerConfig(const Geometry &g, int64_t layer) {
   if (!nonZero)
     return ::testing::AssertionFailure() << "all " << t.numElements() << " elements are zero";
   return ::testing::AssertionSuccess();
-}
-
-bool haveOpenMP() {
-  if (const char *env = std::getenv("DSA_OPENMP_LIB"))
-    return std::ifstream(env).good();
-  for (const char *p : {"/usr/lib/llvm-22/lib/libomp.so", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
-                        "/usr/lib/x86_64-linux-gnu/libiomp5.so"})
-    if (std::ifstream(p).good())
-      return true;
-  return false;
 }
 
 /// One step of a sequence: `tokens` new tokens at `startPos`.

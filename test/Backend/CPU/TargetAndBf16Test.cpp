@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "Common/HostObject.h" // lib/Backend (private): checkNoBf16Conversions on LLVM IR
+#include "CPUTestSupport.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/Conversion/CPUTarget.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
@@ -51,6 +52,8 @@ using ::dsa::interp::ElementType;
 using ::dsa::interp::Tensor;
 
 namespace {
+
+using ::dsa::test::haveOpenMP;
 
 /// Four functions on i32 bit patterns, so that no value is touched by the calling convention: the low 32 bits of
 /// each element are an f32 (trunc_*) or, in their low 16 bits, a bf16 (ext_*); results are the converted bits.
@@ -208,17 +211,6 @@ std::string name(const Config &c) {
   return std::string(c.cpu) + (c.parallel ? ", OpenMP" : ", serial");
 }
 
-/// True when compileForCPU can find an OpenMP runtime for CPUCompileOptions::parallel.
-bool haveOpenMP() {
-  if (const char *env = std::getenv("DSA_OPENMP_LIB"))
-    return std::ifstream(env).good();
-  for (const char *p : {"/usr/lib/llvm-22/lib/libomp.so", "/usr/lib/x86_64-linux-gnu/libomp.so.5",
-                        "/usr/lib/x86_64-linux-gnu/libiomp5.so"})
-    if (std::ifstream(p).good())
-      return true;
-  return false;
-}
-
 Tensor bitsTensor(const std::vector<uint32_t> &bits) {
   std::vector<int64_t> v;
   for (uint32_t b : bits)
@@ -226,26 +218,8 @@ Tensor bitsTensor(const std::vector<uint32_t> &bits) {
   return Tensor::fromInts(ElementType::I32, {static_cast<int64_t>(v.size())}, v);
 }
 
-class TargetAndBf16Test : public ::testing::Test {
+class TargetAndBf16Test : public ::dsa::test::MlirTestContext {
 protected:
-  TargetAndBf16Test() {
-    DialectRegistry registry;
-    registerAllDialects(registry);
-    registry.insert<mlir::dsa::DSADialect>();
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-    context.printOpOnDiagnostic(false);
-    handler = std::make_unique<ScopedDiagnosticHandler>(&context, [this](Diagnostic &d) {
-      diagnostics += d.str() + "\n";
-      return success();
-    });
-  }
-
-  OwningOpRef<ModuleOp> parse(const std::string &text) {
-    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(text, &context);
-    EXPECT_TRUE(m) << diagnostics;
-    return m;
-  }
 
   /// The configurations every conversion runs in: serial and OpenMP (when libomp exists), for the host and for
   /// x86-64-v3 (AVX2 + FMA: what a host without AVX-512 runs).
@@ -284,9 +258,6 @@ protected:
     return out;
   }
 
-  MLIRContext context;
-  std::unique_ptr<ScopedDiagnosticHandler> handler;
-  std::string diagnostics;
 };
 
 std::string hex(uint32_t v) {
