@@ -278,10 +278,6 @@ Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions
   mlir::dsa::buildDSACPUPipeline(pm, options.parallel, out.target.host ? "host" : out.target.cpu);
   if (mlir::failed(pm.run(*out.module)))
     return makeError("cpu backend: --dsa-cpu-pipeline failed:\n" + diagnostics);
-  // The pipeline ends with this check; it is repeated here so that the JIT and the step libraries never compile a
-  // module that leaves a bf16 conversion to LLVM, whatever the pipeline's composition.
-  if (mlir::failed(mlir::dsa::checkNoBf16Conversions(*out.module)))
-    return makeError("cpu backend: the lowered module converts bf16 in LLVM:\n" + diagnostics);
   // The dropped results, recorded by the pass as {function name: [argument of each result, or -1]}.
   if (auto record = out.module->getOperation()->getAttrOfType<mlir::DictionaryAttr>(kInPlaceAttr)) {
     for (FunctionSignature &sig : out.functions) {

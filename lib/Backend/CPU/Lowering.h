@@ -39,8 +39,10 @@ Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults,
 /// and probes kept as results (options.probesAsResults), arguments marked non-writable except the caches
 /// (LoweredModule::cacheArgs: writable, updated in place), --dsa-cpu-pipeline (options.parallel) with the results
 /// that are an argument's buffer dropped (FunctionSignature::writableArgs / inPlace filled in), every function
-/// targeting resolveCompileTarget(options), then checks that no bf16 conversion is left for LLVM
-/// (mlir::dsa::checkNoBf16Conversions). Errors carry the pipeline's diagnostics.
+/// targeting resolveCompileTarget(options). The pipeline itself fails if a bf16 conversion is left for LLVM
+/// (dsa-cpu-check-bf16, and dsa-cpu-bf16-as-i16 checks again before it removes bf16 from the module), and the JIT
+/// and AOT paths check the LLVM IR once more before code generation (backend::checkNoBf16Conversions). Errors carry
+/// the pipeline's diagnostics.
 Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions &options);
 
 /// The OpenMP runtime for parallel code: $DSA_OPENMP_LIB, else the first existing of the known paths; an error
