@@ -10,7 +10,7 @@
 //     x 128 and index_topk 512; max_seq_len 65536 + 1024): one decode step at start_pos = 4096 and 65536 (the
 //     contexts; --dsa_index_contexts), its state (ring, kv_state / score_state, compressed-KV and index-key caches,
 //     the shared slots) filled with seeded random values as if that many tokens had been processed (IndexLayer).
-//     CPU/ and CPUParallel/ time it the way a user decodes: a CPUSequence resumed there whose state stays resident
+//     CPU/ and CPUParallel/ time it the way a user decodes: a Sequence resumed there whose state stays resident
 //     (CPUModule::runValues: buffers kept between steps, caches updated in place), consecutive decode steps from
 //     that position on; CPUPerCall/ calls CPUModule::run on the same prepared state each time (results converted
 //     to Tensors).
@@ -81,8 +81,9 @@
 using namespace mlir;
 namespace interp = ::dsa::interp;
 namespace cpu = ::dsa::cpu;
-using interp::ElementType;
-using interp::Tensor;
+namespace runtime = ::dsa::runtime;
+using ::dsa::ElementType;
+using ::dsa::Tensor;
 
 namespace {
 
@@ -263,7 +264,7 @@ struct CompiledLayer {
   }
 
   /// Runs the step on the CPU backend; returns `out`.
-  Tensor runCPU(const cpu::CPUModule &m, const std::vector<cpu::CPUValue> &args) const {
+  Tensor runCPU(const cpu::CPUModule &m, const std::vector<runtime::HostValue> &args) const {
     ::dsa::Result<std::vector<Tensor>> r = m.run(fnName, args);
     if (!r)
       die("CPU backend: " + r.error());
@@ -286,7 +287,7 @@ struct Layer {
   Geometry g;
   CompiledLayer compiled;
   std::vector<Tensor> weights;
-  std::vector<cpu::CPUValue> prepared;
+  std::vector<runtime::HostValue> prepared;
   Tensor ring, xDecode, xPrefill;
   int64_t decodeStartPos = 1000;
   int64_t prefillTokens = 512;
@@ -297,7 +298,7 @@ struct Layer {
     weights = attentionWeights(rng, g);
     for (const Tensor &w : weights) {
       weightBytes += byteSize(w);
-      prepared.push_back(cpu::CPUBuffer::fromTensor(w));
+      prepared.push_back(runtime::HostBuffer::fromTensor(w));
     }
     ring = randomTensor(rng, ElementType::BF16, {g.window, g.headDim}, 1.0f);
     xDecode = randomTensor(rng, ElementType::BF16, {1, g.dim}, 1.0f);
@@ -310,7 +311,7 @@ struct Layer {
   int64_t tokens(bool prefill) const { return prefill ? prefillTokens : 1; }
 
   void runCPU(const cpu::CPUModule &m, bool prefill) const {
-    std::vector<cpu::CPUValue> args = {input(prefill), Tensor::scalarI64(startPos(prefill)), ring};
+    std::vector<runtime::HostValue> args = {input(prefill), Tensor::scalarI64(startPos(prefill)), ring};
     args.insert(args.end(), prepared.begin(), prepared.end());
     compiled.runCPU(m, args);
   }
@@ -359,14 +360,14 @@ struct IndexLayer {
   Geometry g;
   CompiledLayer compiled;
   std::vector<Tensor> weights; // every weight operand, in argument order (weights, compressor, index_keys, indexer)
-  std::vector<cpu::CPUValue> prepared;
+  std::vector<runtime::HostValue> prepared;
   int64_t attentionWeightBytes = 0, compressorBytes = 0, indexKeyWeightBytes = 0, indexerBytes = 0;
   Tensor xDecode;
 
   /// One context's state (and shared slots), as Tensors for the interpreter and prepared for the CPU backend.
   struct State {
     std::vector<Tensor> tensors;      // ring, kv_state, score_state, kv cache, index-key cache, 4 slots
-    std::vector<cpu::CPUValue> prepared;
+    std::vector<runtime::HostValue> prepared;
   };
   std::map<int64_t, State> states;
 
@@ -410,7 +411,7 @@ struct IndexLayer {
     add(randomTensor(rng, ElementType::BF16, {kIndexHeads * kIndexHeadDim, g.qLora}, fanIn(g.qLora)), indexerBytes);
     add(randomTensor(rng, ElementType::BF16, {kIndexHeads, g.dim}, fanIn(g.dim)), indexerBytes);
     for (const Tensor &w : weights)
-      prepared.push_back(cpu::CPUBuffer::fromTensor(w));
+      prepared.push_back(runtime::HostBuffer::fromTensor(w));
     xDecode = randomTensor(rng, ElementType::BF16, {1, g.dim}, 1.0f);
     compiled.build(config());
   }
@@ -434,52 +435,52 @@ struct IndexLayer {
     st.tensors.push_back(Tensor(ElementType::I32, {0, 0})); // topk_idxs
     st.tensors.push_back(Tensor(ElementType::I1, {0, 0}));  // candidates
     for (const Tensor &t : st.tensors)
-      st.prepared.push_back(cpu::CPUBuffer::fromTensor(t));
+      st.prepared.push_back(runtime::HostBuffer::fromTensor(t));
     return states.emplace(context, std::move(st)).first->second;
   }
 
   Tensor runCPU(const cpu::CPUModule &m, int64_t context) {
     const State &st = state(context);
-    std::vector<cpu::CPUValue> args = {xDecode, Tensor::scalarI64(context), st.prepared[0]};
+    std::vector<runtime::HostValue> args = {xDecode, Tensor::scalarI64(context), st.prepared[0]};
     args.insert(args.end(), prepared.begin(), prepared.end());
     args.insert(args.end(), st.prepared.begin() + 1, st.prepared.end());
     return compiled.runCPU(m, args);
   }
 
-  /// The decode as a user runs it, with resident state: a CPUSequence resumed at `context` from the state, whose
+  /// The decode as a user runs it, with resident state: a Sequence resumed at `context` from the state, whose
   /// runner is CPUModule::runValues (the state and the shared slots stay the compiled code's buffers from step to
   /// step, the caches are updated in place, no Tensor conversion), one decode step per run at the next position.
   struct Resident {
-    std::unique_ptr<cpu::CPUSequence> sequence;
-    cpu::CPUSequence::SlotSet slots;
+    std::unique_ptr<runtime::Sequence> sequence;
+    runtime::Sequence::SlotSet slots;
     int64_t next = 0;
   };
   Resident resident(const cpu::CPUModule &m, int64_t context) {
     const State &st = state(context);
-    const cpu::FunctionSignature *compiledSig = m.signature(compiled.fnName);
+    const runtime::FunctionSignature *compiledSig = m.signature(compiled.fnName);
     if (!compiledSig)
       die("no function @" + compiled.fnName + " in the compiled module");
-    cpu::FunctionSignature sig = *compiledSig;
+    runtime::FunctionSignature sig = *compiledSig;
     cpu::addStepRoles(*compiled.module, sig);
-    std::vector<cpu::CPUValue> args = {xDecode, Tensor::scalarI64(context), st.prepared[0]};
+    std::vector<runtime::HostValue> args = {xDecode, Tensor::scalarI64(context), st.prepared[0]};
     args.insert(args.end(), prepared.begin(), prepared.end());
     args.insert(args.end(), st.prepared.begin() + 1, st.prepared.end());
     const std::string name = compiled.fnName;
-    cpu::CPUSequence::ValueRunner runner = [&m, name](const std::vector<cpu::CPUValue> &a,
-                                                      std::vector<cpu::NamedTensor> *) { return m.runValues(name, a); };
-    ::dsa::Result<cpu::CPUSequence> seq = cpu::CPUSequence::create(sig, runner, args, context);
+    runtime::Sequence::ValueRunner runner = [&m, name](const std::vector<runtime::HostValue> &a,
+                                                      std::vector<runtime::NamedTensor> *) { return m.runValues(name, a); };
+    ::dsa::Result<runtime::Sequence> seq = runtime::Sequence::create(sig, runner, args, context);
     if (!seq)
-      die("CPUSequence: " + seq.error());
+      die("Sequence: " + seq.error());
     Resident r;
-    r.sequence = std::make_unique<cpu::CPUSequence>(seq.take());
+    r.sequence = std::make_unique<runtime::Sequence>(seq.take());
     r.slots.assign(st.prepared.begin() + 5, st.prepared.end()); // compress_kv, index_k, topk_idxs, candidates
     r.next = context;
     return r;
   }
 
   /// One decode step of `r` at its next position; returns `out`.
-  static cpu::CPUValue step(Resident &r, const Tensor &x) {
-    ::dsa::Result<std::vector<cpu::CPUValue>> out = r.sequence->runValues(x, r.next, &r.slots);
+  static runtime::HostValue step(Resident &r, const Tensor &x) {
+    ::dsa::Result<std::vector<runtime::HostValue>> out = r.sequence->runValues(x, r.next, &r.slots);
     if (!out)
       die("CPU backend (resident state): " + out.error());
     ++r.next;
@@ -701,7 +702,7 @@ void BM_IndexInterpreter(benchmark::State &state, int64_t context) {
 }
 
 /// The index-source decode on the CPU backend. Resident (the default, CPU/ and CPUParallel/): the way a user runs
-/// decode, a CPUSequence with the state kept as buffers between steps (IndexLayer::Resident), timed over
+/// decode, a Sequence with the state kept as buffers between steps (IndexLayer::Resident), timed over
 /// consecutive decode steps from `context` on (positions context, context + 1, ...: every fourth completes a
 /// group); the first step's `out` (position `context`, untimed) is checked against the interpreter's. Per call
 /// (CPUPerCall/): CPUModule::run on the prepared state at `context` every time, results converted to Tensors (what a

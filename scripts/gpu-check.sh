@@ -164,9 +164,9 @@ fi
 verdict build 0
 
 run_test() {
-  # $1: executable, relative to test/unit/ or to the build dir; remaining: extra arguments. A skipped test counts as a
+  # $1: executable, relative to test/Runtime/Cuda/ or to the build dir; remaining: extra arguments. A skipped test counts as a
   # failure when a device is required.
-  local exe=$build/test/unit/$1
+  local exe=$build/test/Runtime/Cuda/$1
   [ -x "$exe" ] || exe=$build/$1
   shift
   "$exe" --gtest_color=no "$@" 2>&1 | tee "$logs/$(basename "$exe").log" | grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED|info) *\]|device [0-9]'
@@ -193,7 +193,7 @@ verdict CudaKernelsTest $?
 
 if [ "${DSA_GPU_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   step "CudaKernelsTest under compute-sanitizer memcheck"
-  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 1 "$build/test/unit/CudaKernelsTest" --gtest_color=no \
+  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 1 "$build/test/Runtime/Cuda/CudaKernelsTest" --gtest_color=no \
     >"$logs/memcheck.log" 2>&1
   status=$?
   grep -E '^========= (ERROR SUMMARY|Invalid|Program hit)' "$logs/memcheck.log" | head -20

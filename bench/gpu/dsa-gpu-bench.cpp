@@ -30,8 +30,8 @@
 
 using namespace dsa;
 using namespace dsa::cuda;
-using interp::ElementType;
-using interp::Tensor;
+using dsa::ElementType;
+using dsa::Tensor;
 
 namespace {
 

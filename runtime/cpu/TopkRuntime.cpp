@@ -1,17 +1,17 @@
 //===- TopkRuntime.cpp - the top-k set called by code compiled by dsa-to-cpu (MLIR-free) -------------------===//
 //
-// include/dsa/Backend/CPU/RuntimeFunctions.h: one call of dsa::numerics::torchCpuTopkSet per row. The tie order among
+// core/include/dsa/ABI/RuntimeFunctions.h: one call of dsa::numerics::torchCpuTopkSet per row. The tie order among
 // equal values is the one the reference's libstdc++ algorithms leave (section 9), so it is never re-implemented
 // in the IR.
 //
 //===----------------------------------------------------------------------------------------------------------===//
-#include "dsa/Backend/CPU/RuntimeFunctions.h"
+#include "dsa/ABI/RuntimeFunctions.h"
 
 #include "dsa/Numerics/TopK.h"
 
 #include <vector>
 
-namespace dsa::cpu {
+namespace dsa::abi {
 
 int32_t topkSetRows(const float *values, int64_t rows, int64_t n, int64_t k, int64_t *out) {
   if (rows < 0 || n < 0 || k < 0 || k > n)
@@ -34,10 +34,10 @@ int32_t topkSetRows(const float *values, int64_t rows, int64_t n, int64_t k, int
   return 0;
 }
 
-} // namespace dsa::cpu
+} // namespace dsa::abi
 
-extern "C" int32_t _mlir_ciface_dsa_cpu_topk_set(const dsa::cpu::MemRefF32Rank2 *values, int64_t k,
-                                                 dsa::cpu::MemRefI64Rank2 *picks) {
+extern "C" int32_t _mlir_ciface_dsa_cpu_topk_set(const dsa::abi::MemRefF32Rank2 *values, int64_t k,
+                                                 dsa::abi::MemRefI64Rank2 *picks) {
   if (values == nullptr || picks == nullptr)
     return 1;
   const int64_t rows = values->sizes[0], n = values->sizes[1];
@@ -52,7 +52,7 @@ extern "C" int32_t _mlir_ciface_dsa_cpu_topk_set(const dsa::cpu::MemRefF32Rank2 
       dense[static_cast<size_t>(r * n + j)] =
           values->aligned[values->offset + r * values->strides[0] + j * values->strides[1]];
   std::vector<int64_t> out(static_cast<size_t>(rows * k));
-  if (int32_t rc = dsa::cpu::topkSetRows(dense.data(), rows, n, k, out.data()); rc != 0)
+  if (int32_t rc = dsa::abi::topkSetRows(dense.data(), rows, n, k, out.data()); rc != 0)
     return rc;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j)

@@ -2,7 +2,7 @@
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
 #include "dsa/Numerics/BF16.h"
-#include "dsa/Runtime/CPU/MemoryFormat.h"
+#include "dsa/Runtime/Host/MemoryFormat.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,12 +16,12 @@ namespace dsa::cuda {
 
 namespace {
 
-using interp::ElementType;
-using interp::Tensor;
-using cpu::alignUp;
-using cpu::elementBytes;
-using cpu::fieldLayout;
-using cpu::shapeString;
+using dsa::ElementType;
+using dsa::Tensor;
+using runtime::alignUp;
+using runtime::elementBytes;
+using runtime::fieldLayout;
+using runtime::shapeString;
 
 int64_t product(const std::vector<int64_t> &shape) {
   int64_t n = 1;
@@ -35,7 +35,7 @@ std::vector<uint8_t> encode(const Tensor &t) {
   const int64_t n = t.numElements(), eb = elementBytes(t.elementType());
   std::vector<uint8_t> bytes(static_cast<size_t>(n * eb));
   for (int64_t i = 0; i < n; ++i)
-    cpu::storeElement(t, i, bytes.data() + i * eb);
+    runtime::storeElement(t, i, bytes.data() + i * eb);
   return bytes;
 }
 
@@ -53,12 +53,12 @@ std::string directoryOf(const std::string &path) {
 }
 
 /// Checks `value` against `kind` ("argument #i"); on success `shape`/`type` describe it.
-Status checkArgument(const GpuValue &value, const cpu::ValueKind &kind, const std::string &what) {
+Status checkArgument(const GpuValue &value, const runtime::ValueKind &kind, const std::string &what) {
   const ElementType type = value.isDevice() ? value.device()->elementType() : value.host()->elementType();
   const std::vector<int64_t> &shape = value.isDevice() ? value.device()->shape() : value.host()->shape();
   if (type != kind.elem)
-    return makeError(what + " has element type " + interp::elementTypeName(type) + ", expected " +
-                     interp::elementTypeName(kind.elem) + " (" + kind.typeString + ")");
+    return makeError(what + " has element type " + dsa::elementTypeName(type) + ", expected " +
+                     dsa::elementTypeName(kind.elem) + " (" + kind.typeString + ")");
   if (!kind.isTensor) {
     if (!shape.empty() || value.isDevice())
       return makeError(what + " has shape " + shapeString(shape) + ", expected a host scalar (" + kind.typeString +
@@ -94,7 +94,7 @@ Result<std::pair<int, int>> parseChip(const std::string &chip) {
 }
 
 std::string describeGpuStepLibrary(const GpuStepLibraryDescription &d) {
-  nlohmann::json j = nlohmann::json::parse(cpu::describeStepLibrary(d.base));
+  nlohmann::json j = nlohmann::json::parse(runtime::describeStepLibrary(d.base));
   j["format"] = kGpuStepLibraryFormat;
   j["backend"] = d.backend;
   j["chip"] = d.chip;
@@ -108,7 +108,7 @@ Result<GpuStepLibraryDescription> parseGpuStepLibrary(const std::string &text) {
     return makeError("gpu step description: not a JSON object");
   if (!j.contains("format") || j["format"] != kGpuStepLibraryFormat)
     return makeError(std::string("format: expected \"") + kGpuStepLibraryFormat + "\"" +
-                     (j.contains("format") && j["format"] == cpu::kStepLibraryFormat
+                     (j.contains("format") && j["format"] == runtime::kStepLibraryFormat
                           ? " (this is a CPU step library: load it with dsa::cpu::CPUStepLibrary)"
                           : ""));
   GpuStepLibraryDescription d;
@@ -126,8 +126,8 @@ Result<GpuStepLibraryDescription> parseGpuStepLibrary(const std::string &text) {
   if (d.binaryFormat != "bin" && d.binaryFormat != "isa" && d.binaryFormat != "fatbin")
     return makeError("binary_format: expected \"bin\", \"isa\" or \"fatbin\", got \"" + d.binaryFormat + "\"");
   // The rest is a CPU step description's (library, target_cpu, functions): parsed by its parser.
-  j["format"] = cpu::kStepLibraryFormat;
-  Result<cpu::StepLibraryDescription> base = cpu::parseStepLibrary(j.dump());
+  j["format"] = runtime::kStepLibraryFormat;
+  Result<runtime::StepLibraryDescription> base = runtime::parseStepLibrary(j.dump());
   if (!base)
     return makeError(base.error());
   d.base = base.take();
@@ -169,7 +169,7 @@ Result<Tensor> GpuTensor::download() const {
   }
   Tensor t(type_, shape_);
   for (int64_t i = 0; i < n; ++i)
-    cpu::loadElement(type_, bytes.data() + i * eb, t, i);
+    runtime::loadElement(type_, bytes.data() + i * eb, t, i);
   return t;
 }
 
@@ -246,7 +246,7 @@ Result<std::unique_ptr<GpuStepLibrary>> GpuStepLibrary::open(std::shared_ptr<Mgp
     return makeError("'" + lib->path_ + "' is not a dsa GPU step library: it has no dsa_gpu_assert_*_hook");
   *reinterpret_cast<void (**)(const char *)>(messageHook) = &dsaGpuAssertMessage;
   *reinterpret_cast<void (**)()>(abortHook) = &dsaGpuAssertAbort;
-  for (const cpu::FunctionSignature &f : lib->description_.base.functions) {
+  for (const runtime::FunctionSignature &f : lib->description_.base.functions) {
     const std::string symbol = "_mlir_" + f.name;
     void *entry = dlsym(lib->handle_, symbol.c_str());
     if (!entry)
@@ -266,19 +266,19 @@ GpuStepLibrary::~GpuStepLibrary() {
   (void)runtime_->takeDeferredError();
 }
 
-const cpu::FunctionSignature *GpuStepLibrary::signature(const std::string &name) const {
-  for (const cpu::FunctionSignature &f : description_.base.functions)
+const runtime::FunctionSignature *GpuStepLibrary::signature(const std::string &name) const {
+  for (const runtime::FunctionSignature &f : description_.base.functions)
     if (f.name == name)
       return &f;
   return nullptr;
 }
 
 Result<std::vector<GpuValue>> GpuStepLibrary::run(const std::string &name, const std::vector<GpuValue> &args,
-                                                  std::vector<cpu::NamedTensor> *probes) const {
-  const cpu::FunctionSignature *sig = signature(name);
+                                                  std::vector<runtime::NamedTensor> *probes) const {
+  const runtime::FunctionSignature *sig = signature(name);
   if (!sig) {
     std::string known;
-    for (const cpu::FunctionSignature &f : description_.base.functions)
+    for (const runtime::FunctionSignature &f : description_.base.functions)
       known += (known.empty() ? "@" : ", @") + f.name;
     return makeError("gpu step library: no function @" + name + " (it has " + (known.empty() ? "none" : known) +
                      ")");
@@ -296,7 +296,7 @@ Result<std::vector<GpuValue>> GpuStepLibrary::run(const std::string &name, const
   std::map<DevicePtr, std::shared_ptr<DeviceAllocation>> argumentBuffers;
   std::vector<int64_t> slots;
   for (size_t i = 0; i < args.size(); ++i) {
-    const cpu::ValueKind &k = sig->args[i];
+    const runtime::ValueKind &k = sig->args[i];
     if (!k.isTensor) {
       const Tensor &t = *args[i].host();
       int64_t word = 0;
@@ -334,7 +334,7 @@ Result<std::vector<GpuValue>> GpuStepLibrary::run(const std::string &name, const
     packed.push_back(&s);
   std::vector<size_t> offsets;
   size_t bytes = 0, maxAlign = 1;
-  for (const cpu::ValueKind &k : sig->results) {
+  for (const runtime::ValueKind &k : sig->results) {
     auto [size, align] = fieldLayout(k);
     bytes = alignUp(bytes, align);
     offsets.push_back(bytes);
@@ -356,11 +356,11 @@ Result<std::vector<GpuValue>> GpuStepLibrary::run(const std::string &name, const
   std::vector<GpuValue> results;
   const uint8_t *base = reinterpret_cast<const uint8_t *>(resultStorage.data());
   for (size_t r = 0; r < sig->results.size(); ++r) {
-    const cpu::ValueKind &k = sig->results[r];
+    const runtime::ValueKind &k = sig->results[r];
     const uint8_t *field = base + offsets[r];
     if (!k.isTensor) {
       Tensor t(k.elem, {});
-      cpu::loadElement(k.elem, field, t, 0);
+      runtime::loadElement(k.elem, field, t, 0);
       results.emplace_back(std::move(t));
       continue;
     }
@@ -412,7 +412,7 @@ Result<std::vector<GpuValue>> GpuStepLibrary::run(const std::string &name, const
       Result<Tensor> t = results[sig->numResults + p].toHost();
       if (!t)
         return makeError(where + "probe '" + sig->probeNames[p] + "': " + t.error());
-      probes->push_back(cpu::NamedTensor{sig->probeNames[p], t.take()});
+      probes->push_back(runtime::NamedTensor{sig->probeNames[p], t.take()});
     }
   results.resize(sig->numResults, GpuValue(Tensor()));
   return results;
@@ -424,13 +424,13 @@ Result<std::vector<GpuValue>> GpuStepLibrary::run(const std::string &name, const
 
 Result<GpuSequence> GpuSequence::create(const GpuStepLibrary &library, const std::string &name,
                                         std::vector<GpuValue> initialArgs) {
-  const cpu::FunctionSignature *sig = library.signature(name);
+  const runtime::FunctionSignature *sig = library.signature(name);
   if (!sig)
     return makeError("gpu sequence: the library has no function @" + name);
   if (initialArgs.size() != sig->args.size())
     return makeError("gpu sequence @" + name + ": " + std::to_string(initialArgs.size()) +
                      " initial arguments, the function takes " + std::to_string(sig->args.size()));
-  for (const cpu::StateBinding &b : sig->state)
+  for (const runtime::StateBinding &b : sig->state)
     if (b.arg < 0 || b.arg >= static_cast<int64_t>(sig->args.size()) || b.result < 0 ||
         b.result >= static_cast<int64_t>(sig->numResults))
       return makeError("gpu sequence @" + name + ": state binding arg " + std::to_string(b.arg) + " / result " +
@@ -439,13 +439,13 @@ Result<GpuSequence> GpuSequence::create(const GpuStepLibrary &library, const std
 }
 
 Result<std::vector<GpuValue>> GpuSequence::step(const std::vector<std::pair<size_t, GpuValue>> &stepArgs,
-                                                std::vector<cpu::NamedTensor> *probes) {
+                                                std::vector<runtime::NamedTensor> *probes) {
   std::vector<GpuValue> args = args_;
   for (const auto &[index, value] : stepArgs) {
     if (index >= args.size())
       return makeError("gpu sequence @" + signature_->name + ": argument #" + std::to_string(index) +
                        " does not exist");
-    for (const cpu::StateBinding &b : signature_->state)
+    for (const runtime::StateBinding &b : signature_->state)
       if (static_cast<size_t>(b.arg) == index)
         return makeError("gpu sequence @" + signature_->name + ": argument #" + std::to_string(index) +
                          " is state (the previous step's result #" + std::to_string(b.result) + ")");
@@ -454,20 +454,20 @@ Result<std::vector<GpuValue>> GpuSequence::step(const std::vector<std::pair<size
   Result<std::vector<GpuValue>> results = library_->run(signature_->name, args, probes);
   if (!results)
     return results;
-  for (const cpu::StateBinding &b : signature_->state)
+  for (const runtime::StateBinding &b : signature_->state)
     args_[static_cast<size_t>(b.arg)] = (*results)[static_cast<size_t>(b.result)];
   return results;
 }
 
-cpu::CPUSequence::Runner makeCPUSequenceRunner(std::shared_ptr<const GpuStepLibrary> library, std::string name) {
+runtime::Sequence::Runner makeSequenceRunner(std::shared_ptr<const GpuStepLibrary> library, std::string name) {
   struct Cache {
-    // Keyed by the buffer's address: the buffers must outlive the runner (a CPUSequence holds its fixed arguments,
+    // Keyed by the buffer's address: the buffers must outlive the runner (a Sequence holds its fixed arguments,
     // the weights, for as long as it holds the runner).
-    std::map<const cpu::CPUBuffer *, GpuTensor> uploads;
+    std::map<const runtime::HostBuffer *, GpuTensor> uploads;
   };
   auto cache = std::make_shared<Cache>();
-  return [library, name, cache](const std::vector<cpu::CPUValue> &args,
-                                std::vector<cpu::NamedTensor> *probes) -> Result<std::vector<Tensor>> {
+  return [library, name, cache](const std::vector<runtime::HostValue> &args,
+                                std::vector<runtime::NamedTensor> *probes) -> Result<std::vector<Tensor>> {
     std::vector<GpuValue> gpuArgs;
     gpuArgs.reserve(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
@@ -475,9 +475,9 @@ cpu::CPUSequence::Runner makeCPUSequenceRunner(std::shared_ptr<const GpuStepLibr
         gpuArgs.emplace_back(*t);
         continue;
       }
-      const cpu::CPUBuffer *b = args[i].buffer();
+      const runtime::HostBuffer *b = args[i].buffer();
       if (!b)
-        return makeError("gpu step library @" + name + ": argument #" + std::to_string(i) + " is a null CPUBuffer");
+        return makeError("gpu step library @" + name + ": argument #" + std::to_string(i) + " is a null HostBuffer");
       auto it = cache->uploads.find(b);
       if (it == cache->uploads.end()) {
         const size_t bytes = static_cast<size_t>(product(b->shape()) * elementBytes(b->elementType()));
@@ -505,7 +505,7 @@ cpu::CPUSequence::Runner makeCPUSequenceRunner(std::shared_ptr<const GpuStepLibr
 }
 
 const GpuValue *GpuSequence::state(size_t arg) const {
-  for (const cpu::StateBinding &b : signature_->state)
+  for (const runtime::StateBinding &b : signature_->state)
     if (static_cast<size_t>(b.arg) == arg)
       return &args_[arg];
   return nullptr;

@@ -1,10 +1,13 @@
 //===- KernelLibrary.cpp - launching the dsa GPU kernels from C++ ---------------------------------------------===//
 //
 // Parameter lists and launch shapes follow the gpu.func signatures and the "Grid:" lines of
-// lib/Conversion/DSAToGPU/Kernels.mlir, which DSAToGPU.cpp uses as well (block sizes kElementwiseBlock etc.).
+// compiler/lib/Conversion/DSAToGPU/Kernels.mlir; the kernel names, parameter layouts and block sizes are core's
+// kernel table (dsa/ABI/GpuKernels.h), which the GPU lowering uses as well.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Runtime/Cuda/KernelLibrary.h"
+
+#include "dsa/ABI/GpuKernels.h"
 
 #include <climits>
 #include <cmath>
@@ -12,38 +15,14 @@
 namespace dsa::cuda {
 
 namespace {
-enum Kernel : size_t {
-  kPositions,
-  kGemm,
-  kRmsNorm,
-  kApplyRope,
-  kActQuant,
-  kRingUpdate,
-  kWindowIndices,
-  kSparseAttn,
-  kLinearF32,
-  kExtf,
-  kTruncf,
-  kCompressState,
-  kCompressPool,
-  kFp4Quant,
-  kCacheWrite,
-  kIndexerScores,
-  kCompressVisibility,
-  kApplyCandidates,
-  kCandidateBlockScores,
-  kCandidateMask,
-  kTopkMap,
-  kConcatRows,
-  kConcatCols,
-  kNumKernels
-};
 
-constexpr unsigned kElementwiseBlock = 256;
-constexpr unsigned kQuantBlock = 128;
-constexpr unsigned kGemmTile = 16;
-constexpr unsigned kRowBlock = 256;
-constexpr unsigned kAttnBlock = 128;
+using abi::GpuKernel;
+// The launch geometry of core's kernel table (dsa/ABI/GpuKernels.h), as the lowering uses it.
+constexpr unsigned kElementwiseBlock = abi::kGpuElementwiseBlock;
+constexpr unsigned kQuantBlock = abi::kGpuQuantBlock;
+constexpr unsigned kGemmTile = abi::kGpuGemmTile;
+constexpr unsigned kRowBlock = abi::kGpuRowBlock;
+constexpr unsigned kAttnBlock = abi::kGpuAttnBlock;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -64,50 +43,23 @@ Status negative(const char *what, std::initializer_list<int64_t> sizes) {
 } // namespace
 
 const std::vector<std::string> &KernelLibrary::kernelNames() {
-  static const std::vector<std::string> names = {
-      "dsa_positions",  "dsa_gemm_bf16",   "dsa_rms_norm_bf16",  "dsa_apply_rope",
-      "dsa_act_quant_fp8", "dsa_ring_update", "dsa_window_indices", "dsa_sparse_attn",
-      "dsa_linear_f32", "dsa_extf_bf16_f32", "dsa_truncf_f32_bf16", "dsa_compress_state", "dsa_compress_pool",
-      "dsa_fp4_quant", "dsa_cache_write", "dsa_indexer_scores", "dsa_compress_visibility", "dsa_apply_candidates",
-      "dsa_candidate_block_scores", "dsa_candidate_mask", "dsa_topk_map", "dsa_concat_rows_bf16",
-      "dsa_concat_cols_i32"};
-  static_assert(kNumKernels == 23, "one name per kernel");
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const abi::GpuKernelInfo &k : abi::kGpuKernels)
+      n.push_back(k.symbol);
+    return n;
+  }();
   return names;
 }
 
 std::vector<unsigned> KernelLibrary::parameterBytes(const std::string &kernel) {
-  // m: a memref<?xT> (five 8-byte values), q: an 8-byte scalar (index, i64), w: a 4-byte scalar (i32, f32); from
-  // the gpu.func signatures of Kernels.mlir.
-  static const std::pair<const char *, const char *> kSignatures[] = {
-      {"dsa_positions", "m q q q"},
-      {"dsa_gemm_bf16", "m m m q q q q q q q q"},
-      {"dsa_rms_norm_bf16", "m m m q q w"},
-      {"dsa_apply_rope", "m m m m q q q q w"},
-      {"dsa_act_quant_fp8", "m m q q"},
-      {"dsa_ring_update", "m m m q q q q"},
-      {"dsa_window_indices", "m q q q q"},
-      {"dsa_sparse_attn", "m m m m m m q q q q q w"},
-      {"dsa_linear_f32", "m m m q q q"},
-      {"dsa_extf_bf16_f32", "m m q"},
-      {"dsa_truncf_f32_bf16", "m m q"},
-      {"dsa_compress_state", "m m m m m m q q q q"},
-      {"dsa_compress_pool", "m m m q q q"},
-      {"dsa_fp4_quant", "m m q q w"},
-      {"dsa_cache_write", "m m m q q q q"},
-      {"dsa_indexer_scores", "m m m m q q q q w"},
-      {"dsa_compress_visibility", "m m q q q q"},
-      {"dsa_apply_candidates", "m m m q"},
-      {"dsa_candidate_block_scores", "m m q q q q q q"},
-      {"dsa_candidate_mask", "m m m q q q q q"},
-      {"dsa_topk_map", "m m q q q q q"},
-      {"dsa_concat_rows_bf16", "m m m q q"},
-      {"dsa_concat_cols_i32", "m m m q q q"},
-  };
+  // m: a memref<?xT> (five 8-byte values), q: an 8-byte scalar (index, i64), w: a 4-byte scalar (i32, f32):
+  // core's kernel table (dsa/ABI/GpuKernels.def), checked against Kernels.mlir's gpu.func signatures.
   std::vector<unsigned> bytes;
-  for (auto &[name, sig] : kSignatures) {
-    if (kernel != name)
+  for (const abi::GpuKernelInfo &k : abi::kGpuKernels) {
+    if (kernel != k.symbol)
       continue;
-    for (const char *c = sig; *c; ++c) {
+    for (const char *c = k.parameters; *c; ++c) {
       if (*c == 'm')
         bytes.insert(bytes.end(), 5, 8u);
       else if (*c == 'q')
@@ -133,7 +85,8 @@ Result<KernelLibrary> KernelLibrary::load(const Context &ctx, const std::string 
   return lib;
 }
 
-Status KernelLibrary::run(size_t kernel, const LaunchShape &shape, KernelArgs &args) const {
+Status KernelLibrary::run(abi::GpuKernel which, const LaunchShape &shape, KernelArgs &args) const {
+  const size_t kernel = static_cast<size_t>(which);
   const std::vector<unsigned> want = parameterBytes(kernelNames()[kernel]);
   bool same = want.size() == args.size();
   for (size_t i = 0; same && i < want.size(); ++i)
@@ -159,7 +112,7 @@ Status KernelLibrary::positions(DevicePtr out, int64_t start, int64_t count, int
     return makeError(gx.error());
   KernelArgs args;
   args.memref(out, count).i64(start).index(count).i64(stride);
-  return run(kPositions, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
+  return run(GpuKernel::Positions, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
 }
 
 Status KernelLibrary::linearBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t M, int64_t N, int64_t K) const {
@@ -172,7 +125,7 @@ Status KernelLibrary::linearBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t 
   KernelArgs args;
   args.memref(x, M * K).memref(w, N * K).memref(y, M * N);
   args.index(M).index(N).index(K).index(K).index(N).index(0).index(0).index(0);
-  return run(kGemm, {{*gx, *gy, 1}, {kGemmTile, kGemmTile, 1}}, args);
+  return run(GpuKernel::GemmBf16, {{*gx, *gy, 1}, {kGemmTile, kGemmTile, 1}}, args);
 }
 
 Status KernelLibrary::groupedOutput(DevicePtr o, DevicePtr woA, DevicePtr y, int64_t s, int64_t H, int64_t hd,
@@ -191,7 +144,7 @@ Status KernelLibrary::groupedOutput(DevicePtr o, DevicePtr woA, DevicePtr y, int
   KernelArgs args;
   args.memref(o, s * H * hd).memref(woA, G * R * gw).memref(y, s * G * R);
   args.index(s).index(R).index(gw).index(H * hd).index(G * R).index(gw).index(R * gw).index(R);
-  return run(kGemm, {{*gx, *gy, *gz}, {kGemmTile, kGemmTile, 1}}, args);
+  return run(GpuKernel::GemmBf16, {{*gx, *gy, *gz}, {kGemmTile, kGemmTile, 1}}, args);
 }
 
 Status KernelLibrary::rmsNormBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t rows, int64_t D, float eps) const {
@@ -204,7 +157,7 @@ Status KernelLibrary::rmsNormBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t
     return makeError(gx.error());
   KernelArgs args;
   args.memref(x, rows * D).memref(w, D).memref(y, rows * D).index(rows).index(D).f32(eps);
-  return run(kRmsNorm, {{*gx, 1, 1}, {kRowBlock, 1, 1}}, args);
+  return run(GpuKernel::RmsNormBf16, {{*gx, 1, 1}, {kRowBlock, 1, 1}}, args);
 }
 
 Status KernelLibrary::applyRope(DevicePtr x, DevicePtr pos, DevicePtr freqs, DevicePtr y, int64_t s,
@@ -221,7 +174,7 @@ Status KernelLibrary::applyRope(DevicePtr x, DevicePtr pos, DevicePtr freqs, Dev
   KernelArgs args;
   args.memref(x, total).memref(pos, s).memref(freqs, rd / 2).memref(y, total);
   args.index(s).index(rowsPerToken).index(hd).index(rd).i32(inverse ? 1 : 0);
-  return run(kApplyRope, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
+  return run(GpuKernel::ApplyRope, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
 }
 
 Status KernelLibrary::actQuantFp8(DevicePtr x, DevicePtr y, int64_t nblocks, int64_t block) const {
@@ -234,7 +187,7 @@ Status KernelLibrary::actQuantFp8(DevicePtr x, DevicePtr y, int64_t nblocks, int
     return makeError(gx.error());
   KernelArgs args;
   args.memref(x, nblocks * block).memref(y, nblocks * block).index(nblocks).index(block);
-  return run(kActQuant, {{*gx, 1, 1}, {kQuantBlock, 1, 1}}, args);
+  return run(GpuKernel::ActQuantFp8, {{*gx, 1, 1}, {kQuantBlock, 1, 1}}, args);
 }
 
 Status KernelLibrary::ringUpdate(DevicePtr ring, DevicePtr kv, DevicePtr out, int64_t W, int64_t hd, int64_t s,
@@ -250,7 +203,7 @@ Status KernelLibrary::ringUpdate(DevicePtr ring, DevicePtr kv, DevicePtr out, in
     return makeError(gx.error());
   KernelArgs args;
   args.memref(ring, W * hd).memref(kv, s * hd).memref(out, W * hd).index(W).index(hd).index(s).i64(start);
-  return run(kRingUpdate, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
+  return run(GpuKernel::RingUpdate, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
 }
 
 Status KernelLibrary::windowIndices(DevicePtr out, int64_t start, int64_t count, int64_t W, int64_t width) const {
@@ -271,7 +224,7 @@ Status KernelLibrary::windowIndices(DevicePtr out, int64_t start, int64_t count,
     return makeError(gx.error());
   KernelArgs args;
   args.memref(out, count * width).i64(start).index(count).index(W).index(width);
-  return run(kWindowIndices, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
+  return run(GpuKernel::WindowIndices, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
 }
 
 Status KernelLibrary::sparseAttn(DevicePtr q, DevicePtr kv, DevicePtr idx, DevicePtr sink, DevicePtr o,
@@ -288,7 +241,7 @@ Status KernelLibrary::sparseAttn(DevicePtr q, DevicePtr kv, DevicePtr idx, Devic
   args.memref(q, s * H * hd).memref(kv, n * hd).memref(idx, s * k).memref(sink, H).memref(o, s * H * hd);
   args.memref(scratch, std::max<int64_t>(1, s * H * k));
   args.index(s).index(H).index(hd).index(n).index(k).f32(scale);
-  return run(kSparseAttn, {{*gx, 1, 1}, {kAttnBlock, 1, 1}}, args);
+  return run(GpuKernel::SparseAttn, {{*gx, 1, 1}, {kAttnBlock, 1, 1}}, args);
 }
 
 //===----------------------------------------------------------------------===//
@@ -325,7 +278,7 @@ Status KernelLibrary::linearF32(DevicePtr x, DevicePtr w, DevicePtr y, int64_t M
     return makeError(shape.error());
   KernelArgs args;
   args.memref(x, M * K).memref(w, N * K).memref(y, M * N).index(M).index(N).index(K);
-  return run(kLinearF32, *shape, args);
+  return run(GpuKernel::LinearF32, *shape, args);
 }
 
 Status KernelLibrary::extfBf16F32(DevicePtr x, DevicePtr y, int64_t n) const {
@@ -336,7 +289,7 @@ Status KernelLibrary::extfBf16F32(DevicePtr x, DevicePtr y, int64_t n) const {
     return makeError(shape.error());
   KernelArgs args;
   args.memref(x, n).memref(y, n).index(n);
-  return run(kExtf, *shape, args);
+  return run(GpuKernel::ExtfBf16F32, *shape, args);
 }
 
 Status KernelLibrary::truncfF32Bf16(DevicePtr x, DevicePtr y, int64_t n) const {
@@ -347,7 +300,7 @@ Status KernelLibrary::truncfF32Bf16(DevicePtr x, DevicePtr y, int64_t n) const {
     return makeError(shape.error());
   KernelArgs args;
   args.memref(x, n).memref(y, n).index(n);
-  return run(kTruncf, *shape, args);
+  return run(GpuKernel::TruncfF32Bf16, *shape, args);
 }
 
 int64_t KernelLibrary::pooledRows(int64_t s, int64_t start, int64_t ratio) {
@@ -373,7 +326,7 @@ Status KernelLibrary::compressPool(DevicePtr kv, DevicePtr score, DevicePtr kvSt
   KernelArgs state;
   state.memref(kv, s * hd).memref(score, s * hd).memref(kvState, ratio * hd).memref(scoreState, ratio * hd);
   state.memref(newKv, ratio * hd).memref(newScore, ratio * hd).index(ratio).index(hd).index(s).i64(start);
-  if (Status st = run(kCompressState, *stateShape, state); !st.ok())
+  if (Status st = run(GpuKernel::CompressState, *stateShape, state); !st.ok())
     return st;
   const int64_t g = pooledRows(s, start, ratio);
   Result<LaunchShape> poolShape = elementwise("compress_pool", g * hd);
@@ -385,7 +338,7 @@ Status KernelLibrary::compressPool(DevicePtr kv, DevicePtr score, DevicePtr kvSt
   pool.memref(prefill ? kv : newKv, prefill ? s * hd : ratio * hd);
   pool.memref(prefill ? score : newScore, prefill ? s * hd : ratio * hd);
   pool.memref(pooled, g * hd).index(g).index(ratio).index(hd);
-  return run(kCompressPool, *poolShape, pool);
+  return run(GpuKernel::CompressPool, *poolShape, pool);
 }
 
 Status KernelLibrary::fp4Quant(DevicePtr x, DevicePtr y, int64_t nblocks, int64_t block, bool e4m3Scale) const {
@@ -398,7 +351,7 @@ Status KernelLibrary::fp4Quant(DevicePtr x, DevicePtr y, int64_t nblocks, int64_
     return makeError(shape.error());
   KernelArgs args;
   args.memref(x, nblocks * block).memref(y, nblocks * block).index(nblocks).index(block).i32(e4m3Scale ? 1 : 0);
-  return run(kFp4Quant, *shape, args);
+  return run(GpuKernel::Fp4Quant, *shape, args);
 }
 
 Status KernelLibrary::cacheWrite(DevicePtr cache, DevicePtr rows, DevicePtr out, int64_t C, int64_t w, int64_t g,
@@ -417,7 +370,7 @@ Status KernelLibrary::cacheWrite(DevicePtr cache, DevicePtr rows, DevicePtr out,
     return makeError(shape.error());
   KernelArgs args;
   args.memref(cache, C * w).memref(rows, g * w).memref(out, C * w).index(C).index(w).index(first).index(g);
-  return run(kCacheWrite, *shape, args);
+  return run(GpuKernel::CacheWrite, *shape, args);
 }
 
 Status KernelLibrary::indexerScores(DevicePtr iq, DevicePtr w, DevicePtr keys, DevicePtr out, int64_t s, int64_t IH,
@@ -439,7 +392,7 @@ Status KernelLibrary::indexerScores(DevicePtr iq, DevicePtr w, DevicePtr keys, D
   KernelArgs args;
   args.memref(iq, s * IH * ihd).memref(w, s * IH).memref(keys, n * ihd).memref(out, s * width);
   args.index(s).index(IH).index(ihd).index(width).f32(weightScale);
-  return run(kIndexerScores, *shape, args);
+  return run(GpuKernel::IndexerScores, *shape, args);
 }
 
 namespace {
@@ -464,7 +417,7 @@ Status KernelLibrary::compressVisibility(DevicePtr scores, DevicePtr out, int64_
     return makeError(shape.error());
   KernelArgs args;
   args.memref(scores, s * width).memref(out, s * width).index(s).index(width).i64(start).i64(ratio);
-  return run(kCompressVisibility, *shape, args);
+  return run(GpuKernel::CompressVisibility, *shape, args);
 }
 
 Status KernelLibrary::applyCandidates(DevicePtr scores, DevicePtr mask, DevicePtr out, int64_t n) const {
@@ -475,7 +428,7 @@ Status KernelLibrary::applyCandidates(DevicePtr scores, DevicePtr mask, DevicePt
     return makeError(shape.error());
   KernelArgs args;
   args.memref(scores, n).memref(mask, n).memref(out, n).index(n);
-  return run(kApplyCandidates, *shape, args);
+  return run(GpuKernel::ApplyCandidates, *shape, args);
 }
 
 Status KernelLibrary::candidateBlockScores(DevicePtr scores, DevicePtr blockScores, int64_t s, int64_t width,
@@ -491,7 +444,7 @@ Status KernelLibrary::candidateBlockScores(DevicePtr scores, DevicePtr blockScor
   KernelArgs args;
   args.memref(scores, s * width).memref(blockScores, s * nBlocks).index(s).index(width).index(nBlocks);
   args.index(blockSize).i64(start).i64(ratio);
-  return run(kCandidateBlockScores, *shape, args);
+  return run(GpuKernel::CandidateBlockScores, *shape, args);
 }
 
 Status KernelLibrary::candidateMask(DevicePtr blockScores, DevicePtr picks, DevicePtr mask, int64_t s, int64_t width,
@@ -510,7 +463,7 @@ Status KernelLibrary::candidateMask(DevicePtr blockScores, DevicePtr picks, Devi
   KernelArgs args;
   args.memref(blockScores, s * nBlocks).memref(picks, s * k).memref(mask, s * width);
   args.index(s).index(width).index(nBlocks).index(k).index(blockSize);
-  return run(kCandidateMask, *shape, args);
+  return run(GpuKernel::CandidateMask, *shape, args);
 }
 
 Status KernelLibrary::topkMap(DevicePtr picks, DevicePtr out, int64_t s, int64_t k, int64_t start, int64_t ratio,
@@ -528,7 +481,7 @@ Status KernelLibrary::topkMap(DevicePtr picks, DevicePtr out, int64_t s, int64_t
   KernelArgs args;
   args.memref(picks, s * k).memref(out, s * k).index(s).index(k).i64(start).i64(ratio);
   args.i64(start == 0 ? s : windowSize);
-  return run(kTopkMap, *shape, args);
+  return run(GpuKernel::TopkMap, *shape, args);
 }
 
 Status KernelLibrary::concatRowsBf16(DevicePtr a, DevicePtr b, DevicePtr out, int64_t na, int64_t nb) const {
@@ -539,7 +492,7 @@ Status KernelLibrary::concatRowsBf16(DevicePtr a, DevicePtr b, DevicePtr out, in
     return makeError(shape.error());
   KernelArgs args;
   args.memref(a, na).memref(b, nb).memref(out, na + nb).index(na).index(nb);
-  return run(kConcatRows, *shape, args);
+  return run(GpuKernel::ConcatRowsBf16, *shape, args);
 }
 
 Status KernelLibrary::concatColsI32(DevicePtr a, DevicePtr b, DevicePtr out, int64_t rows, int64_t wa,
@@ -551,7 +504,7 @@ Status KernelLibrary::concatColsI32(DevicePtr a, DevicePtr b, DevicePtr out, int
     return makeError(shape.error());
   KernelArgs args;
   args.memref(a, rows * wa).memref(b, rows * wb).memref(out, rows * (wa + wb)).index(rows).index(wa).index(wb);
-  return run(kConcatCols, *shape, args);
+  return run(GpuKernel::ConcatColsI32, *shape, args);
 }
 
 } // namespace dsa::cuda

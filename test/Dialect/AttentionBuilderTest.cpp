@@ -1,6 +1,6 @@
 //===- AttentionBuilderTest.cpp - mlir::dsa::buildAttentionFunction ----------===//
 //
-// The layer-function builder (include/dsa/Dialect/DSA/IR/AttentionBuilder.h):
+// The layer-function builder (compiler/include/dsa/Dialect/DSA/IR/AttentionBuilder.h):
 //   - what it builds equals hand-written MLIR text (the tiny golden's L0, window only, and L5, a ratio-1 index source
 //     using candidates; the text written here from DSAOps.td's description, not produced by the builder), verifies,
 //     and survives print -> parse -> print unchanged;

@@ -1,4 +1,4 @@
-// Every diagnostic of the dsa verifiers (lib/Dialect/DSA/IR/DSAOps.cpp, DSAAttrs.cpp), one case per message.
+// Every diagnostic of the dsa verifiers (compiler/lib/Dialect/DSA/IR/DSAOps.cpp, DSAAttrs.cpp), one case per message.
 // RUN: dsa-opt %s -split-input-file -verify-diagnostics
 
 //===----------------------------------------------------------------------===//

@@ -77,17 +77,17 @@ TEST_F(InterpreterApiTest, RunsWithArgumentsAndLogsProbes) {
   func::FuncOp fn = parse(kScaleModule, "f");
   ASSERT_TRUE(fn) << allDiagnostics();
   // x = [[1, 2], [3, -4], [0.25, 8]] (3 rows for the dynamic dim); y = [2*x0, 0.5*x1] per row.
-  interp::Tensor x = interp::Tensor::fromFloats(interp::ElementType::BF16, {3, 2}, {1, 2, 3, -4, 0.25f, 8});
+  ::dsa::Tensor x = ::dsa::Tensor::fromFloats(::dsa::ElementType::BF16, {3, 2}, {1, 2, 3, -4, 0.25f, 8});
   interp::ProbeLog probes;
-  FailureOr<std::vector<interp::Tensor>> results =
-      interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(41)}, &probes);
+  FailureOr<std::vector<::dsa::Tensor>> results =
+      interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(41)}, &probes);
   ASSERT_TRUE(succeeded(results)) << allDiagnostics();
   ASSERT_EQ(results->size(), 2u);
-  const interp::Tensor &y = (*results)[0];
-  EXPECT_EQ(y.elementType(), interp::ElementType::BF16);
+  const ::dsa::Tensor &y = (*results)[0];
+  EXPECT_EQ(y.elementType(), ::dsa::ElementType::BF16);
   EXPECT_EQ(y.shape(), (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(y.floatVector(), (std::vector<float>{2, 1, 6, -2, 0.5f, 4}));
-  EXPECT_EQ((*results)[1].elementType(), interp::ElementType::I64);
+  EXPECT_EQ((*results)[1].elementType(), ::dsa::ElementType::I64);
   EXPECT_EQ((*results)[1].rank(), 0);
   EXPECT_EQ((*results)[1].scalarInt(), 42);
   ASSERT_EQ(probes.size(), 1u);
@@ -95,50 +95,50 @@ TEST_F(InterpreterApiTest, RunsWithArgumentsAndLogsProbes) {
   EXPECT_EQ(probes[0].value.floatVector(), x.floatVector());
 
   // A null probe log is allowed.
-  EXPECT_TRUE(succeeded(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr)));
+  EXPECT_TRUE(succeeded(interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(0)}, nullptr)));
   EXPECT_TRUE(diagnostics.empty()) << allDiagnostics();
 }
 
 TEST_F(InterpreterApiTest, ProbeOverrideReplacesTheProbedValue) {
   func::FuncOp fn = parse(kScaleModule, "f");
   ASSERT_TRUE(fn) << allDiagnostics();
-  interp::Tensor x = interp::Tensor::fromFloats(interp::ElementType::BF16, {1, 2}, {1, 2});
+  ::dsa::Tensor x = ::dsa::Tensor::fromFloats(::dsa::ElementType::BF16, {1, 2}, {1, 2});
   interp::ProbeLog probes;
   std::vector<std::string> seen;
   // The probe "f.x" is replaced by [[3, 4]]: the linear after it reads the replacement, y = [6, 2].
-  interp::ProbeOverride force = [&](const std::string &name, interp::Tensor &value) {
+  interp::ProbeOverride force = [&](const std::string &name, ::dsa::Tensor &value) {
     seen.push_back(name);
-    value = interp::Tensor::fromFloats(interp::ElementType::BF16, {1, 2}, {3, 4});
+    value = ::dsa::Tensor::fromFloats(::dsa::ElementType::BF16, {1, 2}, {3, 4});
     return true;
   };
-  FailureOr<std::vector<interp::Tensor>> results =
-      interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, &probes, force);
+  FailureOr<std::vector<::dsa::Tensor>> results =
+      interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(0)}, &probes, force);
   ASSERT_TRUE(succeeded(results)) << allDiagnostics();
   EXPECT_EQ((*results)[0].floatVector(), (std::vector<float>{6, 2}));
   EXPECT_EQ(seen, (std::vector<std::string>{"f.x"}));
   ASSERT_EQ(probes.size(), 1u);
   EXPECT_EQ(probes[0].value.floatVector(), x.floatVector()); // the log has the computed value
   // Declining (false) changes nothing; an empty override is allowed.
-  results = interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr,
-                                      [](const std::string &, interp::Tensor &) { return false; });
+  results = interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(0)}, nullptr,
+                                      [](const std::string &, ::dsa::Tensor &) { return false; });
   ASSERT_TRUE(succeeded(results));
   EXPECT_EQ((*results)[0].floatVector(), (std::vector<float>{2, 1}));
-  EXPECT_TRUE(succeeded(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr,
+  EXPECT_TRUE(succeeded(interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(0)}, nullptr,
                                                   interp::ProbeOverride{})));
   EXPECT_TRUE(diagnostics.empty()) << allDiagnostics();
   // A replacement of another type is an error.
-  interp::ProbeOverride wrong = [](const std::string &, interp::Tensor &value) {
-    value = interp::Tensor::fromFloats(interp::ElementType::F32, {1, 2}, {3, 4});
+  interp::ProbeOverride wrong = [](const std::string &, ::dsa::Tensor &value) {
+    value = ::dsa::Tensor::fromFloats(::dsa::ElementType::F32, {1, 2}, {3, 4});
     return true;
   };
-  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr, wrong)));
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(0)}, nullptr, wrong)));
   EXPECT_NE(allDiagnostics().find("the override of the probed value"), std::string::npos) << allDiagnostics();
 }
 
 TEST_F(InterpreterApiTest, RejectsWrongArgumentCount) {
   func::FuncOp fn = parse(kScaleModule, "f");
   ASSERT_TRUE(fn) << allDiagnostics();
-  interp::Tensor x(interp::ElementType::BF16, {1, 2});
+  ::dsa::Tensor x(::dsa::ElementType::BF16, {1, 2});
   EXPECT_TRUE(failed(interp::interpretFunction(fn, {x}, nullptr)));
   EXPECT_NE(allDiagnostics().find("function 'f' takes 2 arguments, got 1"), std::string::npos) << allDiagnostics();
 }
@@ -146,8 +146,8 @@ TEST_F(InterpreterApiTest, RejectsWrongArgumentCount) {
 TEST_F(InterpreterApiTest, RejectsWrongElementType) {
   func::FuncOp fn = parse(kScaleModule, "f");
   ASSERT_TRUE(fn) << allDiagnostics();
-  interp::Tensor x(interp::ElementType::F32, {1, 2});
-  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr)));
+  ::dsa::Tensor x(::dsa::ElementType::F32, {1, 2});
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(0)}, nullptr)));
   EXPECT_NE(allDiagnostics().find("argument #0: element type is f32, expected bf16"), std::string::npos)
       << allDiagnostics();
 }
@@ -155,8 +155,8 @@ TEST_F(InterpreterApiTest, RejectsWrongElementType) {
 TEST_F(InterpreterApiTest, RejectsWrongStaticDimension) {
   func::FuncOp fn = parse(kScaleModule, "f");
   ASSERT_TRUE(fn) << allDiagnostics();
-  interp::Tensor x(interp::ElementType::BF16, {1, 3});
-  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, interp::Tensor::scalarI64(0)}, nullptr)));
+  ::dsa::Tensor x(::dsa::ElementType::BF16, {1, 3});
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(0)}, nullptr)));
   EXPECT_NE(allDiagnostics().find("argument #0: shape is [1, 3], expected [?, 2]"), std::string::npos)
       << allDiagnostics();
 }
@@ -164,13 +164,13 @@ TEST_F(InterpreterApiTest, RejectsWrongStaticDimension) {
 TEST_F(InterpreterApiTest, RejectsNonScalarForScalarArgument) {
   func::FuncOp fn = parse(kScaleModule, "f");
   ASSERT_TRUE(fn) << allDiagnostics();
-  interp::Tensor x(interp::ElementType::BF16, {1, 2});
-  interp::Tensor n = interp::Tensor::fromInts(interp::ElementType::I64, {1}, {5});
+  ::dsa::Tensor x(::dsa::ElementType::BF16, {1, 2});
+  ::dsa::Tensor n = ::dsa::Tensor::fromInts(::dsa::ElementType::I64, {1}, {5});
   EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, n}, nullptr)));
   EXPECT_NE(allDiagnostics().find("argument #1: rank is 1, expected 0"), std::string::npos) << allDiagnostics();
   diagnostics.clear();
   // index where i64 is expected
-  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, interp::Tensor::scalarIndex(5)}, nullptr)));
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarIndex(5)}, nullptr)));
   EXPECT_NE(allDiagnostics().find("argument #1: element type is index, expected i64"), std::string::npos)
       << allDiagnostics();
 }
@@ -179,19 +179,19 @@ TEST_F(InterpreterApiTest, RejectsExternalFunction) {
   ASSERT_TRUE(parse(kScaleModule, "f"));
   func::FuncOp fn = module->lookupSymbol<func::FuncOp>("external");
   ASSERT_TRUE(fn);
-  EXPECT_TRUE(failed(interp::interpretFunction(fn, {interp::Tensor::scalarI64(1)}, nullptr)));
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {::dsa::Tensor::scalarI64(1)}, nullptr)));
   EXPECT_NE(allDiagnostics().find("function 'external' has no body"), std::string::npos) << allDiagnostics();
 }
 
 TEST_F(InterpreterApiTest, ElementTypeMapping) {
   Builder b(&context);
-  EXPECT_EQ(*interp::elementTypeFromMlir(b.getBF16Type()), interp::ElementType::BF16);
-  EXPECT_EQ(*interp::elementTypeFromMlir(b.getF32Type()), interp::ElementType::F32);
-  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI1Type()), interp::ElementType::I1);
-  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI32Type()), interp::ElementType::I32);
-  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI64Type()), interp::ElementType::I64);
-  EXPECT_EQ(*interp::elementTypeFromMlir(b.getIndexType()), interp::ElementType::Index);
-  ::dsa::Result<interp::ElementType> f16 = interp::elementTypeFromMlir(b.getF16Type());
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getBF16Type()), ::dsa::ElementType::BF16);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getF32Type()), ::dsa::ElementType::F32);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI1Type()), ::dsa::ElementType::I1);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI32Type()), ::dsa::ElementType::I32);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getI64Type()), ::dsa::ElementType::I64);
+  EXPECT_EQ(*interp::elementTypeFromMlir(b.getIndexType()), ::dsa::ElementType::Index);
+  ::dsa::Result<::dsa::ElementType> f16 = interp::elementTypeFromMlir(b.getF16Type());
   ASSERT_FALSE(f16.ok());
   EXPECT_NE(f16.error().find("unsupported element type 'f16'"), std::string::npos) << f16.error();
   EXPECT_FALSE(interp::elementTypeFromMlir(b.getIntegerType(8)).ok());
@@ -203,44 +203,44 @@ TEST_F(InterpreterApiTest, TensorFromAttr) {
   // bf16 splat of 0.1: the attribute holds bf16(0.1) = 0.10009765625.
   auto splatType = RankedTensorType::get({2, 2}, b.getBF16Type());
   auto splat = DenseElementsAttr::get(splatType, b.getFloatAttr(b.getBF16Type(), 0.1).getValue());
-  ::dsa::Result<interp::Tensor> t = interp::tensorFromAttr(splat);
+  ::dsa::Result<::dsa::Tensor> t = interp::tensorFromAttr(splat);
   ASSERT_TRUE(t.ok()) << t.error();
-  EXPECT_EQ(t->elementType(), interp::ElementType::BF16);
+  EXPECT_EQ(t->elementType(), ::dsa::ElementType::BF16);
   EXPECT_EQ(t->shape(), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(t->floatVector(), (std::vector<float>(4, 0.10009765625f)));
 
   // i1: true is stored as 1 (not sign-extended to -1).
   auto boolType = RankedTensorType::get({3}, b.getI1Type());
   auto bools = DenseElementsAttr::get(boolType, ArrayRef<bool>{true, false, true});
-  ::dsa::Result<interp::Tensor> tb = interp::tensorFromAttr(bools);
+  ::dsa::Result<::dsa::Tensor> tb = interp::tensorFromAttr(bools);
   ASSERT_TRUE(tb.ok()) << tb.error();
-  EXPECT_EQ(tb->elementType(), interp::ElementType::I1);
+  EXPECT_EQ(tb->elementType(), ::dsa::ElementType::I1);
   EXPECT_EQ(tb->intVector(), (std::vector<int64_t>{1, 0, 1}));
 
   // i32 negatives are sign-extended; index keeps 64 bits.
   auto i32s = DenseElementsAttr::get(RankedTensorType::get({2}, b.getI32Type()), ArrayRef<int32_t>{-1, 7});
-  ::dsa::Result<interp::Tensor> ti = interp::tensorFromAttr(i32s);
+  ::dsa::Result<::dsa::Tensor> ti = interp::tensorFromAttr(i32s);
   ASSERT_TRUE(ti.ok()) << ti.error();
-  EXPECT_EQ(ti->elementType(), interp::ElementType::I32);
+  EXPECT_EQ(ti->elementType(), ::dsa::ElementType::I32);
   EXPECT_EQ(ti->intVector(), (std::vector<int64_t>{-1, 7}));
   auto indexType = RankedTensorType::get({2}, b.getIndexType());
   auto indices = DenseElementsAttr::get(indexType, ArrayRef<APInt>{APInt(64, 1ull << 40), APInt(64, -3, true)});
-  ::dsa::Result<interp::Tensor> tx = interp::tensorFromAttr(indices);
+  ::dsa::Result<::dsa::Tensor> tx = interp::tensorFromAttr(indices);
   ASSERT_TRUE(tx.ok()) << tx.error();
-  EXPECT_EQ(tx->elementType(), interp::ElementType::Index);
+  EXPECT_EQ(tx->elementType(), ::dsa::ElementType::Index);
   EXPECT_EQ(tx->intVector(), (std::vector<int64_t>{int64_t(1) << 40, -3}));
 
   // f16 is not an interpreter type.
   auto f16s = DenseElementsAttr::get(RankedTensorType::get({1}, b.getF16Type()),
                                      b.getFloatAttr(b.getF16Type(), 1.0).getValue());
-  ::dsa::Result<interp::Tensor> th = interp::tensorFromAttr(f16s);
+  ::dsa::Result<::dsa::Tensor> th = interp::tensorFromAttr(f16s);
   ASSERT_FALSE(th.ok());
   EXPECT_NE(th.error().find("unsupported element type 'f16'"), std::string::npos) << th.error();
 }
 
 TEST_F(InterpreterApiTest, CheckTensorMatchesType) {
   Builder b(&context);
-  interp::Tensor t(interp::ElementType::F32, {2, 3});
+  ::dsa::Tensor t(::dsa::ElementType::F32, {2, 3});
   EXPECT_TRUE(interp::checkTensorMatchesType(t, RankedTensorType::get({2, 3}, b.getF32Type()), "v").ok());
   EXPECT_TRUE(
       interp::checkTensorMatchesType(t, RankedTensorType::get({ShapedType::kDynamic, 3}, b.getF32Type()), "v").ok());
@@ -251,7 +251,7 @@ TEST_F(InterpreterApiTest, CheckTensorMatchesType) {
   ::dsa::Status scalar = interp::checkTensorMatchesType(t, b.getF32Type(), "w");
   ASSERT_FALSE(scalar.ok());
   EXPECT_NE(scalar.error().find("w: rank is 2, expected 0"), std::string::npos) << scalar.error();
-  EXPECT_TRUE(interp::checkTensorMatchesType(interp::Tensor::scalarIndex(3), b.getIndexType(), "s").ok());
+  EXPECT_TRUE(interp::checkTensorMatchesType(::dsa::Tensor::scalarIndex(3), b.getIndexType(), "s").ok());
 }
 
 } // namespace

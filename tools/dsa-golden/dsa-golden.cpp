@@ -5,13 +5,13 @@
 // The MLIR-free counterpart of `dsa-run --golden FILE --backend=cpu`: the whole model of FILE (the tiny-model harness,
 // dsa::golden::TinyModel) with every layer's attention run by the CPU step library that
 // `dsa-run --golden FILE --emit-libraries=DIR` wrote (DIR/golden_layers.json + DIR/attention_L<l>.{so,json}),
-// through the runtime's sequence API (dsa/Runtime/CPU/StepLibrary.h: one CPUSequence per layer, owning its ring,
+// through the runtime's sequence API (dsa/Runtime/CPU/StepLibrary.h: one Sequence per layer, owning its ring,
 // compressor state and caches; the four shared slots passed from layer to layer). Links DSAGolden and DSACPURuntime
 // only (builds with -DDSA_ENABLE_MLIR=OFF).
 //
 // GPU step libraries (`dsa-run --golden FILE --emit-libraries=DIR --backend=gpu`; their descriptions have format
 // dsa-gpu-step-library) run the same way on the CUDA device 0 (runtime/cuda GpuStepLibrary.h: the mgpu* runtime
-// over the dlopen'd driver; makeCPUSequenceRunner: weights uploaded once). Without a driver or device that is an
+// over the dlopen'd driver; makeSequenceRunner: weights uploaded once). Without a driver or device that is an
 // error naming it.
 //
 // Prints what dsa-run --golden prints in whole-model mode: one verdict line per capture of the golden (section 12
@@ -40,8 +40,9 @@
 #include <sstream>
 
 namespace cpu = ::dsa::cpu;
+namespace runtime = ::dsa::runtime;
 namespace golden = ::dsa::golden;
-using dsa::interp::Tensor;
+using dsa::Tensor;
 
 namespace {
 
@@ -65,7 +66,7 @@ struct LayerRun {
   int64_t layer = 0;
   std::unique_ptr<cpu::CPUStepLibrary> library;
   std::shared_ptr<dsa::cuda::GpuStepLibrary> gpuLibrary; ///< instead of `library` for a GPU step library
-  std::unique_ptr<cpu::CPUSequence> sequence;
+  std::unique_ptr<runtime::Sequence> sequence;
   bool hasShared = false;
 };
 
@@ -117,7 +118,7 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
     run.layer = l;
     const std::string descriptionPath = dir + "/" + lj["description"].get<std::string>();
     const std::string function = lj["function"].get<std::string>();
-    const cpu::FunctionSignature *sig = nullptr;
+    const runtime::FunctionSignature *sig = nullptr;
     if (isGpuStepLibrary(descriptionPath)) {
       static std::shared_ptr<dsa::cuda::MgpuRuntime> runtime; // one device context for every layer
       if (!runtime) {
@@ -146,11 +147,11 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
                             " has no step roles (a version 1 description? re-emit the libraries)");
     // The weight arguments: every argument that is not x, start_pos, state or a shared slot, in order.
     std::set<int64_t> roles = {sig->step.x, sig->step.startPos};
-    for (const cpu::StateBinding &b : sig->state)
+    for (const runtime::StateBinding &b : sig->state)
       roles.insert(b.arg);
-    for (const cpu::StateBinding &b : sig->step.shared)
+    for (const runtime::StateBinding &b : sig->step.shared)
       roles.insert(b.arg);
-    std::map<size_t, cpu::CPUValue> weights;
+    std::map<size_t, runtime::HostValue> weights;
     size_t next = 0;
     for (size_t a = 0; a < sig->args.size(); ++a) {
       if (roles.count(static_cast<int64_t>(a)))
@@ -165,23 +166,23 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
       dsa::Result<Tensor> w = golden::regenerateWeight(*meta);
       if (!w)
         return dsa::makeError(w.error());
-      weights.emplace(a, cpu::CPUBuffer::fromTensor(*w));
+      weights.emplace(a, runtime::HostBuffer::fromTensor(*w));
     }
     if (next != lj["weights"].size())
       return dsa::makeError(where + ".weights: " + std::to_string(lj["weights"].size()) + " names, @" + function +
                             " has " + std::to_string(next) + " weight arguments");
     const cpu::CPUStepLibrary *library = run.library.get();
-    cpu::CPUSequence::Runner runner =
+    runtime::Sequence::Runner runner =
         run.gpuLibrary
-            ? dsa::cuda::makeCPUSequenceRunner(run.gpuLibrary, function)
-            : cpu::CPUSequence::Runner([library, function](const std::vector<cpu::CPUValue> &args,
-                                                           std::vector<cpu::NamedTensor> *probes) {
+            ? dsa::cuda::makeSequenceRunner(run.gpuLibrary, function)
+            : runtime::Sequence::Runner([library, function](const std::vector<runtime::HostValue> &args,
+                                                           std::vector<runtime::NamedTensor> *probes) {
                 return library->run(function, args, probes);
               });
-    dsa::Result<cpu::CPUSequence> seq = cpu::CPUSequence::start(*sig, std::move(runner), std::move(weights));
+    dsa::Result<runtime::Sequence> seq = runtime::Sequence::start(*sig, std::move(runner), std::move(weights));
     if (!seq)
       return dsa::makeError("layer " + std::to_string(l) + ": " + seq.error());
-    run.sequence = std::make_unique<cpu::CPUSequence>(seq.take());
+    run.sequence = std::make_unique<runtime::Sequence>(seq.take());
     run.hasShared = !sig->step.shared.empty();
     if (verbose)
       std::cout << "layer " << l << ": " << dir << "/" << lj["description"].get<std::string>() << " @" << function
@@ -238,10 +239,10 @@ int main(int argc, char **argv) {
   dsa::Result<std::vector<LayerRun>> layers = loadLayers(file, dir, verbose);
   if (!layers)
     return fail(layers.error());
-  cpu::CPUSequence::SlotSet slots;
+  runtime::Sequence::SlotSet slots;
   for (const LayerRun &run : *layers)
     if (run.hasShared) {
-      dsa::Result<cpu::CPUSequence::SlotSet> initial = cpu::CPUSequence::initialSlots(run.sequence->signature());
+      dsa::Result<runtime::Sequence::SlotSet> initial = runtime::Sequence::initialSlots(run.sequence->signature());
       if (!initial)
         return fail(initial.error());
       slots = initial.take();
@@ -259,12 +260,12 @@ int main(int argc, char **argv) {
     golden::CaptureMap produced;
     golden::AttentionFn attention = [&](int64_t l, const Tensor &attnIn, int64_t startPos) -> dsa::Result<Tensor> {
       LayerRun &run = (*layers)[static_cast<size_t>(l)];
-      std::vector<cpu::NamedTensor> probes;
+      std::vector<runtime::NamedTensor> probes;
       dsa::Result<std::vector<Tensor>> r =
           run.sequence->run(attnIn, startPos, run.hasShared ? &slots : nullptr, &probes);
       if (!r)
         return dsa::makeError(r.error());
-      for (cpu::NamedTensor &p : probes)
+      for (runtime::NamedTensor &p : probes)
         produced[p.name] = std::move(p.value);
       return (*r)[static_cast<size_t>(run.sequence->signature().step.output)];
     };

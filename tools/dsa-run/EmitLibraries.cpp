@@ -51,25 +51,25 @@ Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLi
     std::ifstream in(*json);
     std::stringstream text;
     text << in.rdbuf();
-    Result<cpu::StepLibraryDescription> description = makeError("");
+    Result<runtime::StepLibraryDescription> description = makeError("");
     if (gpu) {
       Result<cuda::GpuStepLibraryDescription> d = cuda::parseGpuStepLibrary(text.str());
-      description = d ? Result<cpu::StepLibraryDescription>(d->base) : makeError(d.error());
+      description = d ? Result<runtime::StepLibraryDescription>(d->base) : makeError(d.error());
     } else {
-      description = cpu::parseStepLibrary(text.str());
+      description = runtime::parseStepLibrary(text.str());
     }
     if (!description)
       return makeError("--emit-libraries: " + *json + ": " + description.error());
-    const cpu::FunctionSignature *sig = nullptr;
-    for (const cpu::FunctionSignature &f : description->functions)
+    const runtime::FunctionSignature *sig = nullptr;
+    for (const runtime::FunctionSignature &f : description->functions)
       if (f.name == name)
         sig = &f;
     if (!sig || !sig->step.present())
       return makeError("--emit-libraries: @" + name + " has no step roles in " + *json);
     std::set<int64_t> roles = {sig->step.x, sig->step.startPos};
-    for (const cpu::StateBinding &b : sig->state)
+    for (const runtime::StateBinding &b : sig->state)
       roles.insert(b.arg);
-    for (const cpu::StateBinding &b : sig->step.shared)
+    for (const runtime::StateBinding &b : sig->step.shared)
       roles.insert(b.arg);
     const size_t weightArgs = sig->args.size() - roles.size();
     if (weightArgs != layer.weights.size())

@@ -31,8 +31,8 @@
 using namespace mlir;
 namespace golden = ::dsa::golden;
 namespace interp = ::dsa::interp;
-using interp::ElementType;
-using interp::Tensor;
+using ::dsa::ElementType;
+using ::dsa::Tensor;
 
 namespace dsa::tools {
 namespace {

@@ -5,7 +5,7 @@
 // golden's regimes in order on the reference interpreter with one persistent state per sequence (rings, compressor
 // partial groups, caches, the four shared slots).
 //
-// - Without --layers (the main job): the tiny-model harness (lib/Golden/TinyModel) runs the model around attention
+// - Without --layers (the main job): the tiny-model harness (golden/lib/TinyModel) runs the model around attention
 //   and calls the dialect for every layer's attention; every capture of the golden is compared (section 12 tolerance),
 //   except the stale decode `shared.L<l>.candidates` of layers before the candidate source (tiny-model-harness.md).
 // - With --layers L,...: only those window-only layers run, fed the golden's stored `L<l>.attn_in` (must be stored
@@ -43,7 +43,7 @@ struct GoldenReplayOptions {
   /// (ck-checked) for each step and drop them after it. A production-geometry layer is ~0.5 GB.
   int64_t residentWeightsMb = 4096;
   /// "interpret" (the reference interpreter, default) or "cpu" (the module compiled by --dsa-cpu-pipeline and JIT-run
-  /// through lib/Backend/CPU, probes returned as results).
+  /// through compiler/lib/Backend/CPU, probes returned as results).
   std::string backend = "interpret";
   /// "published_slot" (the reference, default) or "own_cache" (section 8's named correction).
   std::string indexKSource = "published_slot";

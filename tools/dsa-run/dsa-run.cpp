@@ -93,8 +93,8 @@ LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
   return pm.run(module);
 }
 
-std::string runtimeType(const interp::Tensor &value) {
-  std::string text = interp::elementTypeName(value.elementType());
+std::string runtimeType(const ::dsa::Tensor &value) {
+  std::string text = ::dsa::elementTypeName(value.elementType());
   if (value.rank() == 0)
     return text;
   std::string shape;
@@ -103,7 +103,7 @@ std::string runtimeType(const interp::Tensor &value) {
   return "tensor<" + shape + text + ">";
 }
 
-void printTensor(llvm::raw_ostream &os, StringRef label, const interp::Tensor &value) {
+void printTensor(llvm::raw_ostream &os, StringRef label, const ::dsa::Tensor &value) {
   os << label << ": " << runtimeType(value) << " = [";
   const int64_t n = value.numElements();
   for (int64_t i = 0; i < n; ++i) {
@@ -134,7 +134,7 @@ LogicalResult runInterpretMode(ModuleOp module, StringRef entry) {
                           << " arguments; interpret mode runs a zero-argument function";
 
   interp::ProbeLog probes;
-  FailureOr<std::vector<interp::Tensor>> results = interp::interpretFunction(fn, {}, &probes);
+  FailureOr<std::vector<::dsa::Tensor>> results = interp::interpretFunction(fn, {}, &probes);
   llvm::raw_ostream &os = llvm::outs();
   for (const interp::ProbeRecord &probe : probes)
     printTensor(os, "probe " + probe.name, probe.value);

@@ -7,7 +7,7 @@
 #ifndef DSA_TEST_BACKEND_CPU_BITEXACT_H
 #define DSA_TEST_BACKEND_CPU_BITEXACT_H
 
-#include "dsa/Interpreter/Tensor.h"
+#include "dsa/Core/Tensor.h"
 #include "dsa/Numerics/Bits.h"
 
 #include <gtest/gtest.h>
@@ -19,10 +19,10 @@ namespace dsa::test {
 
 /// Success iff `got` and `want` are bit-identical; the failure message counts the differing elements and shows the
 /// first one and the largest absolute float difference.
-inline ::testing::AssertionResult sameBits(const interp::Tensor &got, const interp::Tensor &want) {
+inline ::testing::AssertionResult sameBits(const dsa::Tensor &got, const dsa::Tensor &want) {
   if (got.elementType() != want.elementType())
-    return ::testing::AssertionFailure() << "element type " << interp::elementTypeName(got.elementType()) << " vs "
-                                         << interp::elementTypeName(want.elementType());
+    return ::testing::AssertionFailure() << "element type " << dsa::elementTypeName(got.elementType()) << " vs "
+                                         << dsa::elementTypeName(want.elementType());
   if (got.shape() != want.shape())
     return ::testing::AssertionFailure() << "shape " << got.typeString() << " vs " << want.typeString();
   int64_t mismatches = 0;

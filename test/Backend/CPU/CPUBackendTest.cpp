@@ -1,7 +1,7 @@
 //===- CPUBackendTest.cpp - the JIT CPU backend against the interpreter and the golden ---===//
 //
 // Expected values come from outside the code under test (dsa-to-cpu + --dsa-cpu-pipeline + the JIT):
-//   - the reference interpreter (lib/Interpreter + the MLIR-free kernels) on the SAME module and inputs: results
+//   - the reference interpreter (compiler/lib/Interpreter + the MLIR-free kernels) on the SAME module and inputs: results
 //     must be bit-identical (float bit patterns, NaN = NaN) and index tensors equal;
 //   - the golden (test/Golden/ds41_tiny_golden.json) through the section 12 comparator;
 //   - hand-written expectations for the error paths;
@@ -11,8 +11,8 @@
 #include "BitExact.h"
 #include "CPUTestSupport.h"
 #include "dsa/Backend/CPU/CPUModule.h"
-#include "dsa/Backend/CPU/RuntimeErrors.h"
-#include "dsa/Backend/CPU/RuntimeFunctions.h"
+#include "dsa/ABI/RuntimeErrors.h"
+#include "dsa/ABI/RuntimeFunctions.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
@@ -51,8 +51,9 @@ using namespace mlir;
 namespace interp = ::dsa::interp;
 namespace golden = ::dsa::golden;
 namespace cpu = ::dsa::cpu;
-using interp::ElementType;
-using interp::Tensor;
+namespace runtime = ::dsa::runtime;
+using ::dsa::ElementType;
+using ::dsa::Tensor;
 
 using ::dsa::test::sameBits;
 
@@ -177,7 +178,7 @@ TEST_P(CPUBackendGoldenTest, Layer0MatchesInterpreterBitExactAndGolden) {
   ASSERT_TRUE(compiled);
   EXPECT_EQ(compiled->functionNames(), std::vector<std::string>{"attention_L0"});
   // The ring is state: result #1 (new_ring) feeds argument #2 (ring) of the next step.
-  const cpu::FunctionSignature *sig = compiled->signature("attention_L0");
+  const runtime::FunctionSignature *sig = compiled->signature("attention_L0");
   ASSERT_TRUE(sig);
   ASSERT_EQ(sig->state.size(), 1u);
   EXPECT_EQ(sig->state[0].arg, 2);
@@ -185,9 +186,9 @@ TEST_P(CPUBackendGoldenTest, Layer0MatchesInterpreterBitExactAndGolden) {
   EXPECT_EQ(sig->probeNames, (std::vector<std::string>{"L0.sa_q", "L0.sa_kv", "L0.sa_topk_idxs", "L0.sa_o",
                                                        "L0.attn_out"}));
 
-  std::vector<cpu::CPUValue> preparedWeights;
+  std::vector<runtime::HostValue> preparedWeights;
   for (const Tensor &w : weights)
-    preparedWeights.push_back(cpu::CPUBuffer::fromTensor(w));
+    preparedWeights.push_back(runtime::HostBuffer::fromTensor(w));
   Tensor ringInterp(ElementType::BF16, {f.windowSize, f.headDim});
   Tensor ringCpu = ringInterp;
   const std::vector<std::string> captures = {"sa_q", "sa_kv", "sa_topk_idxs", "sa_o", "attn_out"};
@@ -207,7 +208,7 @@ TEST_P(CPUBackendGoldenTest, Layer0MatchesInterpreterBitExactAndGolden) {
     ASSERT_TRUE(succeeded(want)) << diagnostics;
 
     // The CPU gets the weights as prepared CPUBuffers (converted once, shared by the three steps).
-    std::vector<cpu::CPUValue> cpuArgs = {x, Tensor::scalarI64(regime.startPos), ringCpu};
+    std::vector<runtime::HostValue> cpuArgs = {x, Tensor::scalarI64(regime.startPos), ringCpu};
     cpuArgs.insert(cpuArgs.end(), preparedWeights.begin(), preparedWeights.end());
     interp::ProbeLog gotProbes;
     ::dsa::Result<std::vector<Tensor>> got = compiled->run("attention_L0", cpuArgs, &gotProbes);
@@ -244,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(SerialAndOpenMP, CPUBackendGoldenTest, ::testing::Value
                          });
 
 /// The AOT path: a step library for the MLIR-free runtime, run as one sequence (the ring threaded by the runtime's
-/// CPUSequence from the state binding), bit-identical to the interpreter.
+/// Sequence from the state binding), bit-identical to the interpreter.
 TEST_F(CPUBackendTest, AotStepLibrarySequenceMatchesInterpreter) {
   auto loaded = golden::GoldenFile::load(std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
@@ -269,17 +270,17 @@ TEST_F(CPUBackendTest, AotStepLibrarySequenceMatchesInterpreter) {
   // From here on only the MLIR-free runtime.
   auto lib = cpu::CPUStepLibrary::open(*json);
   ASSERT_TRUE(lib.ok()) << lib.error();
-  const cpu::FunctionSignature *sig = (*lib)->signature("attention_L0");
+  const runtime::FunctionSignature *sig = (*lib)->signature("attention_L0");
   ASSERT_TRUE(sig);
   ASSERT_EQ(sig->state.size(), 1u);
-  std::vector<cpu::CPUValue> initial = {Tensor(ElementType::BF16, {0, f.dim}), Tensor::scalarI64(0),
+  std::vector<runtime::HostValue> initial = {Tensor(ElementType::BF16, {0, f.dim}), Tensor::scalarI64(0),
                                         Tensor(ElementType::BF16, {f.windowSize, f.headDim})};
   for (const Tensor &w : weights)
-    initial.push_back(cpu::CPUBuffer::fromTensor(w));
+    initial.push_back(runtime::HostBuffer::fromTensor(w));
   const cpu::CPUStepLibrary *library = lib->get();
-  auto seq = cpu::CPUSequence::create(
+  auto seq = runtime::Sequence::create(
       *sig,
-      [library](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *probes) {
+      [library](const std::vector<runtime::HostValue> &args, std::vector<runtime::NamedTensor> *probes) {
         return library->run("attention_L0", args, probes);
       },
       initial);
@@ -304,7 +305,7 @@ TEST_F(CPUBackendTest, AotStepLibrarySequenceMatchesInterpreter) {
     ASSERT_TRUE(succeeded(want)) << diagnostics;
     ring = (*want)[1];
 
-    std::vector<cpu::NamedTensor> gotProbes;
+    std::vector<runtime::NamedTensor> gotProbes;
     auto got = seq->step({{0, x}, {1, Tensor::scalarI64(regime.startPos)}}, &gotProbes);
     ASSERT_TRUE(got.ok()) << got.error();
     ASSERT_EQ(got->size(), 2u);
@@ -315,7 +316,7 @@ TEST_F(CPUBackendTest, AotStepLibrarySequenceMatchesInterpreter) {
       EXPECT_EQ(gotProbes[p].name, wantProbes[p].name);
       EXPECT_TRUE(sameBits(gotProbes[p].value, wantProbes[p].value)) << regime.name << " " << wantProbes[p].name;
     }
-    const cpu::CPUValue *state = seq->state(2);
+    const runtime::HostValue *state = seq->state(2);
     ASSERT_TRUE(state && state->tensor());
     EXPECT_TRUE(sameBits(*state->tensor(), ring));
   }
@@ -504,7 +505,7 @@ func.func @ring_only(%ring: tensor<8x32xbf16>, %kv: tensor<?x32xbf16>, %start: i
     ASSERT_TRUE(m);
     std::unique_ptr<cpu::CPUModule> compiled = compile(*m);
     ASSERT_TRUE(compiled);
-    std::shared_ptr<const cpu::CPUBuffer> prepared = cpu::CPUBuffer::fromTensor(ring);
+    std::shared_ptr<const runtime::HostBuffer> prepared = runtime::HostBuffer::fromTensor(ring);
     std::vector<uint16_t> before(8 * 32);
     std::memcpy(before.data(), prepared->data(), before.size() * 2);
     Tensor kv = randomFloats(ElementType::BF16, {3, 32});
@@ -515,10 +516,10 @@ func.func @ring_only(%ring: tensor<8x32xbf16>, %kv: tensor<?x32xbf16>, %start: i
     ASSERT_TRUE(want.ok()) << want.error();
     EXPECT_TRUE(sameBits((*got)[0], (*want)[0]));
     EXPECT_FALSE(sameBits((*got)[0], ring)); // rows 0..2 were replaced
-    auto null = compiled->run("ring_only", {std::shared_ptr<const cpu::CPUBuffer>(), kv, Tensor::scalarI64(0)});
+    auto null = compiled->run("ring_only", {std::shared_ptr<const runtime::HostBuffer>(), kv, Tensor::scalarI64(0)});
     ASSERT_FALSE(null.ok());
-    EXPECT_NE(null.error().find("argument #0 is a null CPUBuffer"), std::string::npos) << null.error();
-    auto wrongShape = compiled->run("ring_only", {cpu::CPUBuffer::fromTensor(kv), kv, Tensor::scalarI64(0)});
+    EXPECT_NE(null.error().find("argument #0 is a null HostBuffer"), std::string::npos) << null.error();
+    auto wrongShape = compiled->run("ring_only", {runtime::HostBuffer::fromTensor(kv), kv, Tensor::scalarI64(0)});
     ASSERT_FALSE(wrongShape.ok());
     EXPECT_NE(wrongShape.error().find("argument #0 has shape [3, 32], expected tensor<8x32xbf16> (dimension 0)"),
               std::string::npos)
@@ -664,7 +665,7 @@ func.func @h8(%q: tensor<?x8x136xbf16>, %kv: tensor<?x136xbf16>, %idx: tensor<?x
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
-// The compressed-attention primitives against the interpreter (its kernels: lib/Interpreter/Kernels/{Compressor,
+// The compressed-attention primitives against the interpreter (its kernels: kernels/lib/{Compressor,
 // Indexer}.cpp), on random data and edge cases
 //===----------------------------------------------------------------------------------------------------------===//
 
@@ -808,14 +809,14 @@ protected:
   }
 
   /// Expects both the interpreter and the CPU backend to reject the call; the CPU with `code`'s message.
-  void expectBothReject(const std::string &fn, const std::vector<Tensor> &args, cpu::RuntimeError code) {
+  void expectBothReject(const std::string &fn, const std::vector<Tensor> &args, ::dsa::abi::RuntimeError code) {
     auto f = module->lookupSymbol<func::FuncOp>(fn);
     ASSERT_TRUE(f) << fn;
     diagnostics.clear();
     EXPECT_TRUE(failed(interp::interpretFunction(f, args, nullptr))) << fn << ": the interpreter accepted it";
     ::dsa::Result<std::vector<Tensor>> got = compiled->call(fn, args);
-    ASSERT_FALSE(got.ok()) << fn << ": expected " << cpu::runtimeErrorMessage(static_cast<int32_t>(code));
-    EXPECT_NE(got.error().find(cpu::runtimeErrorMessage(static_cast<int32_t>(code))), std::string::npos)
+    ASSERT_FALSE(got.ok()) << fn << ": expected " << ::dsa::abi::runtimeErrorMessage(static_cast<int32_t>(code));
+    EXPECT_NE(got.error().find(::dsa::abi::runtimeErrorMessage(static_cast<int32_t>(code))), std::string::npos)
         << got.error();
   }
 
@@ -898,19 +899,19 @@ TEST_F(CPUBackendCompressedTest, CompressPoolPrefillDecodeChainAndEdgesMatchInte
   expectBothReject("pool4",
                    {randomFloats(ElementType::F32, {2, 12}), randomFloats(ElementType::F32, {2, 12}), zeros,
                     initialScore, Tensor::scalarI64(4)},
-                   cpu::RuntimeError::CompressPoolMultiTokenDecode);
+                   ::dsa::abi::RuntimeError::CompressPoolMultiTokenDecode);
   expectBothReject("pool4",
                    {randomFloats(ElementType::F32, {1, 12}), randomFloats(ElementType::F32, {1, 12}), zeros,
                     initialScore, Tensor::scalarI64(-3)},
-                   cpu::RuntimeError::CompressPoolNegativeStart);
+                   ::dsa::abi::RuntimeError::CompressPoolNegativeStart);
   expectBothReject("pool4",
                    {Tensor(ElementType::F32, {0, 12}), Tensor(ElementType::F32, {0, 12}), zeros, initialScore,
                     Tensor::scalarI64(0)},
-                   cpu::RuntimeError::CompressPoolEmptyStep);
+                   ::dsa::abi::RuntimeError::CompressPoolEmptyStep);
   expectBothReject("pool4",
                    {randomFloats(ElementType::F32, {3, 12}), randomFloats(ElementType::F32, {2, 12}), zeros,
                     initialScore, Tensor::scalarI64(0)},
-                   cpu::RuntimeError::CompressPoolScoreShape);
+                   ::dsa::abi::RuntimeError::CompressPoolScoreShape);
 }
 
 /// Every bf16 bit pattern through both fp4 round trips, 31 per block after an anchor of 6 (amax = 6: the scale is
@@ -960,9 +961,9 @@ TEST_F(CPUBackendCompressedTest, CacheWriteMatchesInterpreter) {
   // Exactly filling the last rows, then one row too many; a negative start_pos.
   expectSame("cache", {cache, randomFloats(ElementType::BF16, {2, 8}), Tensor::scalarI64(28)}, "last rows");
   expectBothReject("cache", {cache, randomFloats(ElementType::BF16, {3, 8}), Tensor::scalarI64(28)},
-                   cpu::RuntimeError::CacheWriteOverflow);
+                   ::dsa::abi::RuntimeError::CacheWriteOverflow);
   expectBothReject("cache", {cache, randomFloats(ElementType::BF16, {1, 8}), Tensor::scalarI64(-2)},
-                   cpu::RuntimeError::CacheWriteNegativeStart);
+                   ::dsa::abi::RuntimeError::CacheWriteNegativeStart);
 }
 
 TEST_F(CPUBackendCompressedTest, IndexerScoresMatchInterpreter) {
@@ -1006,13 +1007,13 @@ TEST_F(CPUBackendCompressedTest, IndexerScoresMatchInterpreter) {
   // Errors: keys shorter than width, weights rows, negative start_pos.
   expectBothReject("scores1", {randomFloats(ElementType::BF16, {5, 2, 32}), randomFloats(ElementType::BF16, {5, 2}),
                                randomFloats(ElementType::BF16, {4, 32}), Tensor::scalarI64(0)},
-                   cpu::RuntimeError::IndexerScoresKeysRows);
+                   ::dsa::abi::RuntimeError::IndexerScoresKeysRows);
   expectBothReject("scores1", {randomFloats(ElementType::BF16, {5, 2, 32}), randomFloats(ElementType::BF16, {4, 2}),
                                randomFloats(ElementType::BF16, {5, 32}), Tensor::scalarI64(0)},
-                   cpu::RuntimeError::IndexerScoresWeightsRows);
+                   ::dsa::abi::RuntimeError::IndexerScoresWeightsRows);
   expectBothReject("scores1", {randomFloats(ElementType::BF16, {1, 2, 32}), randomFloats(ElementType::BF16, {1, 2}),
                                randomFloats(ElementType::BF16, {5, 32}), Tensor::scalarI64(-1)},
-                   cpu::RuntimeError::IndexerScoresNegativeStart);
+                   ::dsa::abi::RuntimeError::IndexerScoresNegativeStart);
 }
 
 TEST_F(CPUBackendCompressedTest, VisibilityAndApplyCandidatesMatchInterpreter) {
@@ -1022,13 +1023,13 @@ TEST_F(CPUBackendCompressedTest, VisibilityAndApplyCandidatesMatchInterpreter) {
   expectSame("vis1", {randomFloats(ElementType::BF16, {9, 9}), Tensor::scalarI64(0)}, "ratio 1 prefill");
   expectSame("vis", {randomFloats(ElementType::BF16, {1, 5}), Tensor::scalarI64(9)}, "ratio 2 decode 9");
   expectBothReject("vis", {randomFloats(ElementType::BF16, {4, 3}), Tensor::scalarI64(0)},
-                   cpu::RuntimeError::CompressVisibilityWidth);
+                   ::dsa::abi::RuntimeError::CompressVisibilityWidth);
   expectBothReject("vis", {randomFloats(ElementType::BF16, {2, 5}), Tensor::scalarI64(8)},
-                   cpu::RuntimeError::CompressVisibilityMultiTokenDecode);
+                   ::dsa::abi::RuntimeError::CompressVisibilityMultiTokenDecode);
   expectBothReject("vis", {Tensor(ElementType::BF16, {0, 0}), Tensor::scalarI64(0)},
-                   cpu::RuntimeError::CompressVisibilityEmptyStep);
+                   ::dsa::abi::RuntimeError::CompressVisibilityEmptyStep);
   expectBothReject("vis", {randomFloats(ElementType::BF16, {1, 0}), Tensor::scalarI64(-4)},
-                   cpu::RuntimeError::CompressVisibilityNegativeStart);
+                   ::dsa::abi::RuntimeError::CompressVisibilityNegativeStart);
 
   std::bernoulli_distribution coin(0.5);
   std::vector<int64_t> mask;
@@ -1038,7 +1039,7 @@ TEST_F(CPUBackendCompressedTest, VisibilityAndApplyCandidatesMatchInterpreter) {
              "random mask");
   expectSame("apply", {Tensor(ElementType::BF16, {3, 0}), Tensor(ElementType::I1, {3, 0})}, "width 0");
   expectBothReject("apply", {randomFloats(ElementType::BF16, {6, 11}), Tensor(ElementType::I1, {6, 10})},
-                   cpu::RuntimeError::ApplyCandidatesMaskShape);
+                   ::dsa::abi::RuntimeError::ApplyCandidatesMaskShape);
 }
 
 TEST_F(CPUBackendCompressedTest, SelectCandidateBlocksMatchesInterpreter) {
@@ -1068,9 +1069,9 @@ TEST_F(CPUBackendCompressedTest, SelectCandidateBlocksMatchesInterpreter) {
   expectSame("cand_partial", {tiedScores(1, 140, 0.0, 1), Tensor::scalarI64(139)}, "partial_sort branch");
   expectSame("cand_partial", {tiedScores(2, 2, 0.0, 1), Tensor::scalarI64(0)}, "two blocks, k = 1");
   expectBothReject("cand", {tiedScores(2, 3, 0.0), Tensor::scalarI64(0)},
-                   cpu::RuntimeError::SelectCandidateBlocksWidth);
+                   ::dsa::abi::RuntimeError::SelectCandidateBlocksWidth);
   expectBothReject("cand", {tiedScores(3, 6, 0.0), Tensor::scalarI64(3)},
-                   cpu::RuntimeError::SelectCandidateBlocksMultiTokenDecode);
+                   ::dsa::abi::RuntimeError::SelectCandidateBlocksMultiTokenDecode);
 }
 
 TEST_F(CPUBackendCompressedTest, IndexerTopkMatchesInterpreter) {
@@ -1104,13 +1105,13 @@ TEST_F(CPUBackendCompressedTest, IndexerTopkMatchesInterpreter) {
   expectSame("topk2", {Tensor(ElementType::BF16, {1, 0}), Tensor::scalarI64(0)}, "width 0");
   for (int64_t sp : {29, 30, 31})
     expectSame("topk_static", {tiedScores(1, 10, 0.2), Tensor::scalarI64(sp)}, "static shapes at " + std::to_string(sp));
-  expectBothReject("topk1", {tiedScores(2, 3, 0.0), Tensor::scalarI64(0)}, cpu::RuntimeError::IndexerTopkWidth);
+  expectBothReject("topk1", {tiedScores(2, 3, 0.0), Tensor::scalarI64(0)}, ::dsa::abi::RuntimeError::IndexerTopkWidth);
   expectBothReject("topk1", {tiedScores(2, 4, 0.0), Tensor::scalarI64(2)},
-                   cpu::RuntimeError::IndexerTopkMultiTokenDecode);
+                   ::dsa::abi::RuntimeError::IndexerTopkMultiTokenDecode);
   expectBothReject("topk1", {Tensor(ElementType::BF16, {0, 0}), Tensor::scalarI64(0)},
-                   cpu::RuntimeError::IndexerTopkEmptyStep);
+                   ::dsa::abi::RuntimeError::IndexerTopkEmptyStep);
   expectBothReject("topk1", {tiedScores(1, 0, 0.0), Tensor::scalarI64(-1)},
-                   cpu::RuntimeError::IndexerTopkNegativeStart);
+                   ::dsa::abi::RuntimeError::IndexerTopkNegativeStart);
 }
 
 /// The top-k against torch itself: every recorded tie case of golden/topk_tie_cases.json (index sets returned by
@@ -1135,8 +1136,8 @@ TEST_F(CPUBackendCompressedTest, TopkMatchesTorchOnRecordedTieCases) {
     const std::vector<int64_t> want = c.at("set").get<std::vector<int64_t>>();
     // Row-major, one row.
     std::vector<int64_t> picks(static_cast<size_t>(k), -7);
-    cpu::MemRefF32Rank2 v{values.data(), values.data(), 0, {1, n}, {n, 1}};
-    cpu::MemRefI64Rank2 o{picks.data(), picks.data(), 0, {1, k}, {k, 1}};
+    ::dsa::abi::MemRefF32Rank2 v{values.data(), values.data(), 0, {1, n}, {n, 1}};
+    ::dsa::abi::MemRefI64Rank2 o{picks.data(), picks.data(), 0, {1, k}, {k, 1}};
     ASSERT_EQ(_mlir_ciface_dsa_cpu_topk_set(&v, k, &o), 0);
     EXPECT_EQ(picks, want);
     // The same row as column 1 of a column-major [2, n] buffer with an offset; the picks as a column too.
@@ -1144,8 +1145,8 @@ TEST_F(CPUBackendCompressedTest, TopkMatchesTorchOnRecordedTieCases) {
     for (int64_t j = 0; j < n; ++j)
       colMajor[static_cast<size_t>(3 + j * 2 + 1)] = values[static_cast<size_t>(j)];
     std::vector<int64_t> picksT(static_cast<size_t>(2 * k + 1), -7);
-    cpu::MemRefF32Rank2 vt{colMajor.data(), colMajor.data(), 4, {1, n}, {1, 2}};
-    cpu::MemRefI64Rank2 ot{picksT.data(), picksT.data(), 1, {1, k}, {1, 2}};
+    ::dsa::abi::MemRefF32Rank2 vt{colMajor.data(), colMajor.data(), 4, {1, n}, {1, 2}};
+    ::dsa::abi::MemRefI64Rank2 ot{picksT.data(), picksT.data(), 1, {1, k}, {1, 2}};
     ASSERT_EQ(_mlir_ciface_dsa_cpu_topk_set(&vt, k, &ot), 0);
     for (int64_t j = 0; j < k; ++j)
       EXPECT_EQ(picksT[static_cast<size_t>(1 + 2 * j)], want[static_cast<size_t>(j)]);
@@ -1165,17 +1166,17 @@ TEST_F(CPUBackendCompressedTest, TopkMatchesTorchOnRecordedTieCases) {
   // Bad arguments: k > n, picks of the wrong shape, null descriptors; the picks are left untouched.
   std::vector<float> three = {1.0f, 2.0f, 3.0f};
   std::vector<int64_t> out(4, -7);
-  cpu::MemRefF32Rank2 v{three.data(), three.data(), 0, {1, 3}, {3, 1}};
-  cpu::MemRefI64Rank2 o4{out.data(), out.data(), 0, {1, 4}, {4, 1}};
-  cpu::MemRefI64Rank2 o2{out.data(), out.data(), 0, {1, 2}, {2, 1}};
+  ::dsa::abi::MemRefF32Rank2 v{three.data(), three.data(), 0, {1, 3}, {3, 1}};
+  ::dsa::abi::MemRefI64Rank2 o4{out.data(), out.data(), 0, {1, 4}, {4, 1}};
+  ::dsa::abi::MemRefI64Rank2 o2{out.data(), out.data(), 0, {1, 2}, {2, 1}};
   EXPECT_EQ(_mlir_ciface_dsa_cpu_topk_set(&v, 4, &o4), 1);
   EXPECT_EQ(_mlir_ciface_dsa_cpu_topk_set(&v, 3, &o2), 1);
   EXPECT_EQ(_mlir_ciface_dsa_cpu_topk_set(nullptr, 1, &o2), 1);
   EXPECT_EQ(out, std::vector<int64_t>(4, -7));
-  EXPECT_EQ(cpu::topkSetRows(three.data(), 1, 3, -1, out.data()), 1);
-  EXPECT_EQ(cpu::topkSetRows(nullptr, 1, 3, 1, out.data()), 1);
-  EXPECT_EQ(cpu::topkSetRows(nullptr, 0, 3, 1, nullptr), 0);
-  ASSERT_EQ(cpu::topkSetRows(three.data(), 1, 3, 2, out.data()), 0);
+  EXPECT_EQ(::dsa::abi::topkSetRows(three.data(), 1, 3, -1, out.data()), 1);
+  EXPECT_EQ(::dsa::abi::topkSetRows(nullptr, 1, 3, 1, out.data()), 1);
+  EXPECT_EQ(::dsa::abi::topkSetRows(nullptr, 0, 3, 1, nullptr), 0);
+  ASSERT_EQ(::dsa::abi::topkSetRows(three.data(), 1, 3, 2, out.data()), 0);
   EXPECT_EQ(out[0], 1);
   EXPECT_EQ(out[1], 2);
 }
@@ -1194,7 +1195,7 @@ TEST_F(CPUBackendCompressedTest, AotStepLibraryLinksTheTopkRuntime) {
       FailureOr<std::vector<Tensor>> want =
           interp::interpretFunction(module->lookupSymbol<func::FuncOp>(fn), args, nullptr);
       ASSERT_TRUE(succeeded(want)) << diagnostics;
-      std::vector<cpu::CPUValue> values(args.begin(), args.end());
+      std::vector<runtime::HostValue> values(args.begin(), args.end());
       auto got = (*lib)->run(fn, values, nullptr);
       ASSERT_TRUE(got.ok()) << got.error();
       ASSERT_EQ(got->size(), 1u);
@@ -1204,8 +1205,8 @@ TEST_F(CPUBackendCompressedTest, AotStepLibraryLinksTheTopkRuntime) {
   // A failed check inside the library comes back through the hook with the primitive's message.
   auto bad = (*lib)->run("topk1", {tiedScores(2, 4, 0.0), Tensor::scalarI64(2)}, nullptr);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().find(cpu::runtimeErrorMessage(
-                static_cast<int32_t>(cpu::RuntimeError::IndexerTopkMultiTokenDecode))),
+  EXPECT_NE(bad.error().find(::dsa::abi::runtimeErrorMessage(
+                static_cast<int32_t>(::dsa::abi::RuntimeError::IndexerTopkMultiTokenDecode))),
             std::string::npos)
       << bad.error();
 }
@@ -1271,7 +1272,7 @@ TEST_F(CPUBackendTest, CallRejectsBadArgumentsWithMessages) {
               "argument #0 has element type f32, expected bf16");
   // Run-time checks of the compiled code.
   expectError("idx", {Tensor::scalarI64(5), Tensor::scalarIndex(2)},
-              cpu::runtimeErrorMessage(static_cast<int32_t>(cpu::RuntimeError::WindowIndicesMultiTokenDecode)));
+              ::dsa::abi::runtimeErrorMessage(static_cast<int32_t>(::dsa::abi::RuntimeError::WindowIndicesMultiTokenDecode)));
   expectError("idx", {Tensor::scalarI64(-1), Tensor::scalarIndex(1)}, "start_pos is negative");
   expectError("idx", {Tensor::scalarI64(0), Tensor::scalarIndex(0)}, "the token count is 0");
   Tensor q(ElementType::BF16, {1, 1, 8}), kv(ElementType::BF16, {2, 8});

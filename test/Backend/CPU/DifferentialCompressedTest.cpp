@@ -1,7 +1,7 @@
 //===- DifferentialCompressedTest.cpp - the CPU backend against the interpreter on compressed layers ---===//
 //
-// Differential test of the JIT CPU backend (include/dsa/Backend/CPU/CPUModule.h) against the reference interpreter
-// (include/dsa/Interpreter/Interpreter.h, interpretFunction on the decomposed module) for every compressed role
+// Differential test of the JIT CPU backend (compiler/include/dsa/Backend/CPU/CPUModule.h) against the reference interpreter
+// (compiler/include/dsa/Interpreter/Interpreter.h, interpretFunction on the decomposed module) for every compressed role
 // (attention-semantics.md sections 5-8). The expected values come from the interpreter, not from the code under test.
 //
 // A stack of `dsa.attention` layers is built with mlir::dsa::buildAttentionFunction (AttentionBuilder.h), as
@@ -61,8 +61,9 @@
 using namespace mlir;
 namespace interp = ::dsa::interp;
 namespace cpu = ::dsa::cpu;
-using interp::ElementType;
-using interp::Tensor;
+namespace runtime = ::dsa::runtime;
+using ::dsa::ElementType;
+using ::dsa::Tensor;
 
 using ::dsa::test::sameBits;
 

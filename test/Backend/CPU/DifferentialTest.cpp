@@ -1,18 +1,18 @@
 //===- DifferentialTest.cpp - the CPU backend against the interpreter on random window-only layers ---===//
 //
-// Differential test of the JIT CPU backend (include/dsa/Backend/CPU/CPUModule.h) against the reference interpreter
-// (include/dsa/Interpreter/Interpreter.h, interpretFunction on the decomposed module, i.e. the MLIR-free kernels).
+// Differential test of the JIT CPU backend (compiler/include/dsa/Backend/CPU/CPUModule.h) against the reference interpreter
+// (compiler/include/dsa/Interpreter/Interpreter.h, interpretFunction on the decomposed module, i.e. the MLIR-free kernels).
 // The expected values come from the interpreter, not from the code under test.
 //
 // Each case builds one window-only `dsa.attention` (compress_ratio = 0) with mlir::dsa::buildAttentionFunction
-// (include/dsa/Dialect/DSA/IR/AttentionBuilder.h, as tools/dsa-run/GoldenReplay.cpp does), fills its weights and inputs with seeded random bf16 values (uniform, scaled
+// (compiler/include/dsa/Dialect/DSA/IR/AttentionBuilder.h, as tools/dsa-run/GoldenReplay.cpp does), fills its weights and inputs with seeded random bf16 values (uniform, scaled
 // by 1/sqrt(fan_in) so that activations stay O(1)), and runs a step sequence (a prefill at start_pos 0, then decode
 // steps at start_pos = tokens so far, the ring threaded by each side separately) on both. Every result (out,
 // new_ring) and every probe (L<l>.sa_q, sa_kv, sa_topk_idxs, sa_o, attn_out) is compared at every step:
 //   - index tensors (sa_topk_idxs, i32) exactly;
 //   - float tensors BIT-EXACTLY (NaN = NaN): the backend evaluates every f32 operation in the kernels' order
 //     (docs/cpu-backend.md), so nothing looser than identical bits is accepted here. (The golden's section 12
-//     tolerance, include/dsa/Golden/Compare.h, is for comparisons against DeepSeek's reference, whose accumulation
+//     tolerance, golden/include/dsa/Golden/Compare.h, is for comparisons against DeepSeek's reference, whose accumulation
 //     order differs; it is not needed between these two.)
 //
 // Geometries: a tiny one whose sequence crosses the window boundary (prefill 5 with W = 4, then decode to position
@@ -53,8 +53,9 @@
 using namespace mlir;
 namespace interp = ::dsa::interp;
 namespace cpu = ::dsa::cpu;
-using interp::ElementType;
-using interp::Tensor;
+namespace runtime = ::dsa::runtime;
+using ::dsa::ElementType;
+using ::dsa::Tensor;
 
 using ::dsa::test::sameBits;
 
@@ -162,9 +163,9 @@ protected:
     ::dsa::Result<std::unique_ptr<cpu::CPUModule>> compiled = cpu::compileForCPU(*m, options);
     ASSERT_TRUE(compiled.ok()) << compiled.error();
 
-    std::vector<cpu::CPUValue> prepared;
+    std::vector<runtime::HostValue> prepared;
     for (const Tensor &w : weights)
-      prepared.push_back(cpu::CPUBuffer::fromTensor(w));
+      prepared.push_back(runtime::HostBuffer::fromTensor(w));
 
     const std::string prefix = "L" + std::to_string(layer) + ".";
     const std::vector<std::string> probeNames = {prefix + "sa_q", prefix + "sa_kv", prefix + "sa_topk_idxs",
@@ -183,7 +184,7 @@ protected:
       FailureOr<std::vector<Tensor>> want = interp::interpretFunction(interpFn, args, &wantProbes);
       ASSERT_TRUE(succeeded(want)) << diagnostics;
 
-      std::vector<cpu::CPUValue> cpuArgs = {x, Tensor::scalarI64(step.startPos), ringCpu};
+      std::vector<runtime::HostValue> cpuArgs = {x, Tensor::scalarI64(step.startPos), ringCpu};
       cpuArgs.insert(cpuArgs.end(), prepared.begin(), prepared.end());
       interp::ProbeLog gotProbes;
       ::dsa::Result<std::vector<Tensor>> got = (*compiled)->run(fn, cpuArgs, &gotProbes);

@@ -8,7 +8,7 @@
 #ifndef DSA_TEST_BACKEND_CPU_RANDOMLAYER_H
 #define DSA_TEST_BACKEND_CPU_RANDOMLAYER_H
 
-#include "dsa/Interpreter/Tensor.h"
+#include "dsa/Core/Tensor.h"
 
 #include <cmath>
 #include <cstdint>
@@ -35,7 +35,7 @@ private:
 };
 
 /// A bf16 (or f32) tensor of `offset + scale * U[-1, 1)` values.
-inline interp::Tensor randomTensor(Random &rng, interp::ElementType type, std::vector<int64_t> shape, float scale,
+inline dsa::Tensor randomTensor(Random &rng, dsa::ElementType type, std::vector<int64_t> shape, float scale,
                                    float offset = 0.0f) {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -43,7 +43,7 @@ inline interp::Tensor randomTensor(Random &rng, interp::ElementType type, std::v
   std::vector<float> v(static_cast<size_t>(n));
   for (float &x : v)
     x = offset + scale * rng.symmetric();
-  return interp::Tensor::fromFloats(type, std::move(shape), std::move(v));
+  return dsa::Tensor::fromFloats(type, std::move(shape), std::move(v));
 }
 
 /// sqrt(3 / k): the scale that gives a k-term dot product of unit-variance inputs about unit variance.
@@ -57,10 +57,10 @@ struct WindowWeightSizes {
 /// A layer's weights in dsa.attention's `weights(...)` order, drawn from `rng`: attn_sink f32 [H], wq_a
 /// [q_lora, dim], q_norm [q_lora] (around 1), wq_b [H*hd, q_lora], wkv [hd, dim], kv_norm [hd] (around 1),
 /// wo_a [G*R, H*hd/G], wo_b [dim, G*R] (bf16).
-inline std::vector<interp::Tensor> randomWindowWeights(Random &rng, const WindowWeightSizes &s) {
-  using interp::ElementType;
+inline std::vector<dsa::Tensor> randomWindowWeights(Random &rng, const WindowWeightSizes &s) {
+  using dsa::ElementType;
   const int64_t groupWidth = s.nHeads * s.headDim / s.oGroups;
-  std::vector<interp::Tensor> w;
+  std::vector<dsa::Tensor> w;
   w.push_back(randomTensor(rng, ElementType::F32, {s.nHeads}, 0.5f));
   w.push_back(randomTensor(rng, ElementType::BF16, {s.qLora, s.dim}, fanIn(s.dim)));
   w.push_back(randomTensor(rng, ElementType::BF16, {s.qLora}, 0.1f, 1.0f));

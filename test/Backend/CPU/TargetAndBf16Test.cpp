@@ -5,7 +5,7 @@
 // and for x86-64-v3 (whatever this machine is), each conversion (a scalar one in an OpenMP-able linalg.generic, a
 // vector<8> one in an scf.forall) is fed denormals, values rounding to bf16 denormals, ties, +-0, +-inf and NaNs
 // with payloads, and compared bit for bit (NaN sign and payload included) with bf16 bits written by hand below and
-// with lib/Numerics (numerics::f32ToBf16Bits on ~1.1M f32 patterns; every bf16 pattern widened).
+// with core/lib/Numerics (numerics::f32ToBf16Bits on ~1.1M f32 patterns; every bf16 pattern widened).
 //
 // Target CPU: CPUCompileOptions::targetCpu / $DSA_CPU reach the lowered module (target_cpu on every function), an
 // unknown name is an error, and the JIT refuses a CPU whose features this host lacks.
@@ -14,7 +14,7 @@
 // IEEE's overflow to inf), checked against numerics::f32ToBf16Bits too, so a wrong table entry fails as well.
 //
 //===----------------------------------------------------------------------------------------------------------===//
-#include "Common/HostObject.h" // lib/Backend (private): checkNoBf16Conversions on LLVM IR
+#include "Common/HostObject.h" // compiler/lib/Backend (private): checkNoBf16Conversions on LLVM IR
 #include "CPUTestSupport.h"
 #include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/Conversion/CPUTarget.h"
@@ -47,9 +47,10 @@
 
 using namespace mlir;
 namespace cpu = ::dsa::cpu;
+namespace runtime = ::dsa::runtime;
 namespace numerics = ::dsa::numerics;
-using ::dsa::interp::ElementType;
-using ::dsa::interp::Tensor;
+using ::dsa::ElementType;
+using ::dsa::Tensor;
 
 namespace {
 
@@ -483,7 +484,7 @@ TEST_F(TargetAndBf16Test, TheJitRefusesACpuThisHostCannotRun) {
     }
 }
 
-// The LLVM IR form of the check (lib/Backend/Common/HostObject.h), run by the JIT and the step library emitter on
+// The LLVM IR form of the check (compiler/lib/Backend/Common/HostObject.h), run by the JIT and the step library emitter on
 // the optimised module before code generation: no bfloat anywhere. x86 code generation converts even a bfloat phi
 // of two loads (test/Conversion/DSAToCPU/bf16-as-i16.mlir, CONTROL lines).
 TEST_F(TargetAndBf16Test, TheLLVMIRCheckFindsEveryBf16ValueLeftToTheBackend) {

@@ -204,7 +204,7 @@ TEST_F(GPUStepLibraryTest, DescriptionParsesWithTheMlirFreeParser) {
   EXPECT_EQ(d->base.library, "window-layer.so");
   EXPECT_EQ(d->base.targetCpu, "x86-64");
   ASSERT_EQ(d->base.functions.size(), 1u);
-  const cpu::FunctionSignature &f = d->base.functions[0];
+  const runtime::FunctionSignature &f = d->base.functions[0];
   EXPECT_EQ(f.name, "layer0");
   ASSERT_EQ(f.args.size(), 11u);
   EXPECT_EQ(f.args[0].elem, ElementType::BF16);
@@ -377,14 +377,14 @@ TEST_F(GPUStepLibraryTest, CPUSequenceRunsAGpuLibraryThroughTheRunner) {
     Result<std::unique_ptr<GpuStepLibrary>> opened = GpuStepLibrary::open(rt, jsonPath);
     ASSERT_TRUE(opened.ok()) << opened.error();
     std::shared_ptr<const GpuStepLibrary> lib = opened.take();
-    const cpu::FunctionSignature *sig = lib->signature("layer0");
+    const runtime::FunctionSignature *sig = lib->signature("layer0");
     ASSERT_NE(sig, nullptr);
     ASSERT_TRUE(sig->step.present());
     const WindowLayer layer(700);
-    std::map<size_t, cpu::CPUValue> weights;
+    std::map<size_t, runtime::HostValue> weights;
     for (size_t i = 0; i < layer.weights.size(); ++i)
-      weights.emplace(3 + i, cpu::CPUBuffer::fromTensor(layer.weights[i]));
-    Result<cpu::CPUSequence> seq = cpu::CPUSequence::start(*sig, makeCPUSequenceRunner(lib, "layer0"), weights);
+      weights.emplace(3 + i, runtime::HostBuffer::fromTensor(layer.weights[i]));
+    Result<runtime::Sequence> seq = runtime::Sequence::start(*sig, makeSequenceRunner(lib, "layer0"), weights);
     ASSERT_TRUE(seq.ok()) << seq.error();
     Result<std::vector<Tensor>> prefill = seq->run(bf16({12, 64}, randomBf16(12 * 64, 1.0f, 1)), 0);
     ASSERT_TRUE(prefill.ok()) << prefill.error();
@@ -407,7 +407,7 @@ TEST_F(GPUStepLibraryTest, CPUSequenceRunsAGpuLibraryThroughTheRunner) {
 
 // The compressed roles (test/Conversion/DSAToGPU/Inputs/compressed-layers.mlir: L2 kv+index source ratio 2, L3
 // ratio-2 consumer, L4 ratio-1 source and candidate source, L5 indexer with candidates) as one stack on the test
-// double driver, through CPUSequence (step roles, state with its init, shared slots from layer to layer): prefill 12,
+// double driver, through Sequence (step roles, state with its init, shared slots from layer to layer): prefill 12,
 // decode 12. Checks the host code's plumbing (the host top-k downloads and uploads included), not numbers: every
 // launch names a kernel of KernelLibrary's ABI table with its parameter count, output shapes, no leaks.
 TEST_F(GPUStepLibraryTest, CompressedStackRunsOnTheTestDoubleDriver) {
@@ -427,36 +427,36 @@ TEST_F(GPUStepLibraryTest, CompressedStackRunsOnTheTestDoubleDriver) {
     Result<std::unique_ptr<GpuStepLibrary>> opened = GpuStepLibrary::open(rt, *json);
     ASSERT_TRUE(opened.ok()) << opened.error();
     std::shared_ptr<const GpuStepLibrary> lib = opened.take();
-    std::vector<cpu::CPUSequence> stack;
+    std::vector<runtime::Sequence> stack;
     for (const char *name : {"attention_L2", "attention_L3", "attention_L4", "attention_L5"}) {
-      const cpu::FunctionSignature *sig = lib->signature(name);
+      const runtime::FunctionSignature *sig = lib->signature(name);
       ASSERT_NE(sig, nullptr) << name;
       ASSERT_TRUE(sig->step.present()) << name;
       std::set<int64_t> roles = {sig->step.x, sig->step.startPos};
-      for (const cpu::StateBinding &b : sig->state)
+      for (const runtime::StateBinding &b : sig->state)
         roles.insert(b.arg);
-      for (const cpu::StateBinding &b : sig->step.shared)
+      for (const runtime::StateBinding &b : sig->step.shared)
         roles.insert(b.arg);
-      std::map<size_t, cpu::CPUValue> weights; // small deterministic values of each static weight shape
+      std::map<size_t, runtime::HostValue> weights; // small deterministic values of each static weight shape
       for (size_t a = 0; a < sig->args.size(); ++a) {
         if (roles.count(static_cast<int64_t>(a)))
           continue;
-        const cpu::ValueKind &k = sig->args[a];
+        const runtime::ValueKind &k = sig->args[a];
         int64_t n = 1;
         for (int64_t s : k.shape)
           n *= s;
-        weights.emplace(a, cpu::CPUBuffer::fromTensor(Tensor::fromFloats(
+        weights.emplace(a, runtime::HostBuffer::fromTensor(Tensor::fromFloats(
                                k.elem, k.shape, randomBf16(static_cast<size_t>(n), 0.1f, static_cast<uint32_t>(a)))));
       }
-      Result<cpu::CPUSequence> seq = cpu::CPUSequence::start(*sig, makeCPUSequenceRunner(lib, name), weights);
+      Result<runtime::Sequence> seq = runtime::Sequence::start(*sig, makeSequenceRunner(lib, name), weights);
       ASSERT_TRUE(seq.ok()) << name << ": " << seq.error();
       stack.push_back(seq.take());
     }
-    Result<cpu::CPUSequence::SlotSet> slots = cpu::CPUSequence::initialSlots(stack.front().signature());
+    Result<runtime::Sequence::SlotSet> slots = runtime::Sequence::initialSlots(stack.front().signature());
     ASSERT_TRUE(slots.ok()) << slots.error();
     for (auto [start, s] : {std::pair<int64_t, int64_t>{0, 12}, {12, 1}}) {
       Tensor x = bf16({s, 64}, randomBf16(s * 64, 1.0f, 40 + static_cast<uint32_t>(start)));
-      for (cpu::CPUSequence &seq : stack) {
+      for (runtime::Sequence &seq : stack) {
         Result<std::vector<Tensor>> r = seq.run(x, start, &*slots);
         ASSERT_TRUE(r.ok()) << seq.signature().name << " at " << start << ": " << r.error();
         EXPECT_EQ((*r)[0].shape(), (std::vector<int64_t>{s, 64})) << seq.signature().name;

@@ -3,7 +3,7 @@
 // - FakeDriver: the test double libcuda (FakeCudaDriver.c) and its inspection hooks;
 // - the window-only layer of test/Conversion/DSAToGPU/Inputs/window-layer.mlir (the tiny golden's L0 geometry):
 //   seeded weights in its argument order and one step computed by the reference kernels
-//   (include/dsa/Interpreter/Kernels.h, as the decomposition chains them: attention-semantics.md sections 2-4, 10,
+//   (kernels/include/dsa/Kernels/Kernels.h, as the decomposition chains them: attention-semantics.md sections 2-4, 10,
 //   11), the expected values of the device tests;
 // - the section 12 tolerance check and the device requirement (DSA_REQUIRE_CUDA_DEVICE=1: a skip is a failure).
 //
@@ -11,7 +11,7 @@
 #ifndef DSA_TEST_BACKEND_GPU_GPUTESTSUPPORT_H
 #define DSA_TEST_BACKEND_GPU_GPUTESTSUPPORT_H
 
-#include "dsa/Interpreter/Kernels.h"
+#include "dsa/Kernels/Kernels.h"
 #include "dsa/Numerics/BF16.h"
 
 #include <gtest/gtest.h>
@@ -28,8 +28,8 @@
 
 namespace dsa::gputest {
 
-using interp::ElementType;
-using interp::Tensor;
+using dsa::ElementType;
+using dsa::Tensor;
 
 inline bool deviceRequired() {
   const char *v = std::getenv("DSA_REQUIRE_CUDA_DEVICE");
@@ -105,38 +105,38 @@ struct WindowLayer {
 
   /// One step of the layer on the reference kernels: {out [s, 64], new ring [8, 32]}.
   Result<std::vector<Tensor>> reference(const Tensor &x, int64_t start, const Tensor &ring) const {
-    interp::RopeParams rope;
+    dsa::RopeParams rope;
     rope.ropeDim = rd;
     rope.theta = 1e4;
     const int64_t s = x.dim(0);
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    auto pos = interp::positions(start, s, 1);
+    auto pos = kernels::positions(start, s, 1);
     if (!pos)
       return makeError(pos.error());
-    auto qa = interp::linear(x, weights[1]);
+    auto qa = kernels::linear(x, weights[1]);
     if (!qa)
       return makeError(qa.error());
-    auto qr = interp::rmsNorm(*qa, weights[2], eps);
-    auto qflat = interp::linear(*qr, weights[3]);
+    auto qr = kernels::rmsNorm(*qa, weights[2], eps);
+    auto qflat = kernels::linear(*qr, weights[3]);
     Tensor qh = Tensor::fromFloats(ElementType::BF16, {s, H, hd}, qflat->floatVector());
-    auto q = interp::applyRope(qh, *pos, rope, false);
-    auto kva = interp::linear(x, weights[4]);
-    auto kvn = interp::rmsNorm(*kva, weights[5], eps);
-    auto kvr = interp::applyRope(*kvn, *pos, rope, false);
-    auto kv = interp::actQuantFp8(*kvr, 32);
-    auto newRing = interp::ringUpdate(ring, *kv, start);
+    auto q = kernels::applyRope(qh, *pos, rope, false);
+    auto kva = kernels::linear(x, weights[4]);
+    auto kvn = kernels::rmsNorm(*kva, weights[5], eps);
+    auto kvr = kernels::applyRope(*kvn, *pos, rope, false);
+    auto kv = kernels::actQuantFp8(*kvr, 32);
+    auto newRing = kernels::ringUpdate(ring, *kv, start);
     if (!newRing)
       return makeError(newRing.error());
-    auto rows = interp::windowKv(*kv, *newRing, start);
-    auto idx = interp::windowIndices(start, s, W);
+    auto rows = kernels::windowKv(*kv, *newRing, start);
+    auto idx = kernels::windowIndices(start, s, W);
     if (!rows || !idx)
       return makeError(!rows ? rows.error() : idx.error());
-    auto o = interp::sparseAttn(*q, *rows, *idx, weights[0], scale);
+    auto o = kernels::sparseAttn(*q, *rows, *idx, weights[0], scale);
     if (!o)
       return makeError(o.error());
-    auto orot = interp::applyRope(*o, *pos, rope, true);
-    auto og = interp::groupedOutput(*orot, weights[6], G);
-    auto out = interp::linear(*og, weights[7]);
+    auto orot = kernels::applyRope(*o, *pos, rope, true);
+    auto og = kernels::groupedOutput(*orot, weights[6], G);
+    auto out = kernels::linear(*og, weights[7]);
     if (!out)
       return makeError(out.error());
     return std::vector<Tensor>{out.take(), newRing.take()};

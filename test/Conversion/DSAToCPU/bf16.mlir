@@ -1,5 +1,5 @@
 // Every f32 <-> bf16 conversion of --dsa-cpu-pipeline is integer code before anything reaches LLVM
-// (dsa-cpu-expand-bf16, lib/Conversion/DSAToCPU/CPUTarget.cpp): lib/Numerics' f32ToBf16Bits (round to nearest
+// (dsa-cpu-expand-bf16, compiler/lib/Conversion/DSAToCPU/CPUTarget.cpp): core/lib/Numerics' f32ToBf16Bits (round to nearest
 // even, denormals rounded, NaN -> quiet NaN with its sign and top payload) and the exact widening shift, scalars and
 // vectors, serial and OpenMP. Left to LLVM, the truncation becomes a call of __truncsfbf2 (x86-64-v3: absent from
 // the JIT's process) or vcvtneps2bf16 (AVX512_BF16: flushes denormal inputs to zero); the CONTROL lines show that
@@ -37,7 +37,7 @@
 // RUN: mlir-translate --mlir-to-llvmir %t.upstream.mlir | llc -O2 -mcpu=sapphirerapids | FileCheck %s --check-prefix=CONTROL-BF16
 // RUN: mlir-translate --mlir-to-llvmir %t.upstream.mlir | llc -O2 -mcpu=x86-64-v3 | FileCheck %s --check-prefix=CONTROL-V3
 
-// lib/Numerics' f32ToBf16Bits: NaN when |u| > 0x7F800000 -> (u >> 16) | 0x40; else (u + 0x7FFF + ((u >> 16) & 1)) >> 16.
+// core/lib/Numerics' f32ToBf16Bits: NaN when |u| > 0x7F800000 -> (u >> 16) | 0x40; else (u + 0x7FFF + ((u >> 16) & 1)) >> 16.
 // EXPAND-LABEL: func.func @trunc(
 // EXPAND-DAG: %[[MAG:.*]] = arith.constant 2147483647 : i32
 // EXPAND-DAG: %[[INF:.*]] = arith.constant 2139095040 : i32

@@ -1,4 +1,4 @@
-// dsa-cpu-check-bf16 (the last pass of --dsa-cpu-pipeline; lib/Backend/CPU's lowerForCPU runs the same check):
+// dsa-cpu-check-bf16 (the last pass of --dsa-cpu-pipeline; compiler/lib/Backend/CPU's lowerForCPU runs the same check):
 // every LLVM-dialect op that would make LLVM convert or compute on bf16 is an error naming it; ops that only move
 // bf16 bits are fine (expand-bf16-invalid.mlir: what dsa-cpu-expand-bf16 refuses to expand).
 // RUN: dsa-opt %s --split-input-file --verify-diagnostics --dsa-cpu-check-bf16

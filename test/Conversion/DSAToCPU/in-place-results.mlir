@@ -1,5 +1,5 @@
 // The CPU backend's in-place caches in --dsa-cpu-pipeline (dsa-cpu-drop-in-place-results, Pipeline.cpp): for a
-// function marked dsa.cpu_in_place = array<i64: writable arguments> (what lib/Backend/CPU's lowerForCPU sets),
+// function marked dsa.cpu_in_place = array<i64: writable arguments> (what compiler/lib/Backend/CPU's lowerForCPU sets),
 // the results that bufferization made an argument's buffer are not returned and are recorded per result in the
 // module attribute dsa.cpu_in_place, the written writable arguments in dsa.cpu_written. An unmarked function keeps
 // its results (the updated cache comes back as a copy).

@@ -1,4 +1,4 @@
-// --dsa-cpu-pipeline cpu=NAME (dsa-cpu-set-target, lib/Conversion/DSAToCPU/CPUTarget.cpp): every function gets
+// --dsa-cpu-pipeline cpu=NAME (dsa-cpu-set-target, compiler/lib/Conversion/DSAToCPU/CPUTarget.cpp): every function gets
 // target_cpu and target_features (the CPU's features with the ones they imply), which LLVM's code generation
 // honours per function whatever target machine compiles it (the JIT's is the host's by default): the llc lines
 // compile under a target machine with AVX-512 (x86-64-v4) and one with only the x86-64 baseline. fptoui f32 -> i64

@@ -1,9 +1,9 @@
 // RUN: dsa-opt %s --split-input-file --dsa-to-gpu --nvvm-attach-target="chip=sm_90" --convert-scf-to-cf \
 // RUN:   --convert-gpu-to-nvvm --reconcile-unrealized-casts | FileCheck %s
 
-// The NVVM IR of the compressed-attention kernel families (lib/Conversion/DSAToGPU/Kernels.mlir), one function per
+// The NVVM IR of the compressed-attention kernel families (compiler/lib/Conversion/DSAToGPU/Kernels.mlir), one function per
 // family as in kernels-nvvm.mlir. The checks pin what bit-exactness with the reference kernels needs
-// (attention-semantics.md sections 2 and 5-9; lib/Interpreter/Kernels/{Compressor,Indexer}.cpp): separate fmul/fadd
+// (attention-semantics.md sections 2 and 5-9; kernels/lib/{Compressor,Indexer}.cpp): separate fmul/fadd
 // (never an fma) in the reference's order, fmax as libdevice's fmaxf, IEEE fdiv, f64 libdevice exp rounded to f32,
 // bf16 rounding by fptrunc, the quantisers' scales and grids in integer/bit arithmetic (no fp8/fp4 types).
 

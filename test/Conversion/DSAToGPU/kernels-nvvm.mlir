@@ -1,7 +1,7 @@
 // RUN: dsa-opt %s --split-input-file --dsa-to-gpu --nvvm-attach-target="chip=sm_90" --convert-scf-to-cf \
 // RUN:   --convert-gpu-to-nvvm --reconcile-unrealized-casts | FileCheck %s
 
-// The NVVM IR of each window-only kernel family (lib/Conversion/DSAToGPU/Kernels.mlir): one function per family,
+// The NVVM IR of each window-only kernel family (compiler/lib/Conversion/DSAToGPU/Kernels.mlir): one function per family,
 // lowered with dsa-to-gpu, then the device side to NVVM. The checks pin what the reference's rounding needs
 // (attention-semantics.md section 2; the interpreter kernels' order of operations): separate fmul/fadd (never an
 // fma), bf16 rounding by fptrunc, IEEE division and square root, the e4m3 round trip in integer arithmetic, f64

@@ -1,7 +1,7 @@
 //===- CPURuntimeAOTTest.cpp - the runtime's sequences on real AOT step libraries (MLIR builds) ---===//
 //
 // Layers built with mlir::dsa::buildAttentionFunction (random weights and inputs, fixed seeds), written as step
-// libraries by emitCPUStepLibrary, then run by the MLIR-free runtime's CPUSequence::run. Expected values come from
+// libraries by emitCPUStepLibrary, then run by the MLIR-free runtime's Sequence::run. Expected values come from
 // the reference interpreter on the decomposed layer, stepped one token at a time with the state threaded by this
 // test (the definition of a multi-token step at start_pos > 0, attention-semantics.md section 13), and from the
 // same library stepped token by token.
@@ -39,9 +39,10 @@
 #include <unistd.h>
 
 namespace cpu = ::dsa::cpu;
+namespace runtime = ::dsa::runtime;
 namespace interp = ::dsa::interp;
-using interp::ElementType;
-using interp::Tensor;
+using ::dsa::ElementType;
+using ::dsa::Tensor;
 using namespace mlir;
 
 namespace {
@@ -172,15 +173,15 @@ protected:
   }
 
   /// A sequence over the library with the weights at arguments 3.. (after x, start_pos, ring).
-  cpu::CPUSequence sequence() {
-    std::map<size_t, cpu::CPUValue> fixed;
+  runtime::Sequence sequence() {
+    std::map<size_t, runtime::HostValue> fixed;
     for (size_t i = 0; i < weights.size(); ++i)
-      fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(weights[i]));
+      fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(weights[i]));
     const cpu::CPUStepLibrary *lib = library.get();
     const std::string fn = name;
-    auto seq = cpu::CPUSequence::start(
+    auto seq = runtime::Sequence::start(
         *library->signature(name),
-        [lib, fn](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *probes) {
+        [lib, fn](const std::vector<runtime::HostValue> &args, std::vector<runtime::NamedTensor> *probes) {
           return lib->run(fn, args, probes);
         },
         std::move(fixed));
@@ -189,17 +190,17 @@ protected:
   }
 
   /// The same with the state kept resident between steps (CPUStepLibrary::runValues: in-place caches written).
-  cpu::CPUSequence residentSequence() {
-    std::map<size_t, cpu::CPUValue> fixed;
+  runtime::Sequence residentSequence() {
+    std::map<size_t, runtime::HostValue> fixed;
     for (size_t i = 0; i < weights.size(); ++i)
-      fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(weights[i]));
+      fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(weights[i]));
     const cpu::CPUStepLibrary *lib = library.get();
     const std::string fn = name;
-    cpu::CPUSequence::ValueRunner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
-                                                     std::vector<cpu::NamedTensor> *probes) {
+    runtime::Sequence::ValueRunner runner = [lib, fn](const std::vector<runtime::HostValue> &args,
+                                                     std::vector<runtime::NamedTensor> *probes) {
       return lib->runValues(fn, args, probes);
     };
-    auto seq = cpu::CPUSequence::start(*library->signature(name), runner, std::move(fixed));
+    auto seq = runtime::Sequence::start(*library->signature(name), runner, std::move(fixed));
     EXPECT_TRUE(seq.ok()) << seq.error();
     return seq.take();
   }
@@ -242,14 +243,14 @@ Tensor rows(const Tensor &x, int64_t begin, int64_t count) {
 /// interpreter stepped one token at a time, and the same library stepped one token at a time, bit for bit.
 TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreTokenByTokenDecode) {
   build(tinyLayer(0), 11);
-  const cpu::FunctionSignature *sig = library->signature(name);
+  const runtime::FunctionSignature *sig = library->signature(name);
   ASSERT_TRUE(sig && sig->step.present());
   EXPECT_EQ(sig->step.x, 0);
   EXPECT_EQ(sig->step.startPos, 1);
   EXPECT_EQ(sig->step.output, 0);
   EXPECT_EQ(sig->step.maxSeqLen, -1);
   EXPECT_TRUE(sig->step.shared.empty());
-  cpu::CPUSequence whole = sequence(), single = sequence();
+  runtime::Sequence whole = sequence(), single = sequence();
   std::mt19937_64 rng(12);
   std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32})};
   int64_t pos = 0;
@@ -282,7 +283,7 @@ TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreTokenByTokenDecode) {
     EXPECT_EQ(whole.position(), pos);
   }
   // The compiled code alone still refuses such a step: the split is the runtime's.
-  std::vector<cpu::CPUValue> args = {Tensor(ElementType::BF16, {2, 64}), Tensor::scalarI64(3), state[0]};
+  std::vector<runtime::HostValue> args = {Tensor(ElementType::BF16, {2, 64}), Tensor::scalarI64(3), state[0]};
   for (const Tensor &w : weights)
     args.push_back(w);
   EXPECT_FALSE(library->run(name, args).ok());
@@ -293,16 +294,16 @@ TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreTokenByTokenDecode) {
 /// errors name the field and change nothing.
 TEST_F(CPURuntimeAOTTest, CompressedLayerThreadsStateAndSlotsAndReportsErrors) {
   build(tinyLayer(2), 21);
-  const cpu::FunctionSignature *sig = library->signature(name);
+  const runtime::FunctionSignature *sig = library->signature(name);
   ASSERT_TRUE(sig && sig->step.present());
   EXPECT_EQ(sig->step.maxSeqLen, 16);
   ASSERT_EQ(sig->step.shared.size(), 4u);
   ASSERT_EQ(sig->state.size(), 5u);
-  EXPECT_EQ(sig->state[2].init, cpu::StateInit::NegInf); // ring, kv_state, score_state, caches
+  EXPECT_EQ(sig->state[2].init, runtime::StateInit::NegInf); // ring, kv_state, score_state, caches
   for (size_t i : {0, 1, 3, 4})
-    EXPECT_EQ(sig->state[i].init, cpu::StateInit::Zeros);
-  cpu::CPUSequence seq = sequence();
-  auto slots = cpu::CPUSequence::initialSlots(*sig);
+    EXPECT_EQ(sig->state[i].init, runtime::StateInit::Zeros);
+  runtime::Sequence seq = sequence();
+  auto slots = runtime::Sequence::initialSlots(*sig);
   ASSERT_TRUE(slots.ok()) << slots.error();
 
   std::vector<Tensor> state = tinyRatio2InitialState();
@@ -331,7 +332,7 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerThreadsStateAndSlotsAndReportsErrors) {
   // Errors: nothing changes.
   const std::vector<Tensor> before = {*seq.state(2)->tensor(), *seq.state(18)->tensor(), *seq.state(19)->tensor(),
                                       *seq.state(20)->tensor(), *seq.state(21)->tensor()};
-  const cpu::CPUSequence::SlotSet slotsBefore = *slots;
+  const runtime::Sequence::SlotSet slotsBefore = *slots;
   auto expectError = [&](const Tensor &x, int64_t startPos, const std::string &needle) {
     auto r = seq.run(x, startPos, &*slots);
     ASSERT_FALSE(r.ok()) << needle;
@@ -360,19 +361,19 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerThreadsStateAndSlotsAndReportsErrors) {
 /// cache's bytes as they were.
 TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace) {
   build(tinyLayer(2), 21);
-  const cpu::FunctionSignature *sig = library->signature(name);
+  const runtime::FunctionSignature *sig = library->signature(name);
   ASSERT_TRUE(sig && sig->step.present());
   EXPECT_NE(std::find(sig->writableArgs.begin(), sig->writableArgs.end(), 20), sig->writableArgs.end());
   bool cacheInPlace = false, slotInPlace = false;
-  for (const cpu::StateBinding &b : sig->inPlace) {
+  for (const runtime::StateBinding &b : sig->inPlace) {
     cacheInPlace |= b.arg == 20 && b.result == 4; // new compressed-KV cache
     slotInPlace |= b.arg == 20 && b.result == 6;  // the compress_kv slot it publishes
   }
   EXPECT_TRUE(cacheInPlace);
   EXPECT_TRUE(slotInPlace);
 
-  cpu::CPUSequence seq = residentSequence();
-  auto slots = cpu::CPUSequence::initialSlots(*sig);
+  runtime::Sequence seq = residentSequence();
+  auto slots = runtime::Sequence::initialSlots(*sig);
   ASSERT_TRUE(slots.ok()) << slots.error();
   std::vector<Tensor> state = tinyRatio2InitialState();
   std::mt19937_64 rng(23);
@@ -381,7 +382,7 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
   for (int64_t tokens : {7, 1, 1, 1, 1, 1}) {
     SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
     const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
-    std::vector<cpu::NamedTensor> probes;
+    std::vector<runtime::NamedTensor> probes;
     auto got = seq.runValues(x, pos, &*slots, &probes);
     ASSERT_TRUE(got.ok()) << got.error();
     std::vector<Tensor> want = interpret(x, pos, state, 5);
@@ -392,7 +393,7 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
     for (size_t i = 0; i < 4; ++i)
       EXPECT_TRUE(sameBits((*slots)[i].toTensor(), state[5 + i])) << "slot " << i;
     EXPECT_FALSE(probes.empty());
-    const cpu::CPUValue *cache = seq.state(20);
+    const runtime::HostValue *cache = seq.state(20);
     ASSERT_TRUE(cache && cache->isInPlace());
     if (!cacheData)
       cacheData = cache->buffer()->data();
@@ -405,15 +406,15 @@ TEST_F(CPURuntimeAOTTest, CompressedLayerWithResidentStateUpdatesTheCacheInPlace
 
   // A call that fails in the compiled code: position 17 completes a group whose row (17 // 2 = 8) is past the 8
   // rows of the cache. The in-place cache is left as it was.
-  auto copy = cpu::CPUBuffer::copyOf(*seq.state(20)->buffer());
+  auto copy = runtime::HostBuffer::copyOf(*seq.state(20)->buffer());
   const Tensor before = copy->toTensor();
-  std::vector<cpu::CPUValue> args = {randomTensor(rng, ElementType::BF16, {1, 64}, 1.0f), Tensor::scalarI64(17),
+  std::vector<runtime::HostValue> args = {randomTensor(rng, ElementType::BF16, {1, 64}, 1.0f), Tensor::scalarI64(17),
                                      state[0]};
   for (const Tensor &w : weights)
     args.push_back(w);
   args.push_back(state[1]);
   args.push_back(state[2]);
-  args.push_back(cpu::CPUValue::inPlace(copy));
+  args.push_back(runtime::HostValue::inPlace(copy));
   for (size_t i = 4; i < state.size(); ++i)
     args.push_back(state[i]);
   auto bad = library->runValues(name, args);
@@ -429,11 +430,11 @@ TEST_F(CPURuntimeAOTTest, OwnCacheIndexSourceUpdatesBothCachesInPlace) {
   mlir::dsa::AttentionLayerConfig config = tinyLayer(2);
   config.compress->indexKSource = mlir::dsa::IndexKSource::own_cache;
   build(config, 41);
-  const cpu::FunctionSignature *sig = library->signature(name);
+  const runtime::FunctionSignature *sig = library->signature(name);
   ASSERT_TRUE(sig);
   EXPECT_EQ(sig->writableArgs, (std::vector<int64_t>{20, 21}));
   bool kvCache = false, indexCache = false, indexSlot = false;
-  for (const cpu::StateBinding &b : sig->inPlace) {
+  for (const runtime::StateBinding &b : sig->inPlace) {
     kvCache |= b.arg == 20 && b.result == 4;
     indexCache |= b.arg == 21 && b.result == 5;
     indexSlot |= b.arg == 21 && b.result == 7;
@@ -441,8 +442,8 @@ TEST_F(CPURuntimeAOTTest, OwnCacheIndexSourceUpdatesBothCachesInPlace) {
   EXPECT_TRUE(kvCache);
   EXPECT_TRUE(indexCache);
   EXPECT_TRUE(indexSlot);
-  cpu::CPUSequence seq = residentSequence();
-  auto slots = cpu::CPUSequence::initialSlots(*sig);
+  runtime::Sequence seq = residentSequence();
+  auto slots = runtime::Sequence::initialSlots(*sig);
   ASSERT_TRUE(slots.ok()) << slots.error();
   std::vector<Tensor> state = tinyRatio2InitialState();
   std::mt19937_64 rng(42);
@@ -457,7 +458,7 @@ TEST_F(CPURuntimeAOTTest, OwnCacheIndexSourceUpdatesBothCachesInPlace) {
     ASSERT_EQ(got->size(), want.size());
     for (size_t r = 0; r < want.size(); ++r)
       EXPECT_TRUE(sameBits((*got)[r].toTensor(), want[r])) << "result " << r;
-    const cpu::CPUValue *index = seq.state(21);
+    const runtime::HostValue *index = seq.state(21);
     ASSERT_TRUE(index && index->isInPlace());
     if (!indexData)
       indexData = index->buffer()->data();
@@ -491,42 +492,42 @@ TEST_F(CPURuntimeAOTTest, TwoCompressedLayersWithResidentStateMatchTensorState) 
   build(bConfig, 32);
   Layer b = take();
   auto fixedOf = [](const Layer &l) {
-    std::map<size_t, cpu::CPUValue> fixed;
+    std::map<size_t, runtime::HostValue> fixed;
     for (size_t i = 0; i < l.weights.size(); ++i)
-      fixed.emplace(3 + i, cpu::CPUBuffer::fromTensor(l.weights[i]));
+      fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(l.weights[i]));
     return fixed;
   };
   auto valueSequence = [&](const Layer &l) {
     const cpu::CPUStepLibrary *lib = l.library.get();
     const std::string fn = l.name;
-    cpu::CPUSequence::ValueRunner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
-                                                     std::vector<cpu::NamedTensor> *probes) {
+    runtime::Sequence::ValueRunner runner = [lib, fn](const std::vector<runtime::HostValue> &args,
+                                                     std::vector<runtime::NamedTensor> *probes) {
       return lib->runValues(fn, args, probes);
     };
-    auto seq = cpu::CPUSequence::start(*lib->signature(fn), runner, fixedOf(l));
+    auto seq = runtime::Sequence::start(*lib->signature(fn), runner, fixedOf(l));
     EXPECT_TRUE(seq.ok()) << seq.error();
-    return std::make_unique<cpu::CPUSequence>(seq.take());
+    return std::make_unique<runtime::Sequence>(seq.take());
   };
   auto tensorSequence = [&](const Layer &l) {
     const cpu::CPUStepLibrary *lib = l.library.get();
     const std::string fn = l.name;
-    cpu::CPUSequence::Runner runner = [lib, fn](const std::vector<cpu::CPUValue> &args,
-                                                std::vector<cpu::NamedTensor> *probes) {
+    runtime::Sequence::Runner runner = [lib, fn](const std::vector<runtime::HostValue> &args,
+                                                std::vector<runtime::NamedTensor> *probes) {
       return lib->run(fn, args, probes);
     };
-    auto seq = cpu::CPUSequence::start(*lib->signature(fn), runner, fixedOf(l));
+    auto seq = runtime::Sequence::start(*lib->signature(fn), runner, fixedOf(l));
     EXPECT_TRUE(seq.ok()) << seq.error();
-    return std::make_unique<cpu::CPUSequence>(seq.take());
+    return std::make_unique<runtime::Sequence>(seq.take());
   };
-  const cpu::FunctionSignature *bSig = b.library->signature(b.name);
+  const runtime::FunctionSignature *bSig = b.library->signature(b.name);
   ASSERT_TRUE(bSig);
   const int64_t bCacheArg = bSig->state[1].arg; // ring, then the kv cache (ratio 1: no compressor state)
   EXPECT_NE(std::find(bSig->writableArgs.begin(), bSig->writableArgs.end(), bCacheArg), bSig->writableArgs.end());
   auto aValues = valueSequence(a), bValues = valueSequence(b);
   auto aTensors = tensorSequence(a), bTensors = tensorSequence(b);
-  auto slots = cpu::CPUSequence::initialSlots(*a.library->signature(a.name));
+  auto slots = runtime::Sequence::initialSlots(*a.library->signature(a.name));
   ASSERT_TRUE(slots.ok()) << slots.error();
-  cpu::CPUSequence::SlotSet valueSlots = *slots, tensorSlots = *slots;
+  runtime::Sequence::SlotSet valueSlots = *slots, tensorSlots = *slots;
   std::mt19937_64 rng(33);
   int64_t pos = 0;
   for (int64_t tokens : {5, 1, 1, 1, 1, 1, 1, 1}) {
@@ -581,7 +582,7 @@ TEST_F(CPURuntimeAOTTest, GoldenLayer0DecodesMergedIntoOneStepMatchTheGolden) {
     goldenWeights.push_back(w.take());
   }
   build(c, 0, &goldenWeights);
-  cpu::CPUSequence seq = sequence();
+  runtime::Sequence seq = sequence();
 
   auto rowsOf = [&](const std::string &regime, const std::string &name) {
     auto capture = file.capture(regime, name);
@@ -611,7 +612,7 @@ TEST_F(CPURuntimeAOTTest, GoldenLayer0DecodesMergedIntoOneStepMatchTheGolden) {
   const Tensor d12 = rowsOf("decode12", "L0.attn_in"), d13 = rowsOf("decode13", "L0.attn_in");
   std::vector<float> both(d12.floats(), d12.floats() + 64);
   both.insert(both.end(), d13.floats(), d13.floats() + 64);
-  std::vector<cpu::NamedTensor> probes;
+  std::vector<runtime::NamedTensor> probes;
   auto merged = seq.run(Tensor::fromFloats(ElementType::BF16, {2, 64}, both), 12, nullptr, &probes);
   ASSERT_TRUE(merged.ok()) << merged.error();
   ASSERT_EQ((*merged)[0].shape(), (std::vector<int64_t>{2, 64}));
@@ -638,14 +639,14 @@ TEST_F(CPURuntimeAOTTest, ALibraryForX86_64_v3RecordsItsFeaturesAndRunsBitExactl
   build(tinyLayer(0), 41, nullptr, "x86-64-v3");
   EXPECT_EQ(library->description().targetCpu, "x86-64-v3");
   EXPECT_EQ(library->description().targetFeatures, v3);
-  cpu::CPUSequence seq = sequence();
+  runtime::Sequence seq = sequence();
   std::mt19937_64 rng(42);
   std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32})};
   int64_t pos = 0;
   for (int64_t tokens : {5, 1, 1, 1, 1}) { // a prefill, then decodes past the window of 8
     SCOPED_TRACE("step at " + std::to_string(pos));
     const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
-    std::vector<cpu::NamedTensor> probes;
+    std::vector<runtime::NamedTensor> probes;
     auto got = seq.run(x, pos, nullptr, &probes);
     ASSERT_TRUE(got.ok()) << got.error();
     std::vector<Tensor> want = interpret(x, pos, state, 1);
@@ -709,25 +710,25 @@ protected:
   /// of the steps and at the end may grow by at most `kFlatBytes`. Returns the position reached.
   int64_t soak(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed, int64_t end) {
     build(config, seed);
-    const cpu::FunctionSignature *sig = library->signature(name);
+    const runtime::FunctionSignature *sig = library->signature(name);
     EXPECT_TRUE(sig && sig->step.present());
     if (!sig || !sig->step.present())
       return -1;
-    cpu::CPUSequence seq = residentSequence();
+    runtime::Sequence seq = residentSequence();
     // The interpreter's arguments: x and start_pos per step, the weights, the state from its init, the slots empty.
     std::vector<Tensor> args(sig->args.size());
     for (size_t i = 0; i < weights.size(); ++i)
       args[3 + i] = weights[i];
-    for (const cpu::StateBinding &b : sig->state) {
-      const cpu::ValueKind &k = sig->args[static_cast<size_t>(b.arg)];
+    for (const runtime::StateBinding &b : sig->state) {
+      const runtime::ValueKind &k = sig->args[static_cast<size_t>(b.arg)];
       Tensor t(k.elem, k.shape);
-      if (b.init == cpu::StateInit::NegInf)
+      if (b.init == runtime::StateInit::NegInf)
         std::fill(t.floats(), t.floats() + t.numElements(), -std::numeric_limits<float>::infinity());
       args[static_cast<size_t>(b.arg)] = t;
     }
-    std::optional<cpu::CPUSequence::SlotSet> slots;
+    std::optional<runtime::Sequence::SlotSet> slots;
     if (!sig->step.shared.empty()) {
-      auto initial = cpu::CPUSequence::initialSlots(*sig);
+      auto initial = runtime::Sequence::initialSlots(*sig);
       EXPECT_TRUE(initial.ok()) << initial.error();
       slots = *initial;
       for (size_t i = 0; i < sig->step.shared.size(); ++i)
@@ -758,9 +759,9 @@ protected:
           ADD_FAILURE() << "step at " << pos << ": result " << r << " differs from the interpreter's";
           return pos;
         }
-      for (const cpu::StateBinding &b : sig->state)
+      for (const runtime::StateBinding &b : sig->state)
         args[static_cast<size_t>(b.arg)] = (*want)[static_cast<size_t>(b.result)];
-      for (const cpu::StateBinding &b : sig->step.shared)
+      for (const runtime::StateBinding &b : sig->step.shared)
         args[static_cast<size_t>(b.arg)] = (*want)[static_cast<size_t>(b.result)];
       pos += tokens;
       if (pos >= end / 10 && rssAfterTenth == 0)
@@ -772,10 +773,10 @@ protected:
     if (pos == capacity) {
       // One more token does not fit: a clean error naming max_seq_len; state, position and slots unchanged.
       std::vector<Tensor> before;
-      for (const cpu::StateBinding &b : sig->state)
+      for (const runtime::StateBinding &b : sig->state)
         before.push_back(seq.state(static_cast<size_t>(b.arg))->toTensor());
       std::vector<Tensor> slotsBefore;
-      for (const cpu::CPUValue &v : *slots)
+      for (const runtime::HostValue &v : *slots)
         slotsBefore.push_back(v.toTensor());
       auto over = seq.runValues(randomTensor(rng, ElementType::BF16, {1, config.dim}, 1.0f), pos, &*slots);
       EXPECT_FALSE(over.ok());

@@ -7,7 +7,7 @@
 #include "dsa/Runtime/CPU/HostFeatures.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
-#include "dsa/Backend/CPU/RuntimeErrors.h"
+#include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/Numerics/BF16.h"
 
 #include <gtest/gtest.h>
@@ -20,9 +20,10 @@
 #include <map>
 
 namespace cpu = ::dsa::cpu;
-namespace interp = ::dsa::interp;
-using interp::ElementType;
-using interp::Tensor;
+namespace runtime = ::dsa::runtime;
+
+using dsa::ElementType;
+using dsa::Tensor;
 
 namespace {
 
@@ -49,24 +50,24 @@ void packedScale(void **args) {
   result[6] = 1;
   result[7] = n + rows; // the i64 result follows the 7-word descriptor
   if (n < 0)
-    cpu::dsaCpuRecordFailure(static_cast<int32_t>(cpu::RuntimeError::WindowKvMultiTokenDecode));
+    cpu::dsaCpuRecordFailure(static_cast<int32_t>(::dsa::abi::RuntimeError::WindowKvMultiTokenDecode));
 }
 
-cpu::FunctionSignature scaleSignature() {
-  cpu::FunctionSignature sig;
+runtime::FunctionSignature scaleSignature() {
+  runtime::FunctionSignature sig;
   sig.name = "scale";
-  sig.args = {cpu::ValueKind{true, ElementType::BF16, {-1, 2}, "tensor<?x2xbf16>"},
-              cpu::ValueKind{false, ElementType::I64, {}, "i64"}};
-  sig.results = {cpu::ValueKind{true, ElementType::F32, {-1, 2}, "tensor<?x2xf32>"},
-                 cpu::ValueKind{false, ElementType::I64, {}, "i64"}};
+  sig.args = {runtime::ValueKind{true, ElementType::BF16, {-1, 2}, "tensor<?x2xbf16>"},
+              runtime::ValueKind{false, ElementType::I64, {}, "i64"}};
+  sig.results = {runtime::ValueKind{true, ElementType::F32, {-1, 2}, "tensor<?x2xf32>"},
+                 runtime::ValueKind{false, ElementType::I64, {}, "i64"}};
   sig.numResults = 2;
   return sig;
 }
 
-cpu::FunctionSignature bumpSignature(); // below: a function with a writable argument updated in place
+runtime::FunctionSignature bumpSignature(); // below: a function with a writable argument updated in place
 
 TEST(CPURuntime, InvokePackedMarshalsTensorsAndBuffers) {
-  cpu::FunctionSignature sig = scaleSignature();
+  runtime::FunctionSignature sig = scaleSignature();
   Tensor x = Tensor::fromFloats(ElementType::BF16, {3, 2}, {1.0f, 2.0f, -0.5f, 0.25f, 3.0f, 1.5f});
   auto r = cpu::invokePacked(sig, packedScale, {x, Tensor::scalarI64(10)}, nullptr);
   ASSERT_TRUE(r.ok()) << r.error();
@@ -76,7 +77,7 @@ TEST(CPURuntime, InvokePackedMarshalsTensorsAndBuffers) {
   EXPECT_EQ((*r)[0].floatVector(), (std::vector<float>{2.0f, -2.0f, -1.0f, -0.25f, 6.0f, -1.5f}));
   EXPECT_EQ((*r)[1].intVector(), std::vector<int64_t>{13});
   // The same through a prepared buffer; the buffer holds bf16 patterns (1.0 = 0x3F80).
-  auto buffer = cpu::CPUBuffer::fromTensor(x);
+  auto buffer = runtime::HostBuffer::fromTensor(x);
   EXPECT_EQ(static_cast<const uint16_t *>(buffer->data())[0], 0x3F80);
   auto r2 = cpu::invokePacked(sig, packedScale, {buffer, Tensor::scalarI64(0)}, nullptr);
   ASSERT_TRUE(r2.ok()) << r2.error();
@@ -84,9 +85,9 @@ TEST(CPURuntime, InvokePackedMarshalsTensorsAndBuffers) {
 }
 
 TEST(CPURuntime, InvokePackedReportsBadArgumentsAndFailedChecks) {
-  cpu::FunctionSignature sig = scaleSignature();
+  runtime::FunctionSignature sig = scaleSignature();
   Tensor x(ElementType::BF16, {1, 2});
-  auto expectError = [&](const std::vector<cpu::CPUValue> &args, const std::string &needle) {
+  auto expectError = [&](const std::vector<runtime::HostValue> &args, const std::string &needle) {
     auto r = cpu::invokePacked(sig, packedScale, args, nullptr);
     ASSERT_FALSE(r.ok()) << needle;
     EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
@@ -98,7 +99,7 @@ TEST(CPURuntime, InvokePackedReportsBadArgumentsAndFailedChecks) {
               "argument #0 has shape [1, 3], expected tensor<?x2xbf16> (dimension 1)");
   expectError({Tensor(ElementType::BF16, {2}), Tensor::scalarI64(0)}, "argument #0 has rank 1");
   expectError({x, Tensor(ElementType::I64, {1})}, "argument #1 has shape [1], expected a scalar (i64)");
-  expectError({std::shared_ptr<const cpu::CPUBuffer>(), Tensor::scalarI64(0)}, "argument #0 is a null CPUBuffer");
+  expectError({std::shared_ptr<const runtime::HostBuffer>(), Tensor::scalarI64(0)}, "argument #0 is a null HostBuffer");
   expectError({x, Tensor::scalarI64(-1)},
               "@scale: run-time check failed: dsa.window_kv: a step of more than one token at start_pos > 0");
   // The failure record is per call: the next call succeeds.
@@ -107,23 +108,23 @@ TEST(CPURuntime, InvokePackedReportsBadArgumentsAndFailedChecks) {
 }
 
 TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
-  cpu::StepLibraryDescription d;
+  runtime::StepLibraryDescription d;
   d.library = "l0.so";
   d.targetCpu = "znver4";
   d.targetFeatures = {"avx2", "avx512f", "fma"};
   d.parallel = true;
-  cpu::FunctionSignature sig = scaleSignature();
-  sig.results.push_back(cpu::ValueKind{true, ElementType::I32, {-1, -1}, "tensor<?x?xi32>"});
+  runtime::FunctionSignature sig = scaleSignature();
+  sig.results.push_back(runtime::ValueKind{true, ElementType::I32, {-1, -1}, "tensor<?x?xi32>"});
   sig.probeNames = {"L0.sa_topk_idxs"};
-  sig.state = {{0, 0, cpu::StateInit::NegInf}};
+  sig.state = {{0, 0, runtime::StateInit::NegInf}};
   sig.step.x = 0;
   sig.step.startPos = 1;
   sig.step.output = 0;
   sig.step.maxSeqLen = 64;
   sig.step.shared = {{0, 1}};
   d.functions = {sig};
-  const std::string text = cpu::describeStepLibrary(d);
-  auto back = cpu::parseStepLibrary(text);
+  const std::string text = runtime::describeStepLibrary(d);
+  auto back = runtime::parseStepLibrary(text);
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->library, "l0.so");
   EXPECT_EQ(back->targetCpu, "znver4");
@@ -131,7 +132,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   EXPECT_NE(text.find("\"version\": 4"), std::string::npos);
   EXPECT_TRUE(back->parallel);
   ASSERT_EQ(back->functions.size(), 1u);
-  const cpu::FunctionSignature &f = back->functions[0];
+  const runtime::FunctionSignature &f = back->functions[0];
   EXPECT_EQ(f.name, "scale");
   ASSERT_EQ(f.args.size(), 2u);
   EXPECT_TRUE(f.args[0].isTensor);
@@ -141,7 +142,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   EXPECT_EQ(f.numResults, 2u);
   EXPECT_EQ(f.probeNames, std::vector<std::string>{"L0.sa_topk_idxs"});
   ASSERT_EQ(f.state.size(), 1u);
-  EXPECT_EQ(f.state[0].init, cpu::StateInit::NegInf);
+  EXPECT_EQ(f.state[0].init, runtime::StateInit::NegInf);
   EXPECT_EQ(f.step.x, 0);
   EXPECT_EQ(f.step.startPos, 1);
   EXPECT_EQ(f.step.output, 0);
@@ -151,13 +152,13 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   EXPECT_EQ(f.step.shared[0].result, 1);
   // Without a capacity, "max_seq_len" is null and reads back as -1.
   d.functions[0].step.maxSeqLen = -1;
-  auto noCap = cpu::parseStepLibrary(cpu::describeStepLibrary(d));
+  auto noCap = runtime::parseStepLibrary(runtime::describeStepLibrary(d));
   ASSERT_TRUE(noCap.ok()) << noCap.error();
   EXPECT_EQ(noCap->functions[0].step.maxSeqLen, -1);
-  EXPECT_NE(cpu::describeStepLibrary(d).find("\"max_seq_len\": null"), std::string::npos);
+  EXPECT_NE(runtime::describeStepLibrary(d).find("\"max_seq_len\": null"), std::string::npos);
 
   auto expectError = [](const std::string &json, const std::string &needle) {
-    auto r = cpu::parseStepLibrary(json);
+    auto r = runtime::parseStepLibrary(json);
     ASSERT_FALSE(r.ok()) << needle;
     EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
   };
@@ -179,7 +180,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   const std::string head2 = R"({"format": "dsa-cpu-step-library", "version": 2, "library": "l.so", "functions": [)";
   const std::string fn = R"({"name": "f", "args": [{"element": "bf16", "shape": [-1, 2]}, {"element": "i64", "shape": null}, {"element": "f32", "shape": [3]}], "results": [{"element": "bf16", "shape": [-1, 2]}, {"element": "f32", "shape": [3]}], "num_results": 2)";
   auto withStep = [&](const std::string &step) { return head2 + fn + R"(, "step": )" + step + "}]}"; };
-  auto good = cpu::parseStepLibrary(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null})"));
+  auto good = runtime::parseStepLibrary(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null})"));
   ASSERT_TRUE(good.ok()) << good.error();
   EXPECT_TRUE(good->functions[0].step.present());
   expectError(withStep(R"([])"), "functions[0].step: expected an object");
@@ -200,10 +201,10 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
               "functions[0].state[0].init: expected \"zeros\" or \"-inf\"");
   expectError(head + fn + R"(, "step": {"x": 0, "start_pos": 1, "output": 0}}]})", "functions[0].step: needs version 2");
   // Version 3: writable arguments and in-place results.
-  cpu::StepLibraryDescription d3;
+  runtime::StepLibraryDescription d3;
   d3.library = "b.so";
   d3.functions = {bumpSignature()};
-  auto back3 = cpu::parseStepLibrary(cpu::describeStepLibrary(d3));
+  auto back3 = runtime::parseStepLibrary(runtime::describeStepLibrary(d3));
   ASSERT_TRUE(back3.ok()) << back3.error();
   EXPECT_EQ(back3->functions[0].writableArgs, std::vector<int64_t>{0});
   ASSERT_EQ(back3->functions[0].inPlace.size(), 2u);
@@ -229,18 +230,18 @@ void packedBump(void **args) {
   result[0] = i + 1;
   if (i < 0) {
     c[3] = -7.0f;
-    cpu::dsaCpuRecordFailure(static_cast<int32_t>(cpu::RuntimeError::WindowKvMultiTokenDecode));
+    cpu::dsaCpuRecordFailure(static_cast<int32_t>(::dsa::abi::RuntimeError::WindowKvMultiTokenDecode));
     return;
   }
   c[i] += 1.0f;
 }
 
-cpu::FunctionSignature bumpSignature() {
-  cpu::FunctionSignature sig;
+runtime::FunctionSignature bumpSignature() {
+  runtime::FunctionSignature sig;
   sig.name = "bump";
-  const cpu::ValueKind vec{true, ElementType::F32, {4}, "tensor<4xf32>"};
-  sig.args = {vec, cpu::ValueKind{false, ElementType::I64, {}, "i64"}};
-  sig.results = {vec, cpu::ValueKind{false, ElementType::I64, {}, "i64"}, vec};
+  const runtime::ValueKind vec{true, ElementType::F32, {4}, "tensor<4xf32>"};
+  sig.args = {vec, runtime::ValueKind{false, ElementType::I64, {}, "i64"}};
+  sig.results = {vec, runtime::ValueKind{false, ElementType::I64, {}, "i64"}, vec};
   sig.numResults = 3;
   sig.writableArgs = {0};
   sig.inPlace = {{0, 0}, {0, 2}};
@@ -248,10 +249,10 @@ cpu::FunctionSignature bumpSignature() {
   return sig;
 }
 
-/// Writable arguments: a Tensor or a shared CPUBuffer is never modified (the call updates a copy), an inPlace buffer
+/// Writable arguments: a Tensor or a shared HostBuffer is never modified (the call updates a copy), an inPlace buffer
 /// is updated where it is and comes back as the in-place results (the same buffer, no copy).
 TEST(CPURuntime, InPlaceArgumentsAreUpdatedOnlyWhenHandedOver) {
-  const cpu::FunctionSignature sig = bumpSignature();
+  const runtime::FunctionSignature sig = bumpSignature();
   const Tensor c = Tensor::fromFloats(ElementType::F32, {4}, {1.0f, 2.0f, 3.0f, 4.0f});
   auto r = cpu::invokePacked(sig, packedBump, {c, Tensor::scalarI64(1)}, nullptr);
   ASSERT_TRUE(r.ok()) << r.error();
@@ -261,15 +262,15 @@ TEST(CPURuntime, InPlaceArgumentsAreUpdatedOnlyWhenHandedOver) {
   EXPECT_EQ((*r)[2].floatVector(), (*r)[0].floatVector());
   EXPECT_EQ(c.floatVector(), (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f})); // the caller's Tensor as it was
 
-  auto shared = cpu::CPUBuffer::fromTensor(c);
+  auto shared = runtime::HostBuffer::fromTensor(c);
   auto r2 = cpu::invokePackedValues(sig, packedBump, {shared, Tensor::scalarI64(2)}, nullptr);
   ASSERT_TRUE(r2.ok()) << r2.error();
   EXPECT_EQ(shared->toTensor().floatVector(), c.floatVector()); // copied, not written
   EXPECT_EQ((*r2)[0].toTensor().floatVector(), (std::vector<float>{1.0f, 2.0f, 4.0f, 4.0f}));
   EXPECT_NE((*r2)[0].buffer()->data(), shared->data());
 
-  auto mine = cpu::CPUBuffer::mutableFromTensor(c);
-  auto r3 = cpu::invokePackedValues(sig, packedBump, {cpu::CPUValue::inPlace(mine), Tensor::scalarI64(0)}, nullptr);
+  auto mine = runtime::HostBuffer::mutableFromTensor(c);
+  auto r3 = cpu::invokePackedValues(sig, packedBump, {runtime::HostValue::inPlace(mine), Tensor::scalarI64(0)}, nullptr);
   ASSERT_TRUE(r3.ok()) << r3.error();
   EXPECT_EQ(mine->toTensor().floatVector(), (std::vector<float>{2.0f, 2.0f, 3.0f, 4.0f}));
   EXPECT_EQ((*r3)[0].inPlaceBuffer(), mine); // the argument's buffer itself, for both in-place results
@@ -277,13 +278,13 @@ TEST(CPURuntime, InPlaceArgumentsAreUpdatedOnlyWhenHandedOver) {
   EXPECT_EQ((*r3)[1].tensor()->intVector(), std::vector<int64_t>{1});
 
   // A failed check after a write: the error, and (documented) the write stays in the in-place buffer.
-  auto bad = cpu::invokePackedValues(sig, packedBump, {cpu::CPUValue::inPlace(mine), Tensor::scalarI64(-1)}, nullptr);
+  auto bad = cpu::invokePackedValues(sig, packedBump, {runtime::HostValue::inPlace(mine), Tensor::scalarI64(-1)}, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("@bump: run-time check failed"), std::string::npos) << bad.error();
   EXPECT_EQ(mine->toTensor().floats()[3], -7.0f);
 
   // Signature entries outside the lists, and one in-place buffer for two writable arguments, are errors.
-  cpu::FunctionSignature badSig = sig;
+  runtime::FunctionSignature badSig = sig;
   badSig.writableArgs = {1};
   auto e1 = cpu::invokePacked(badSig, packedBump, {c, Tensor::scalarI64(0)}, nullptr);
   ASSERT_FALSE(e1.ok());
@@ -294,11 +295,11 @@ TEST(CPURuntime, InPlaceArgumentsAreUpdatedOnlyWhenHandedOver) {
   ASSERT_FALSE(e2.ok());
   EXPECT_NE(e2.error().find("in-place result #5 / argument #0 outside the signature"), std::string::npos)
       << e2.error();
-  cpu::FunctionSignature two = sig;
+  runtime::FunctionSignature two = sig;
   two.args = {sig.args[0], sig.args[0]};
   two.writableArgs = {0, 1};
   two.inPlace = {};
-  auto e3 = cpu::invokePackedValues(two, packedBump, {cpu::CPUValue::inPlace(mine), cpu::CPUValue::inPlace(mine)},
+  auto e3 = cpu::invokePackedValues(two, packedBump, {runtime::HostValue::inPlace(mine), runtime::HostValue::inPlace(mine)},
                                     nullptr);
   ASSERT_FALSE(e3.ok());
   EXPECT_NE(e3.error().find("arguments #0 and #1 are one in-place buffer"), std::string::npos) << e3.error();
@@ -317,7 +318,7 @@ void packedTwice(void **args) {
 }
 
 TEST(CPURuntime, ResultsSharingAnAllocationShareOneBuffer) {
-  cpu::FunctionSignature sig = scaleSignature();
+  runtime::FunctionSignature sig = scaleSignature();
   sig.results = {sig.results[0], sig.results[0]};
   Tensor x = Tensor::fromFloats(ElementType::BF16, {1, 2}, {1.0f, 2.0f});
   auto r = cpu::invokePackedValues(sig, packedTwice, {x, Tensor::scalarI64(0)}, nullptr);
@@ -333,19 +334,19 @@ TEST(CPURuntime, ResultsSharingAnAllocationShareOneBuffer) {
 /// initial state handed over as an inPlace buffer is copied, never written; a resumed sequence starts at its
 /// position and reset() returns there.
 TEST(CPURuntime, ValueSequenceKeepsStateResident) {
-  cpu::FunctionSignature sig = bumpSignature();
+  runtime::FunctionSignature sig = bumpSignature();
   sig.inPlace = {{0, 0}, {0, 2}};
-  auto runner = [&](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *probes) {
+  auto runner = [&](const std::vector<runtime::HostValue> &args, std::vector<runtime::NamedTensor> *probes) {
     return cpu::invokePackedValues(sig, packedBump, args, probes);
   };
-  auto given = cpu::CPUBuffer::mutableFromTensor(Tensor::fromFloats(ElementType::F32, {4}, {0, 0, 0, 0}));
-  auto seq = cpu::CPUSequence::create(sig, cpu::CPUSequence::ValueRunner(runner),
-                                      {cpu::CPUValue::inPlace(given), Tensor::scalarI64(0)}, 5);
+  auto given = runtime::HostBuffer::mutableFromTensor(Tensor::fromFloats(ElementType::F32, {4}, {0, 0, 0, 0}));
+  auto seq = runtime::Sequence::create(sig, runtime::Sequence::ValueRunner(runner),
+                                      {runtime::HostValue::inPlace(given), Tensor::scalarI64(0)}, 5);
   ASSERT_TRUE(seq.ok()) << seq.error();
   EXPECT_EQ(seq->position(), 5);
   auto first = seq->step({{1, Tensor::scalarI64(1)}});
   ASSERT_TRUE(first.ok()) << first.error();
-  const cpu::CPUValue *state = seq->state(0);
+  const runtime::HostValue *state = seq->state(0);
   ASSERT_TRUE(state && state->isInPlace());
   const void *resident = state->buffer()->data();
   EXPECT_NE(resident, given->data());
@@ -359,7 +360,7 @@ TEST(CPURuntime, ValueSequenceKeepsStateResident) {
   seq->reset();
   EXPECT_EQ(seq->position(), 5);
   EXPECT_EQ(seq->state(0)->toTensor().floatVector(), (std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f}));
-  auto negative = cpu::CPUSequence::create(sig, cpu::CPUSequence::ValueRunner(runner),
+  auto negative = runtime::Sequence::create(sig, runtime::Sequence::ValueRunner(runner),
                                            {Tensor(ElementType::F32, {4}), Tensor::scalarI64(0)}, -1);
   ASSERT_FALSE(negative.ok());
   EXPECT_NE(negative.error().find("position -1 is negative"), std::string::npos) << negative.error();
@@ -367,7 +368,7 @@ TEST(CPURuntime, ValueSequenceKeepsStateResident) {
 
 TEST(CPURuntime, TargetFeaturesNeedVersion4AndAreNames) {
   auto expectError = [](const std::string &json, const std::string &needle) {
-    auto r = cpu::parseStepLibrary(json);
+    auto r = runtime::parseStepLibrary(json);
     ASSERT_FALSE(r.ok()) << needle;
     EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
   };
@@ -381,7 +382,7 @@ TEST(CPURuntime, TargetFeaturesNeedVersion4AndAreNames) {
                   "functions": []})",
               "target_features: expected an array of feature names, got 2");
   // Version 3 (no features: nothing to check) still reads.
-  auto v3 = cpu::parseStepLibrary(R"({"format": "dsa-cpu-step-library", "version": 3, "library": "l.so",
+  auto v3 = runtime::parseStepLibrary(R"({"format": "dsa-cpu-step-library", "version": 3, "library": "l.so",
                                       "target_cpu": "x86-64", "functions": []})");
   ASSERT_TRUE(v3.ok()) << v3.error();
   EXPECT_TRUE(v3->targetFeatures.empty());
@@ -458,20 +459,20 @@ TEST(CPURuntime, OpenReportsMissingFilesAndLibraries) {
 
 TEST(CPURuntime, SequenceThreadsStateAndKeepsItOnErrors) {
   // @acc(x: i64, total: i64) -> (i64 total'): total' = total + x; state: result 0 -> argument 1.
-  cpu::FunctionSignature sig;
+  runtime::FunctionSignature sig;
   sig.name = "acc";
-  sig.args = {cpu::ValueKind{false, ElementType::I64, {}, "i64"}, cpu::ValueKind{false, ElementType::I64, {}, "i64"}};
-  sig.results = {cpu::ValueKind{false, ElementType::I64, {}, "i64"}};
+  sig.args = {runtime::ValueKind{false, ElementType::I64, {}, "i64"}, runtime::ValueKind{false, ElementType::I64, {}, "i64"}};
+  sig.results = {runtime::ValueKind{false, ElementType::I64, {}, "i64"}};
   sig.numResults = 1;
   sig.state = {{1, 0}};
-  auto runner = [](const std::vector<cpu::CPUValue> &args,
-                   std::vector<cpu::NamedTensor> *) -> dsa::Result<std::vector<Tensor>> {
+  auto runner = [](const std::vector<runtime::HostValue> &args,
+                   std::vector<runtime::NamedTensor> *) -> dsa::Result<std::vector<Tensor>> {
     int64_t x = args[0].tensor()->scalarInt(), total = args[1].tensor()->scalarInt();
     if (x < 0)
       return dsa::makeError("negative step");
     return std::vector<Tensor>{Tensor::scalarI64(total + x)};
   };
-  auto seq = cpu::CPUSequence::create(sig, runner, {Tensor::scalarI64(0), Tensor::scalarI64(100)});
+  auto seq = runtime::Sequence::create(sig, runner, {Tensor::scalarI64(0), Tensor::scalarI64(100)});
   ASSERT_TRUE(seq.ok()) << seq.error();
   for (int64_t x : {1, 2, 3}) {
     auto r = seq->step({{0, Tensor::scalarI64(x)}});
@@ -487,7 +488,7 @@ TEST(CPURuntime, SequenceThreadsStateAndKeepsItOnErrors) {
   auto missing = seq->step({{5, Tensor::scalarI64(0)}});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("argument #5 does not exist"), std::string::npos);
-  auto badCount = cpu::CPUSequence::create(sig, runner, {Tensor::scalarI64(0)});
+  auto badCount = runtime::Sequence::create(sig, runner, {Tensor::scalarI64(0)});
   ASSERT_FALSE(badCount.ok());
   EXPECT_NE(badCount.error().find("1 initial arguments, the function takes 2"), std::string::npos);
 }
@@ -501,24 +502,24 @@ TEST(CPURuntime, SequenceThreadsStateAndKeepsItOnErrors) {
 struct ToyLayer {
   int calls = 0;
   std::vector<int64_t> tokensPerCall;
-  static cpu::FunctionSignature signature() {
-    cpu::FunctionSignature sig;
+  static runtime::FunctionSignature signature() {
+    runtime::FunctionSignature sig;
     sig.name = "layer";
-    cpu::ValueKind rows{true, ElementType::F32, {-1, 2}, "tensor<?x2xf32>"};
-    cpu::ValueKind ring{true, ElementType::F32, {3, 2}, "tensor<3x2xf32>"};
-    cpu::ValueKind vec{true, ElementType::F32, {2}, "tensor<2xf32>"};
-    sig.args = {rows, cpu::ValueKind{false, ElementType::I64, {}, "i64"}, ring, vec, vec};
+    runtime::ValueKind rows{true, ElementType::F32, {-1, 2}, "tensor<?x2xf32>"};
+    runtime::ValueKind ring{true, ElementType::F32, {3, 2}, "tensor<3x2xf32>"};
+    runtime::ValueKind vec{true, ElementType::F32, {2}, "tensor<2xf32>"};
+    sig.args = {rows, runtime::ValueKind{false, ElementType::I64, {}, "i64"}, ring, vec, vec};
     sig.results = {rows, ring, vec};
     sig.numResults = 3;
-    sig.state = {{2, 1, cpu::StateInit::Zeros}, {4, 2, cpu::StateInit::NegInf}};
+    sig.state = {{2, 1, runtime::StateInit::Zeros}, {4, 2, runtime::StateInit::NegInf}};
     sig.step.x = 0;
     sig.step.startPos = 1;
     sig.step.output = 0;
     sig.step.maxSeqLen = 10;
     return sig;
   }
-  dsa::Result<std::vector<Tensor>> operator()(const std::vector<cpu::CPUValue> &args,
-                                              std::vector<cpu::NamedTensor> *probes) {
+  dsa::Result<std::vector<Tensor>> operator()(const std::vector<runtime::HostValue> &args,
+                                              std::vector<runtime::NamedTensor> *probes) {
     ++calls;
     const Tensor &x = *args[0].tensor();
     const int64_t startPos = args[1].tensor()->scalarInt();
@@ -545,7 +546,7 @@ struct ToyLayer {
       }
     }
     if (probes)
-      probes->push_back(cpu::NamedTensor{"L0.toy", Tensor::scalarI64(startPos)});
+      probes->push_back(runtime::NamedTensor{"L0.toy", Tensor::scalarI64(startPos)});
     return std::vector<Tensor>{out, ring, score};
   }
 };
@@ -562,18 +563,18 @@ bool sameBits(const Tensor &a, const Tensor &b) {
          std::memcmp(a.floats(), b.floats(), sizeof(float) * static_cast<size_t>(a.numElements())) == 0;
 }
 
-cpu::CPUSequence startToy(ToyLayer &toy) {
-  auto seq = cpu::CPUSequence::start(
+runtime::Sequence startToy(ToyLayer &toy) {
+  auto seq = runtime::Sequence::start(
       ToyLayer::signature(),
-      [&toy](const std::vector<cpu::CPUValue> &a, std::vector<cpu::NamedTensor> *p) { return toy(a, p); },
-      {{3, cpu::CPUBuffer::fromTensor(Tensor::fromFloats(ElementType::F32, {2}, {2.0f, -1.0f}))}});
+      [&toy](const std::vector<runtime::HostValue> &a, std::vector<runtime::NamedTensor> *p) { return toy(a, p); },
+      {{3, runtime::HostBuffer::fromTensor(Tensor::fromFloats(ElementType::F32, {2}, {2.0f, -1.0f}))}});
   EXPECT_TRUE(seq.ok()) << seq.error();
   return seq.take();
 }
 
 TEST(CPURuntime, SequenceStartsStateFromItsInit) {
   ToyLayer toy;
-  cpu::CPUSequence seq = startToy(toy);
+  runtime::Sequence seq = startToy(toy);
   EXPECT_EQ(seq.position(), 0);
   EXPECT_EQ(seq.state(2)->tensor()->floatVector(), std::vector<float>(6, 0.0f));
   EXPECT_EQ(seq.state(4)->tensor()->floatVector(), std::vector<float>(2, -std::numeric_limits<float>::infinity()));
@@ -590,8 +591,8 @@ TEST(CPURuntime, SequenceStartsStateFromItsInit) {
   EXPECT_EQ(seq.state(2)->tensor()->floatVector(), std::vector<float>(6, 0.0f));
 
   // start() errors name the argument.
-  auto expectStartError = [](std::map<size_t, cpu::CPUValue> fixed, const std::string &needle) {
-    auto s = cpu::CPUSequence::start(ToyLayer::signature(), ToyLayer(), std::move(fixed));
+  auto expectStartError = [](std::map<size_t, runtime::HostValue> fixed, const std::string &needle) {
+    auto s = runtime::Sequence::start(ToyLayer::signature(), ToyLayer(), std::move(fixed));
     ASSERT_FALSE(s.ok()) << needle;
     EXPECT_NE(s.error().find(needle), std::string::npos) << s.error();
   };
@@ -607,12 +608,12 @@ TEST(CPURuntime, SequenceStartsStateFromItsInit) {
 /// and probes bit for bit; the function only ever sees 1-token steps there.
 TEST(CPURuntime, MultiTokenStepAtPositionIsTokenByTokenDecode) {
   ToyLayer toyA, toyB;
-  cpu::CPUSequence a = startToy(toyA), b = startToy(toyB);
+  runtime::Sequence a = startToy(toyA), b = startToy(toyB);
   const Tensor prefill = rowsOf({0.5f, -1.25f, 3.0f, 0.75f});
   ASSERT_TRUE(a.run(prefill, 0).ok());
   ASSERT_TRUE(b.run(prefill, 0).ok());
   const std::vector<float> tokens = {1.5f, 2.0f, -3.0f, 0.125f, 7.0f, -0.5f, 0.25f, 9.0f};
-  std::vector<cpu::NamedTensor> probesA, probesB;
+  std::vector<runtime::NamedTensor> probesA, probesB;
   auto whole = a.run(rowsOf(tokens), 2, nullptr, &probesA);
   ASSERT_TRUE(whole.ok()) << whole.error();
   EXPECT_EQ(toyA.tokensPerCall, (std::vector<int64_t>{2, 1, 1, 1, 1}));
@@ -647,7 +648,7 @@ TEST(CPURuntime, MultiTokenStepAtPositionIsTokenByTokenDecode) {
 /// Every error names its field and leaves the state, the position and the slots as they were.
 TEST(CPURuntime, SequenceRunErrorsNameTheFieldAndKeepState) {
   ToyLayer toy;
-  cpu::CPUSequence seq = startToy(toy);
+  runtime::Sequence seq = startToy(toy);
   ASSERT_TRUE(seq.run(rowsOf({1, 2, 3, 4, 5, 6}), 0).ok());
   const Tensor ring = *seq.state(2)->tensor(), score = *seq.state(4)->tensor();
   const int callsBefore = toy.calls;
@@ -672,28 +673,28 @@ TEST(CPURuntime, SequenceRunErrorsNameTheFieldAndKeepState) {
   expectError(Tensor(ElementType::F32, {2}), 3, "x: shape [2] has rank 1, expected tensor<?x2xf32>");
   EXPECT_EQ(toy.calls, callsBefore); // none of these reached the function
   // The capacity is exactly max_seq_len: positions 0 .. 9 fit, 10 does not.
-  cpu::CPUSequence full = startToy(toy);
+  runtime::Sequence full = startToy(toy);
   ASSERT_TRUE(full.run(rowsOf(std::vector<float>(20, 1.0f)), 0).ok());
   auto over = full.run(rowsOf({1, 1}), 10);
   ASSERT_FALSE(over.ok());
   EXPECT_NE(over.error().find("max_seq_len: positions 10 .. 10 exceed the capacity"), std::string::npos);
 
   // A failure on a later token of a split step: nothing is committed, the error names the token.
-  cpu::FunctionSignature sig = ToyLayer::signature();
+  runtime::FunctionSignature sig = ToyLayer::signature();
   int failAt = -1, calls = 0;
   ToyLayer inner;
-  auto failing = [&](const std::vector<cpu::CPUValue> &args, std::vector<cpu::NamedTensor> *p)
+  auto failing = [&](const std::vector<runtime::HostValue> &args, std::vector<runtime::NamedTensor> *p)
       -> dsa::Result<std::vector<Tensor>> {
     if (calls++ == failAt)
       return dsa::makeError("run-time check failed: injected");
     return inner(args, p);
   };
-  auto seq2 = cpu::CPUSequence::start(sig, failing, {{3, Tensor::fromFloats(ElementType::F32, {2}, {1.0f, 1.0f})}});
+  auto seq2 = runtime::Sequence::start(sig, failing, {{3, Tensor::fromFloats(ElementType::F32, {2}, {1.0f, 1.0f})}});
   ASSERT_TRUE(seq2.ok()) << seq2.error();
   ASSERT_TRUE(seq2->run(rowsOf({1, 2}), 0).ok());
   const Tensor ring2 = *seq2->state(2)->tensor(), score2 = *seq2->state(4)->tensor();
   failAt = calls + 2; // the third token of the next step
-  std::vector<cpu::NamedTensor> probes;
+  std::vector<runtime::NamedTensor> probes;
   auto r = seq2->run(rowsOf({5, 6, 7, 8, 9, 10}), 1, nullptr, &probes);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("token 2 (position 3) of the 3-token step: run-time check failed: injected"),
@@ -704,33 +705,33 @@ TEST(CPURuntime, SequenceRunErrorsNameTheFieldAndKeepState) {
   EXPECT_TRUE(sameBits(*seq2->state(4)->tensor(), score2));
   EXPECT_TRUE(probes.empty());
   // Roles outside the signature (a signature built in code) are refused by start() and planStep().
-  cpu::FunctionSignature badRoles = sig;
+  runtime::FunctionSignature badRoles = sig;
   badRoles.step.output = 3;
-  auto bad = cpu::CPUSequence::start(badRoles, ToyLayer(), {{3, Tensor::fromFloats(ElementType::F32, {2}, {1, 1})}});
+  auto bad = runtime::Sequence::start(badRoles, ToyLayer(), {{3, Tensor::fromFloats(ElementType::F32, {2}, {1, 1})}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("step roles x #0 / start_pos #1 / output #3 outside"), std::string::npos) << bad.error();
-  auto badPlan = cpu::planStep(badRoles, 0, ElementType::F32, {1, 2}, 0, -1);
+  auto badPlan = runtime::planStep(badRoles, 0, ElementType::F32, {1, 2}, 0, -1);
   ASSERT_FALSE(badPlan.ok());
   badRoles = sig;
   badRoles.step.x = 1;
-  auto badX = cpu::planStep(badRoles, 0, ElementType::F32, {}, 0, -1);
+  auto badX = runtime::planStep(badRoles, 0, ElementType::F32, {}, 0, -1);
   ASSERT_FALSE(badX.ok());
   EXPECT_NE(badX.error().find("x: argument #1 is not a tensor of token rows"), std::string::npos) << badX.error();
   // planStep's plan: one call for a prefill, one per token at start_pos > 0.
-  auto plan = cpu::planStep(sig, 4, ElementType::F32, {3, 2}, 4, -1);
+  auto plan = runtime::planStep(sig, 4, ElementType::F32, {3, 2}, 4, -1);
   ASSERT_TRUE(plan.ok()) << plan.error();
   ASSERT_EQ(plan->size(), 3u);
   EXPECT_EQ((*plan)[2].firstRow, 2);
   EXPECT_EQ((*plan)[2].rows, 1);
   EXPECT_EQ((*plan)[2].startPos, 6);
-  auto prefillPlan = cpu::planStep(sig, 0, ElementType::F32, {3, 2}, 0, -1);
+  auto prefillPlan = runtime::planStep(sig, 0, ElementType::F32, {3, 2}, 0, -1);
   ASSERT_TRUE(prefillPlan.ok());
   ASSERT_EQ(prefillPlan->size(), 1u);
   EXPECT_EQ((*prefillPlan)[0].rows, 3);
   // Without roles run() refuses; with roles the old step() still works as the low-level call.
-  cpu::FunctionSignature plain = sig;
-  plain.step = cpu::StepRoles();
-  auto noRoles = cpu::CPUSequence::start(plain, ToyLayer(), {});
+  runtime::FunctionSignature plain = sig;
+  plain.step = runtime::StepRoles();
+  auto noRoles = runtime::Sequence::start(plain, ToyLayer(), {});
   ASSERT_FALSE(noRoles.ok());
   EXPECT_NE(noRoles.error().find("the function has no step roles"), std::string::npos);
 }
@@ -741,12 +742,12 @@ TEST(CPURuntime, SequenceThreadsSharedSlots) {
   // @pub(x: tensor<?x1xi64>, start_pos: i64, count: tensor<1xi64>, slot: tensor<?xi64>)
   //   -> (out: tensor<?x1xi64>, count': tensor<1xi64>, slot': tensor<?xi64>)
   // slot' = slot ++ [x rows]; out[t] = x[t] + len(slot); count' = count + s.
-  cpu::FunctionSignature sig;
+  runtime::FunctionSignature sig;
   sig.name = "pub";
-  cpu::ValueKind rows{true, ElementType::I64, {-1, 1}, "tensor<?x1xi64>"};
-  cpu::ValueKind one{true, ElementType::I64, {1}, "tensor<1xi64>"};
-  cpu::ValueKind slot{true, ElementType::I64, {-1}, "tensor<?xi64>"};
-  sig.args = {rows, cpu::ValueKind{false, ElementType::I64, {}, "i64"}, one, slot};
+  runtime::ValueKind rows{true, ElementType::I64, {-1, 1}, "tensor<?x1xi64>"};
+  runtime::ValueKind one{true, ElementType::I64, {1}, "tensor<1xi64>"};
+  runtime::ValueKind slot{true, ElementType::I64, {-1}, "tensor<?xi64>"};
+  sig.args = {rows, runtime::ValueKind{false, ElementType::I64, {}, "i64"}, one, slot};
   sig.results = {rows, one, slot};
   sig.numResults = 3;
   sig.state = {{2, 1}};
@@ -754,7 +755,7 @@ TEST(CPURuntime, SequenceThreadsSharedSlots) {
   sig.step.startPos = 1;
   sig.step.output = 0;
   sig.step.shared = {{3, 2}};
-  auto runner = [](const std::vector<cpu::CPUValue> &a, std::vector<cpu::NamedTensor> *)
+  auto runner = [](const std::vector<runtime::HostValue> &a, std::vector<runtime::NamedTensor> *)
       -> dsa::Result<std::vector<Tensor>> {
     const Tensor &x = *a[0].tensor(), &count = *a[2].tensor(), &slot = *a[3].tensor();
     std::vector<int64_t> out, slotOut = slot.intVector();
@@ -766,12 +767,12 @@ TEST(CPURuntime, SequenceThreadsSharedSlots) {
                                Tensor::fromInts(ElementType::I64, {1}, {count.ints()[0] + x.dim(0)}),
                                Tensor::fromInts(ElementType::I64, {static_cast<int64_t>(slotOut.size())}, slotOut)};
   };
-  auto slots = cpu::CPUSequence::initialSlots(sig);
+  auto slots = runtime::Sequence::initialSlots(sig);
   ASSERT_TRUE(slots.ok()) << slots.error();
   ASSERT_EQ(slots->size(), 1u);
   EXPECT_EQ((*slots)[0].tensor()->shape(), std::vector<int64_t>{0});
-  auto l0 = cpu::CPUSequence::start(sig, runner, {});
-  auto l1 = cpu::CPUSequence::start(sig, runner, {});
+  auto l0 = runtime::Sequence::start(sig, runner, {});
+  auto l1 = runtime::Sequence::start(sig, runner, {});
   ASSERT_TRUE(l0.ok() && l1.ok());
   auto x = Tensor::fromInts(ElementType::I64, {2, 1}, {10, 20});
   ASSERT_TRUE(l0->run(x, 0, &*slots).ok());
@@ -780,12 +781,12 @@ TEST(CPURuntime, SequenceThreadsSharedSlots) {
   EXPECT_EQ((*r1)[0].intVector(), (std::vector<int64_t>{12, 22}));
   EXPECT_EQ((*slots)[0].tensor()->intVector(), (std::vector<int64_t>{10, 20, 10, 20}));
 
-  const cpu::CPUSequence::SlotSet before = *slots;
+  const runtime::Sequence::SlotSet before = *slots;
   auto missing = l0->run(Tensor::fromInts(ElementType::I64, {1, 1}, {1}), 2);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("shared: the layer reads and publishes 1 shared slots, none given"),
             std::string::npos);
-  cpu::CPUSequence::SlotSet two = {before[0], before[0]};
+  runtime::Sequence::SlotSet two = {before[0], before[0]};
   auto count = l0->run(Tensor::fromInts(ElementType::I64, {1, 1}, {1}), 2, &two);
   ASSERT_FALSE(count.ok());
   EXPECT_NE(count.error().find("shared: 2 slots given, the layer takes 1"), std::string::npos);

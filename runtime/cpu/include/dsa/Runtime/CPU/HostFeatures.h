@@ -3,7 +3,7 @@
 // What an AOT step library needs from the CPU it runs on: the description (StepLibrary.h) lists the LLVM target
 // features its code was compiled with ("target_features", e.g. "avx2", "fma", "avx512f", "amx-tile"), and
 // CPUStepLibrary::open refuses, BEFORE dlopen, a library whose features this host lacks, naming them (instead of a
-// SIGILL at the first instruction the CPU does not have). The JIT (lib/Backend/CPU) applies the same check to a
+// SIGILL at the first instruction the CPU does not have). The JIT (compiler/lib/Backend/CPU) applies the same check to a
 // target CPU chosen by the user, since it runs the code here.
 //
 // Detection: cpuid (leaves 1, 7.0, 7.1, 0xD.1, 0x14, 0x19, 0x1E.1, 0x24, 0x80000001, 0x80000008) and xgetbv (XCR0:

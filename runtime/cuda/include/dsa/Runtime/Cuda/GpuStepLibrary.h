@@ -1,6 +1,6 @@
 //===- GpuStepLibrary.h - AOT-compiled dsa GPU steps: description, loader, device-resident sequences (MLIR-free) ===//
 //
-// A GPU step library is what dsa::gpu::emitGPUStepLibrary (lib/Backend/GPU, MLIR side; tools/dsa-gpu-aot) writes
+// A GPU step library is what dsa::gpu::emitGPUStepLibrary (compiler/lib/Backend/GPU, MLIR side; tools/dsa-gpu-aot) writes
 // for a module:
 //   <base>.so    the host code of --dsa-gpu-pipeline (format=bin: a cubin, or isa: PTX, embedded; its constructor
 //                loads it with mgpuModuleLoad[JIT]) compiled for generic x86-64, with the packed entry `_mlir_<name>`
@@ -28,8 +28,9 @@
 #ifndef DSA_RUNTIME_CUDA_GPUSTEPLIBRARY_H
 #define DSA_RUNTIME_CUDA_GPUSTEPLIBRARY_H
 
-#include "dsa/Interpreter/Tensor.h"
-#include "dsa/Runtime/CPU/StepLibrary.h"
+#include "dsa/Core/Tensor.h"
+#include "dsa/Runtime/Host/Sequence.h"
+#include "dsa/Runtime/Host/StepDescription.h"
 #include "dsa/Runtime/Cuda/MgpuRuntime.h"
 
 #include <map>
@@ -43,7 +44,7 @@ inline constexpr const char *kGpuStepLibraryFormat = "dsa-gpu-step-library";
 
 struct GpuStepLibraryDescription {
   /// library, target_cpu (always a generic x86-64 here), functions: as for a CPU step library.
-  cpu::StepLibraryDescription base;
+  runtime::StepLibraryDescription base;
   std::string backend = "cuda";
   std::string chip = "sm_90";       ///< the SM the kernels were compiled for
   std::string binaryFormat = "bin"; ///< bin (cubin), isa (PTX, JIT-compiled by the driver), fatbin
@@ -61,14 +62,14 @@ class GpuTensor {
 public:
   GpuTensor() = default;
   /// Uploads `t` (bf16 values rounded to bf16). Errors: allocation/copy failures.
-  static Result<GpuTensor> upload(MgpuRuntime &runtime, const interp::Tensor &t);
+  static Result<GpuTensor> upload(MgpuRuntime &runtime, const dsa::Tensor &t);
   /// Wraps an existing allocation holding a [shape] tensor of `type`.
-  GpuTensor(interp::ElementType type, std::vector<int64_t> shape, std::shared_ptr<DeviceAllocation> allocation)
+  GpuTensor(dsa::ElementType type, std::vector<int64_t> shape, std::shared_ptr<DeviceAllocation> allocation)
       : type_(type), shape_(std::move(shape)), allocation_(std::move(allocation)) {}
   /// Copies the tensor back into a Tensor (synchronous).
-  Result<interp::Tensor> download() const;
+  Result<dsa::Tensor> download() const;
 
-  interp::ElementType elementType() const { return type_; }
+  dsa::ElementType elementType() const { return type_; }
   const std::vector<int64_t> &shape() const { return shape_; }
   int64_t numElements() const;
   /// The device address (0 for an empty tensor).
@@ -76,7 +77,7 @@ public:
   const std::shared_ptr<DeviceAllocation> &allocation() const { return allocation_; }
 
 private:
-  interp::ElementType type_ = interp::ElementType::F32;
+  dsa::ElementType type_ = dsa::ElementType::F32;
   std::vector<int64_t> shape_;
   std::shared_ptr<DeviceAllocation> allocation_;
 };
@@ -86,17 +87,17 @@ private:
 class GpuValue {
 public:
   GpuValue(GpuTensor tensor) : isDevice_(true), device_(std::move(tensor)) {}
-  GpuValue(interp::Tensor host) : host_(std::move(host)) {}
+  GpuValue(dsa::Tensor host) : host_(std::move(host)) {}
   bool isDevice() const { return isDevice_; }
   const GpuTensor *device() const { return isDevice_ ? &device_ : nullptr; }
-  const interp::Tensor *host() const { return isDevice_ ? nullptr : &host_; }
+  const dsa::Tensor *host() const { return isDevice_ ? nullptr : &host_; }
   /// The value as a host Tensor (downloads a device tensor).
-  Result<interp::Tensor> toHost() const;
+  Result<dsa::Tensor> toHost() const;
 
 private:
   bool isDevice_ = false;
   GpuTensor device_;
-  interp::Tensor host_;
+  dsa::Tensor host_;
 };
 
 /// A loaded GPU step library. One runtime, one thread at a time. A library file can be open once per process (its
@@ -112,14 +113,14 @@ public:
   GpuStepLibrary &operator=(const GpuStepLibrary &) = delete;
 
   const GpuStepLibraryDescription &description() const { return description_; }
-  const cpu::FunctionSignature *signature(const std::string &name) const;
+  const runtime::FunctionSignature *signature(const std::string &name) const;
   MgpuRuntime &runtime() const { return *runtime_; }
 
   /// Runs `name` on `args`; returns the function's own results (tensors stay on the device; scalars as rank-0 host
   /// Tensors). Probe results (a library compiled with probes as results) are downloaded into `probes` (may be
   /// null). Errors: see the file comment.
   Result<std::vector<GpuValue>> run(const std::string &name, const std::vector<GpuValue> &args,
-                                    std::vector<cpu::NamedTensor> *probes = nullptr) const;
+                                    std::vector<runtime::NamedTensor> *probes = nullptr) const;
 
   /// Device allocations the compiled code made, did not free and did not return (freed by run(); 0 for correct
   /// code), summed over this library's runs.
@@ -147,25 +148,25 @@ public:
   /// Runs one step with `stepArgs` replacing arguments by index (a state argument may not be replaced); returns
   /// every result (device tensors). On success the state advances; errors leave it as it was.
   Result<std::vector<GpuValue>> step(const std::vector<std::pair<size_t, GpuValue>> &stepArgs,
-                                     std::vector<cpu::NamedTensor> *probes = nullptr);
+                                     std::vector<runtime::NamedTensor> *probes = nullptr);
   /// The current value of state argument `arg`, or null if `arg` is not state.
   const GpuValue *state(size_t arg) const;
 
 private:
-  GpuSequence(const GpuStepLibrary &library, const cpu::FunctionSignature &signature, std::vector<GpuValue> args)
+  GpuSequence(const GpuStepLibrary &library, const runtime::FunctionSignature &signature, std::vector<GpuValue> args)
       : library_(&library), signature_(&signature), args_(std::move(args)) {}
   const GpuStepLibrary *library_;
-  const cpu::FunctionSignature *signature_;
+  const runtime::FunctionSignature *signature_;
   std::vector<GpuValue> args_;
 };
 
-/// A runner for dsa::cpu::CPUSequence (runtime/cpu StepLibrary.h: step roles, multi-token steps split into decode
+/// A runner for dsa::runtime::Sequence (runtime/cpu StepLibrary.h: step roles, multi-token steps split into decode
 /// steps, shared slots between layers) over function `name` of a GPU step library, so that a driver written for CPU
 /// step libraries (tools/dsa-golden) runs GPU ones unchanged. Tensor arguments given as Tensors are uploaded for each
 /// call; CPUBuffers (the weights) are uploaded once, on first use, and stay on the device while the runner lives;
-/// results and probes are downloaded. The CPUBuffers must outlive the runner (a CPUSequence holds both). The state
+/// results and probes are downloaded. The CPUBuffers must outlive the runner (a Sequence holds both). The state
 /// crosses the host between steps here; GpuSequence keeps it on the device.
-cpu::CPUSequence::Runner makeCPUSequenceRunner(std::shared_ptr<const GpuStepLibrary> library, std::string name);
+runtime::Sequence::Runner makeSequenceRunner(std::shared_ptr<const GpuStepLibrary> library, std::string name);
 
 } // namespace dsa::cuda
 

@@ -1,12 +1,12 @@
 //===- KernelLibrary.h - launching the dsa GPU kernels from C++ (MLIR-free) -----------------------------------===//
 //
-// The GPU backend's kernels (lib/Conversion/DSAToGPU/Kernels.mlir, compiled to PTX by --dsa-gpu-pipeline) called
+// The GPU backend's kernels (compiler/lib/Conversion/DSAToGPU/Kernels.mlir, compiled to PTX by --dsa-gpu-pipeline) called
 // directly: one function per kernel family, taking device buffers (flat, row-major; bf16 buffers hold bf16 bit
 // patterns as uint16) and the sizes the kernel needs, and using the launch shape Kernels.mlir documents (the same
 // one `dsa-to-gpu` emits). This is how the MLIR-free side runs the compiled kernels on a GPU machine, which has no
 // MLIR: the host code MLIR generates calls MLIR's GPU runtime, which this project does not ship.
 //
-// The math of each kernel is the reference's (attention-semantics.md; include/dsa/Interpreter/Kernels.h); the
+// The math of each kernel is the reference's (attention-semantics.md; kernels/include/dsa/Kernels/Kernels.h); the
 // section is named per function. All launches go to the default stream; call Context::synchronize() to wait and
 // to collect errors raised by the kernels. Errors: a kernel missing from the module, a size that does not fit the
 // kernel's parameters or grid (e.g. more than 2^31-1 blocks), the driver's launch errors.
@@ -15,6 +15,7 @@
 #ifndef DSA_RUNTIME_CUDA_KERNELLIBRARY_H
 #define DSA_RUNTIME_CUDA_KERNELLIBRARY_H
 
+#include "dsa/ABI/GpuKernels.h"
 #include "dsa/Runtime/Cuda/Driver.h"
 
 #include <vector>
@@ -116,7 +117,7 @@ public:
 
 private:
   KernelLibrary(const Context *ctx, Module module) : ctx_(ctx), module_(std::move(module)) {}
-  Status run(size_t kernel, const LaunchShape &shape, KernelArgs &args) const;
+  Status run(abi::GpuKernel kernel, const LaunchShape &shape, KernelArgs &args) const;
   const Context *ctx_ = nullptr;
   Module module_;
   std::vector<Function> functions_;

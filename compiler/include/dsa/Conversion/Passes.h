@@ -1,0 +1,44 @@
+//===- Passes.h - dsa conversion passes --------------------------------------===//
+#ifndef DSA_CONVERSION_PASSES_H
+#define DSA_CONVERSION_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class DialectRegistry;
+namespace arith { class ArithDialect; }
+namespace linalg { class LinalgDialect; }
+namespace tensor { class TensorDialect; }
+namespace math { class MathDialect; }
+namespace scf { class SCFDialect; }
+namespace gpu { class GPUDialect; }
+namespace memref { class MemRefDialect; }
+} // namespace mlir
+
+namespace mlir::dsa {
+
+#define GEN_PASS_DECL
+#include "dsa/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "dsa/Conversion/Passes.h.inc"
+
+/// Registers --dsa-cpu-pipeline (compiler/lib/Conversion/DSAToCPU) and the passes of dsa/Conversion/CPUTarget.h it uses
+/// (dsa-cpu-expand-bf16, dsa-cpu-check-bf16, dsa-cpu-bf16-as-i16, dsa-cpu-set-target), which lit tests also run
+/// alone.
+void registerDSACPUPipeline();
+/// Adds the passes of --dsa-cpu-pipeline to `pm` (on a ModuleOp): dsa (dsa.attention or the window-only
+/// primitives, with or without probes) -> the LLVM dialect, functions taking and returning plain memrefs
+/// (docs/cpu-backend.md). Used by the registration above and by compiler/lib/Backend/CPU. `parallel`: OpenMP loops over the
+/// outputs of every op (the generated code then needs an OpenMP runtime, libomp; results are the same bits).
+/// `cpu`: when not empty, every llvm.func gets target_cpu / target_features for that CPU ('host' or an LLVM CPU
+/// name: dsa/Conversion/CPUTarget.h); the pipeline fails on an unknown name. Every bf16 conversion is expanded
+/// into integer ops, the pipeline fails if one is left for LLVM (dsa-cpu-check-bf16), and the output has no bf16
+/// type at all (dsa-cpu-bf16-as-i16: bf16 values are carried as i16).
+void buildDSACPUPipeline(OpPassManager &pm, bool parallel = false, llvm::StringRef cpu = "");
+/// Registers --dsa-gpu-pipeline (compiler/lib/Conversion/DSAToGPU).
+void registerDSAGPUPipeline();
+
+} // namespace mlir::dsa
+
+#endif

@@ -1,0 +1,187 @@
+//===- AOT.cpp - dsa CPU step libraries for the MLIR-free runtime -------------===//
+//
+// emitCPUStepLibrary: lowerForCPU (Lowering.cpp), translation to LLVM IR, then what the JIT would add itself:
+//   - the packed entry `void _mlir_<name>(void **args)` of every callable function (args[i] -> i-th LLVM argument,
+//     the last pointer receives the result), the convention of runtime/cpu/Values.h;
+//   - `dsa_cpu_fail(i32)`, defined here as a call through the global function pointer `dsa_cpu_fail_hook` (null =
+//     ignore), which the runtime's loader sets: the shared object needs no symbol from the executable.
+// Optimised like the JIT (makeOptimizingTransformer: no fast-math, so the f32 order is kept), checked for bf16
+// conversions left to LLVM, compiled for the target CPU (CPUCompileOptions::targetCpu, $DSA_CPU, else the host) to
+// <base>.o, linked to <base>.so with `cc -shared` (these steps: compiler/lib/Backend/Common/HostObject.h, shared with the GPU
+// step libraries; the runtime functions of RuntimeFunctions.h from the static DSACPURuntime/DSANumerics archives,
+// -lstdc++ -lm; libomp with parallel), described in <base>.json with the target's CPU name and features.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Backend/CPU/CPUModule.h"
+
+#include "Lowering.h"
+
+#include "../Common/HostObject.h"
+
+#include "dsa/ABI/RuntimeErrors.h"
+#include "dsa/Dialect/DSA/IR/DSAOps.h"
+#include "dsa/Runtime/CPU/StepLibrary.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <fstream>
+
+namespace dsa::cpu {
+
+namespace {
+
+/// Defines dsa_cpu_fail(i32) as a call through `dsa_cpu_fail_hook` (a null hook ignores the failure).
+void defineFailHook(llvm::Module &m) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::PointerType *ptr = b.getPtrTy();
+  auto *hook = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+                                        llvm::ConstantPointerNull::get(ptr), "dsa_cpu_fail_hook");
+  llvm::FunctionType *type = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty()}, false);
+  llvm::Function *fail = m.getFunction(abi::kFailSymbol);
+  if (!fail)
+    fail = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, abi::kFailSymbol, m);
+  if (!fail->isDeclaration())
+    return;
+  fail->setLinkage(llvm::GlobalValue::InternalLinkage);
+  auto *entry = llvm::BasicBlock::Create(ctx, "entry", fail);
+  auto *call = llvm::BasicBlock::Create(ctx, "call", fail);
+  auto *done = llvm::BasicBlock::Create(ctx, "done", fail);
+  b.SetInsertPoint(entry);
+  llvm::Value *target = b.CreateLoad(ptr, hook);
+  b.CreateCondBr(b.CreateIsNotNull(target), call, done);
+  b.SetInsertPoint(call);
+  b.CreateCall(type, target, {fail->getArg(0)});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+}
+
+/// The index of `v` among `f`'s entry-block arguments, or -1.
+int64_t argumentIndex(mlir::func::FuncOp f, mlir::Value v) {
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
+  return arg && arg.getOwner() == &f.front() ? static_cast<int64_t>(arg.getArgNumber()) : -1;
+}
+
+/// The index of the first returned value equal to `v`, or -1.
+int64_t resultIndex(mlir::func::ReturnOp ret, mlir::Value v) {
+  for (auto [i, r] : llvm::enumerate(ret.getOperands()))
+    if (r == v)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+} // namespace
+
+void addStepRoles(mlir::ModuleOp module, FunctionSignature &signature) {
+  auto f = module.lookupSymbol<mlir::func::FuncOp>(signature.name);
+  if (!f || f.isDeclaration() || !f.getBody().hasOneBlock())
+    return;
+  auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(f.front().getTerminator());
+  llvm::SmallVector<mlir::dsa::AttentionOp> layers;
+  f.walk([&](mlir::dsa::AttentionOp op) { layers.push_back(op); });
+  if (!ret || layers.size() != 1)
+    return;
+  mlir::dsa::AttentionOp att = layers.front();
+  StepRoles roles;
+  roles.x = argumentIndex(f, att.getX());
+  roles.startPos = argumentIndex(f, att.getStartPos());
+  roles.output = resultIndex(ret, att.getOut());
+  if (roles.x < 0 || roles.startPos < 0 || roles.output < 0 ||
+      roles.output >= static_cast<int64_t>(signature.numResults))
+    return;
+  mlir::dsa::AttnConfigAttr config = att.getConfig();
+  if (config.getCompressRatio() > 0 && config.getCompress())
+    roles.maxSeqLen = config.getCompress().getMaxSeqLen();
+  // The shared slots, only when every one is an argument in and a result out.
+  for (auto [in, out] : llvm::zip(att.getShared(), att.getNewShared())) {
+    StateBinding b{argumentIndex(f, in), resultIndex(ret, out)};
+    if (b.arg < 0 || b.result < 0) {
+      roles.shared.clear();
+      break;
+    }
+    roles.shared.push_back(b);
+  }
+  signature.step = roles;
+  // The compressor's score_state (state[1] of a ratio >= 2 kv source) starts at -inf (section 5), the rest at 0.
+  if (config.getCompressRatio() >= 2 && att.getState().size() == 4) {
+    const int64_t scoreState = argumentIndex(f, att.getState()[1]);
+    for (StateBinding &b : signature.state)
+      if (b.arg == scoreState)
+        b.init = StateInit::NegInf;
+  }
+}
+
+Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string &directory,
+                                       const std::string &baseName, const CPUCompileOptions &options) {
+  if (baseName.empty() || baseName.find('/') != std::string::npos)
+    return makeError("cpu step library: base name '" + baseName + "' must be a non-empty file name");
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return makeError("cpu step library: cannot create directory '" + directory + "': " + ec.message());
+  std::string openmpLib;
+  if (options.parallel) {
+    Result<std::string> lib = findOpenMPRuntime();
+    if (!lib)
+      return makeError(lib.error());
+    openmpLib = lib.take();
+  }
+  Result<LoweredModule> lowered = lowerForCPU(module, options);
+  if (!lowered)
+    return makeError(lowered.error());
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(*lowered->module, llvmContext, baseName);
+  if (!llvmModule)
+    return makeError("cpu step library: translation to LLVM IR failed");
+
+  const std::string what = "cpu step library";
+  std::string cpu;
+  // The CPU lowerForCPU compiled for (its functions carry the same target_cpu / target_features).
+  const backend::HostTarget target{lowered->target.cpu, lowered->target.featureString()};
+  auto tm = backend::createHostTargetMachine(target, options.optLevel, cpu, what);
+  if (!tm)
+    return makeError(tm.error());
+  backend::configureModule(*llvmModule, **tm);
+  backend::addPackedEntries(*llvmModule, lowered->functions);
+  defineFailHook(*llvmModule);
+
+  const std::string objPath = directory + "/" + baseName + ".o";
+  const std::string soPath = directory + "/" + baseName + ".so";
+  const std::string jsonPath = directory + "/" + baseName + ".json";
+  auto noBf16 = [&](llvm::Module &m) { return backend::checkNoBf16Conversions(m, what); };
+  if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.optLevel, objPath, what, noBf16); !st)
+    return makeError(st.error());
+  // The runtime functions the code may call (RuntimeFunctions.h: the top-k set) come from the runtime's static
+  // archives, kept out of the .so's dynamic symbol table (--exclude-libs): only members the object needs are pulled.
+  std::vector<std::string> linkArgs = {DSA_CPU_RUNTIME_ARCHIVE, DSA_NUMERICS_ARCHIVE, "-Wl,--exclude-libs,ALL",
+                                       "-lstdc++", "-lm"};
+  if (!openmpLib.empty()) {
+    linkArgs.push_back(openmpLib);
+    linkArgs.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(openmpLib).str());
+  }
+  if (Status st = backend::linkSharedObject(objPath, soPath, linkArgs, what); !st)
+    return makeError(st.error());
+
+  StepLibraryDescription description;
+  description.library = baseName + ".so";
+  description.targetCpu = cpu;
+  description.targetFeatures = lowered->target.enabledFeatures();
+  description.parallel = options.parallel;
+  description.functions = lowered->functions;
+  for (FunctionSignature &f : description.functions)
+    addStepRoles(module, f);
+  std::ofstream json(jsonPath);
+  json << describeStepLibrary(description);
+  if (!json)
+    return makeError("cpu step library: cannot write '" + jsonPath + "'");
+  return jsonPath;
+}
+
+} // namespace dsa::cpu

@@ -1,0 +1,192 @@
+//===- GPUStepLibrary.cpp - ahead-of-time GPU step libraries ---------------------------------------------===//
+//
+// emitGPUStepLibrary: the CPU backend's prepareModule (signatures, read-only arguments, probes as results), then
+// --dsa-gpu-pipeline (host code in the LLVM dialect + a gpu.binary), translation to LLVM IR (the gpu.binary becomes a
+// global blob and a constructor/destructor pair calling mgpuModuleLoad[JIT]/mgpuModuleUnload), then:
+//   - the assert hooks: calls of puts/abort (what convert-cf-to-llvm makes of a failed cf.assert) go through the
+//     internal dsa_gpu_assert_message/abort, which call the global function pointers dsa_gpu_assert_message_hook /
+//     dsa_gpu_assert_abort_hook when the loader set them, else puts/abort;
+//   - the packed entries (compiler/lib/Backend/Common/HostObject.h);
+// compiled for generic x86-64 and linked with `cc -shared`; the description via the MLIR-free runtime's writer.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Backend/GPU/GPUStepLibrary.h"
+
+#include "../CPU/Lowering.h"
+#include "../Common/HostObject.h"
+
+#include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/Conversion/Passes.h"
+#include "dsa/Runtime/Cuda/GpuStepLibrary.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <fstream>
+#include <mutex>
+
+namespace dsa::gpu {
+
+namespace {
+
+/// Routes the calls of `libcName` (puts(ptr) or abort()) through an internal function that calls the global
+/// function pointer `hookName` when it is set, and `libcName` otherwise.
+void redirectThroughHook(llvm::Module &m, const char *libcName, const char *wrapperName, const char *hookName,
+                         bool takesMessage) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::PointerType *ptr = b.getPtrTy();
+  auto *hook = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+                                        llvm::ConstantPointerNull::get(ptr), hookName);
+  llvm::Function *libc = m.getFunction(libcName);
+  if (!libc)
+    return;
+  llvm::FunctionType *type = libc->getFunctionType();
+  auto *wrapper = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, wrapperName, m);
+  libc->replaceUsesWithIf(wrapper, [&](llvm::Use &use) {
+    auto *inst = llvm::dyn_cast<llvm::Instruction>(use.getUser());
+    return !inst || inst->getFunction() != wrapper;
+  });
+  auto *entry = llvm::BasicBlock::Create(ctx, "entry", wrapper);
+  auto *call = llvm::BasicBlock::Create(ctx, "hook", wrapper);
+  auto *fallback = llvm::BasicBlock::Create(ctx, "libc", wrapper);
+  b.SetInsertPoint(entry);
+  llvm::Value *target = b.CreateLoad(ptr, hook);
+  b.CreateCondBr(b.CreateIsNotNull(target), call, fallback);
+  llvm::SmallVector<llvm::Value *> args;
+  for (llvm::Argument &a : wrapper->args())
+    args.push_back(&a);
+  b.SetInsertPoint(call);
+  llvm::FunctionType *hookType =
+      llvm::FunctionType::get(b.getVoidTy(), takesMessage ? llvm::ArrayRef<llvm::Type *>{ptr} : llvm::ArrayRef<llvm::Type *>{}, false);
+  b.CreateCall(hookType, target, takesMessage ? llvm::ArrayRef<llvm::Value *>{args.front()} : llvm::ArrayRef<llvm::Value *>{});
+  if (takesMessage) {
+    if (type->getReturnType()->isVoidTy())
+      b.CreateRetVoid();
+    else
+      b.CreateRet(llvm::Constant::getNullValue(type->getReturnType()));
+  } else {
+    b.CreateBr(fallback); // the abort hook does not return; if it did, abort anyway
+  }
+  b.SetInsertPoint(fallback);
+  llvm::Value *result = b.CreateCall(libc, args);
+  if (type->getReturnType()->isVoidTy())
+    b.CreateRetVoid();
+  else
+    b.CreateRet(result);
+}
+
+/// --dsa-gpu-pipeline registered once per process (dsa-opt style tools may have registered it already).
+void ensurePipelineRegistered() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!mlir::PassPipelineInfo::lookup("dsa-gpu-pipeline"))
+      mlir::dsa::registerDSAGPUPipeline();
+  });
+}
+
+} // namespace
+
+Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string &directory,
+                                       const std::string &baseName, const GPUCompileOptions &options) {
+  const std::string what = "gpu step library";
+  if (baseName.empty() || baseName.find('/') != std::string::npos)
+    return makeError(what + ": base name '" + baseName + "' must be a non-empty file name");
+  if (Result<std::pair<int, int>> chip = cuda::parseChip(options.chip); !chip)
+    return makeError(what + ": " + chip.error());
+  if (options.format != "bin" && options.format != "isa" && options.format != "fatbin")
+    return makeError(what + ": format '" + options.format + "' is not bin, isa or fatbin");
+  for (const std::string *s : {&options.features, &options.cudaPath})
+    if (s->find_first_of(" {}=") != std::string::npos)
+      return makeError(what + ": '" + *s + "' cannot be passed as a pipeline option (spaces, braces or '=')");
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return makeError(what + ": cannot create directory '" + directory + "': " + ec.message());
+
+  Result<cpu::LoweredModule> prepared = cpu::prepareModule(module, options.probesAsResults, "GPU");
+  if (!prepared)
+    return makeError(prepared.error());
+  mlir::ModuleOp lowered = *prepared->module;
+  mlir::MLIRContext *ctx = module.getContext();
+  {
+    mlir::DialectRegistry registry;
+    mlir::registerAllExtensions(registry);
+    mlir::registerAllToLLVMIRTranslations(registry);
+    ctx->appendDialectRegistry(registry);
+  }
+
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOs(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
+    diagOs << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  ensurePipelineRegistered();
+  std::string pipeline = "dsa-gpu-pipeline{chip=" + options.chip + " format=" + options.format +
+                         " opt-level=" + std::to_string(std::min(options.kernelOptLevel, 3u));
+  if (!options.features.empty())
+    pipeline += " features=" + options.features;
+  if (!options.cudaPath.empty())
+    pipeline += " cuda-path=" + options.cudaPath;
+  pipeline += "}";
+  mlir::PassManager pm(ctx);
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, diagOs)))
+    return makeError(what + ": cannot build '" + pipeline + "':\n" + diagnostics);
+  if (mlir::failed(pm.run(lowered)))
+    return makeError(what + ": --" + pipeline + " failed:\n" + diagnostics);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(lowered, llvmContext, baseName);
+  if (!llvmModule)
+    return makeError(what + ": translation to LLVM IR failed:\n" + diagnostics);
+
+  // Generic x86-64: the host code only marshals and launches, and the GPU machine's CPU is not this one.
+  const backend::HostTarget host{"x86-64", ""};
+  std::string cpuName;
+  auto tm = backend::createHostTargetMachine(host, options.hostOptLevel, cpuName, what);
+  if (!tm)
+    return makeError(tm.error());
+  backend::configureModule(*llvmModule, **tm);
+  redirectThroughHook(*llvmModule, "puts", "dsa_gpu_assert_message", "dsa_gpu_assert_message_hook", true);
+  redirectThroughHook(*llvmModule, "abort", "dsa_gpu_assert_abort", "dsa_gpu_assert_abort_hook", false);
+  backend::addPackedEntries(*llvmModule, prepared->functions);
+
+  const std::string objPath = directory + "/" + baseName + ".o";
+  const std::string soPath = directory + "/" + baseName + ".so";
+  const std::string jsonPath = directory + "/" + baseName + ".json";
+  if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.hostOptLevel, objPath, what); !st)
+    return makeError(st.error());
+  // The runtime functions compressed layers call on the host (the top-k set) come from the CPU runtime's static
+  // archives, kept out of the .so's dynamic symbol table; nothing is pulled for a window-only layer.
+  const std::vector<std::string> linkArgs = {DSA_CPU_RUNTIME_ARCHIVE, DSA_NUMERICS_ARCHIVE, "-Wl,--exclude-libs,ALL",
+                                             "-lstdc++", "-lm"};
+  if (Status st = backend::linkSharedObject(objPath, soPath, linkArgs, what); !st)
+    return makeError(st.error());
+
+  cuda::GpuStepLibraryDescription description;
+  description.base.library = baseName + ".so";
+  description.base.targetCpu = cpuName;
+  description.base.parallel = false;
+  description.base.functions = prepared->functions;
+  for (runtime::FunctionSignature &f : description.base.functions)
+    cpu::addStepRoles(module, f); // x / start_pos / output / capacity / shared slots, as for the CPU libraries
+  description.chip = options.chip;
+  description.binaryFormat = options.format;
+  std::ofstream json(jsonPath);
+  json << cuda::describeGpuStepLibrary(description);
+  if (!json)
+    return makeError(what + ": cannot write '" + jsonPath + "'");
+  return jsonPath;
+}
+
+} // namespace dsa::gpu

@@ -1,0 +1,820 @@
+//===- DSAToCPU.cpp - dsa primitives -> upstream dialects for the CPU ---------===//
+//
+// `dsa-to-cpu` rewrites the dsa primitives into linalg.generic / tensor / arith / math / scf ops on
+// tensors, BIT-EXACT to the reference kernels (kernels/lib/Kernels.cpp, core/lib/Numerics): same f32
+// operations in the same order, same rounding points.
+//
+//  - Dot products (linear, rms_norm's sum of squares, grouped_output, sparse_attn's q.k) follow the kernels'
+//    dotF32: eight f32 lanes acc[l] += a[8i+l]*b[8i+l] over i ascending, combined as
+//    ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), plus a tail sum over the last K % 8 elements (started at 0.0f), added
+//    last. Emitted in the body of a parallel linalg.generic over the outputs: an scf.for carrying one
+//    vector<8xf32> accumulator (vector.transfer_read of 8 contiguous elements, element-wise extf/mulf/addf), so
+//    the lanes live in a register and nothing but the order of the kernel is ever used.
+//  - bf16 rounding is arith.truncf f32 -> bf16 (RNE; the pipeline expands it inline with --arith-expand
+//    include-bf16). e4m3 rounding (RNE, saturating) and pow2_ceil are integer bit manipulation on the f32
+//    pattern, the algorithm of core/include/dsa/Numerics/E4M3.h and E8M0.h.
+//  - The RoPE frequency table depends only on the attribute: it is the kernels' own ropeFrequencies() (the f32/f64
+//    steps of the reference) folded into a dense constant; cos/sin of f32(p) * f[k] are math.cos/math.sin (the
+//    libm cosf/sinf the kernels call).
+//  - start_pos and the token count stay run-time values (dynamic shapes; scf.if where prefill and decode differ).
+//    Run-time checks (start_pos < 0, a multi-token step at start_pos > 0, index ranges, ...) call the external
+//    `dsa_cpu_fail(i32)` with a code of core/include/dsa/ABI/RuntimeErrors.h; the code stays memory-safe after
+//    a failed check.
+//
+// This file holds the window-only primitives and the pass; the compressed-attention primitives (compress_pool, the
+// fp4 round trips, cache_write, the indexer stages and top-k through the runtime's dsa_cpu_topk_set) are in
+// CompressedToCPU.cpp, the shared emission helpers in Support.h. dsa.attention must be decomposed first
+// (dsa-decompose-attention) and dsa.probe stripped (dsa-strip-probes); each is rejected with a diagnostic.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "Support.h"
+
+#include "dsa/ABI/RuntimeErrors.h"
+#include "dsa/ABI/RuntimeFunctions.h"
+#include "dsa/Conversion/Passes.h"
+#include "dsa/Dialect/DSA/IR/DSADialect.h"
+#include "dsa/Dialect/DSA/IR/DSAOps.h"
+#include "dsa/Dialect/DSA/IR/RopeParams.h"
+#include "dsa/Core/Rope.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace mlir::dsa {
+#define GEN_PASS_DEF_CONVERTDSATOCPU
+#include "dsa/Conversion/Passes.h.inc"
+
+namespace {
+
+using namespace cpu_lowering;
+
+//===----------------------------------------------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------------------------------------------===//
+
+/// `x` [rows, K] as f32 (bf16 widened exactly, in one elementwise generic; an f32 x as is).
+Value widenRows(Emit e, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getElementType().isF32())
+    return x;
+  MLIRContext *ctx = e.b.getContext();
+  SmallVector<OpFoldResult> sizes = sizesOf(e, x);
+  SmallVector<AffineMap> maps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))};
+  return generic(e, tensorType(sizes, e.f32()), ValueRange{x}, e.empty(sizes, e.f32()), maps, parallel(2),
+                 [&](OpBuilder &b, Location loc, ValueRange args) {
+                   Emit t{b, loc};
+                   linalg::YieldOp::create(b, loc, t.toF32(args[0]));
+                 });
+}
+
+/// linear (section 2): y[m, n] = round(dotF32(x[m, :], w[n, :])), round = bf16 RNE for bf16, none for f32. x is
+/// widened to f32 once; the dots are emitGroupedDots' blocked product (G = 1): panels of w rows, blocks of
+/// tokens x outputs sharing each loaded vector, every output in dotF32's own order.
+struct LinearLowering : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    if (failed(requireStatic(op, op.getWeight(), 1, "weight")) || failed(requireStatic(op, op.getWeight(), 0, "weight")))
+      return failure();
+    Emit e{rewriter, op.getLoc()};
+    Value x = widenRows(e, collapseRows(e, adaptor.getX()));
+    Value w = adaptor.getWeight();
+    const int64_t K = cast<RankedTensorType>(w.getType()).getDimSize(1);
+    const int64_t N = cast<RankedTensorType>(w.getType()).getDimSize(0);
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type outElem = resultType.getElementType();
+    SmallVector<OpFoldResult> ySizes{sizesOf(e, x)[0], rewriter.getIndexAttr(N)};
+    Value y = emitGroupedDots(e, x, w, e.empty(ySizes, outElem), /*G=*/1, N, K, GemmTiling(),
+                              [&](Emit t, Value dot) { return outElem.isBF16() ? t.toBf16(dot) : dot; });
+    rewriter.replaceOp(op, expandRows(e, y, adaptor.getX(), resultType));
+    return success();
+  }
+};
+
+/// rms_norm (section 2): per row r = 1 / sqrt(dotF32(x, x) / D + eps); y = bf16(w[d] * (x[d] * r)).
+struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RmsNormOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    auto xType = cast<RankedTensorType>(op.getX().getType());
+    if (failed(requireStatic(op, op.getX(), xType.getRank() - 1, "x")))
+      return failure();
+    Emit e{rewriter, op.getLoc()};
+    MLIRContext *ctx = rewriter.getContext();
+    Value x = collapseRows(e, adaptor.getX());
+    const int64_t D = xType.getShape().back();
+    const float eps = op.getEps().convertToFloat();
+    OpFoldResult rows = sizesOf(e, x)[0];
+    // r per row.
+    Value r = generic(e, tensorType({rows}, e.f32()), {}, e.empty({rows}, e.f32()), {mapOf(ctx, 1, {dimExpr(ctx, 0)})},
+                      parallel(1), [&](OpBuilder &b, Location loc, ValueRange) {
+                        Emit t{b, loc};
+                        Value m = t.linalgIndex(0);
+                        Value mean = t.fdiv(emitDotF32(t, x, {m}, x, {m}, D), t.cf(static_cast<float>(D)));
+                        Value root = math::SqrtOp::create(b, loc, t.fadd(mean, t.cf(eps)));
+                        linalg::YieldOp::create(b, loc, t.fdiv(t.cf(1.0f), root));
+                      });
+    // y = bf16(w * (x * r)).
+    SmallVector<OpFoldResult> ySizes{rows, rewriter.getIndexAttr(D)};
+    Type bf16 = rewriter.getBF16Type();
+    SmallVector<AffineMap> ymaps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, {dimExpr(ctx, 0)}),
+                                 mapOf(ctx, 2, {dimExpr(ctx, 1)}), mapOf(ctx, 2, dimExprs(ctx, 2))};
+    Value y = generic(e, tensorType(ySizes, bf16), ValueRange{x, r, adaptor.getWeight()}, e.empty(ySizes, bf16),
+                      ymaps, parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
+                        Emit t{b, loc};
+                        Value v = t.fmul(t.toF32(args[2]), t.fmul(t.toF32(args[0]), args[1]));
+                        linalg::YieldOp::create(b, loc, t.toBf16(v));
+                      });
+    rewriter.replaceOp(op, expandRows(e, y, adaptor.getX(), cast<RankedTensorType>(op.getType())));
+    return success();
+  }
+};
+
+/// positions: result[i] = start + i * stride (i64).
+struct PositionsLowering : OpConversionPattern<PositionsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(PositionsOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Emit e{rewriter, op.getLoc()};
+    MLIRContext *ctx = rewriter.getContext();
+    Value start = adaptor.getStart();
+    reportIf(e, e.cmpi(arith::CmpIPredicate::slt, start, e.c64(0)), RuntimeError::PositionsNegativeStart);
+    const int64_t stride = op.getStride();
+    SmallVector<OpFoldResult> sizes{adaptor.getCount()};
+    Value out = generic(e, tensorType(sizes, e.i64()), {}, e.empty(sizes, e.i64()), {mapOf(ctx, 1, {dimExpr(ctx, 0)})},
+                        parallel(1), [&](OpBuilder &b, Location loc, ValueRange) {
+                          Emit t{b, loc};
+                          Value i = t.indexToI64(t.linalgIndex(0));
+                          linalg::YieldOp::create(b, loc, t.add(start, t.mul(i, t.c64(stride))));
+                        });
+    rewriter.replaceOp(op, e.castTo(out, op.getType()));
+    return success();
+  }
+};
+
+/// The RoPE frequency table of `rope` (the kernels' ropeFrequencies: the reference's f32/f64 steps).
+FailureOr<SmallVector<float>> ropeTable(Operation *op, RopeAttr rope) {
+  ::dsa::RopeParams params = mlir::dsa::ropeParams(rope);
+  std::vector<float> f = ::dsa::ropeFrequencies(params);
+  if (f.empty())
+    return op->emitOpError() << "dsa-to-cpu: no RoPE table for rope_dim " << params.ropeDim << " and theta "
+                             << params.theta;
+  return SmallVector<float>(f.begin(), f.end());
+}
+
+/// apply_rope (section 2): tables cos/sin [s, rd/2] of a = f32(p) * f[k] (sin negated when inverse), then on the
+/// last rd elements of every row (x0, x1) -> (bf16(x0*c - x1*sn), bf16(x0*sn + x1*c)).
+struct ApplyRopeLowering : OpConversionPattern<ApplyRopeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ApplyRopeOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    auto xType = cast<RankedTensorType>(op.getX().getType());
+    const int64_t rank = xType.getRank();
+    if (failed(requireStatic(op, op.getX(), rank - 1, "x")))
+      return failure();
+    FailureOr<SmallVector<float>> freqs = ropeTable(op, op.getRope());
+    if (failed(freqs))
+      return failure();
+    Emit e{rewriter, op.getLoc()};
+    MLIRContext *ctx = rewriter.getContext();
+    const int64_t D = xType.getShape().back();
+    const int64_t rd = op.getRope().getRopeDim();
+    const int64_t half = rd / 2;
+    const bool inverse = op.getInverse();
+    Value x = adaptor.getX(), pos = adaptor.getPositions();
+
+    Value s = e.sizeValue(sizesOf(e, x)[0]);
+    Value posLen = e.sizeValue(sizesOf(e, pos)[0]);
+    Value lengthOk = e.cmpi(arith::CmpIPredicate::eq, s, posLen);
+    Value out = guarded(
+        e, lengthOk, xType,
+        [&](Emit g) -> Value {
+          // Negative positions: reported (the kernel's error); the math stays in bounds.
+          auto anyNeg = generic(g, RankedTensorType::get({}, g.b.getI1Type()), ValueRange{pos},
+                                g.filled({}, g.cBool(false)),
+                                {mapOf(ctx, 1, {dimExpr(ctx, 0)}), mapOf(ctx, 1, {})}, {IteratorType::reduction},
+                                [&](OpBuilder &b, Location loc, ValueRange args) {
+                                  Emit t{b, loc};
+                                  Value neg = t.cmpi(arith::CmpIPredicate::slt, args[0], t.c64(0));
+                                  linalg::YieldOp::create(b, loc, t.bor(args[1], neg));
+                                });
+          reportIf(g, g.extract(anyNeg, {}), RuntimeError::RopeNegativePosition);
+
+          auto tableType = RankedTensorType::get({half}, g.f32());
+          Value table = arith::ConstantOp::create(g.b, g.loc, DenseElementsAttr::get(tableType, ArrayRef(*freqs)));
+          SmallVector<OpFoldResult> csSizes{sizesOf(g, x)[0], g.b.getIndexAttr(half)};
+          auto csType = tensorType(csSizes, g.f32());
+          auto tables = linalg::GenericOp::create(
+              g.b, g.loc, TypeRange{csType, csType}, ValueRange{pos, table},
+              ValueRange{g.empty(csSizes, g.f32()), g.empty(csSizes, g.f32())},
+              ArrayRef<AffineMap>{mapOf(ctx, 2, {dimExpr(ctx, 0)}), mapOf(ctx, 2, {dimExpr(ctx, 1)}),
+                                  mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))},
+              parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
+                Emit t{b, loc};
+                Value p = arith::SIToFPOp::create(b, loc, t.f32(), args[0]);
+                Value a = t.fmul(p, args[1]);
+                Value c = math::CosOp::create(b, loc, a);
+                Value sn = math::SinOp::create(b, loc, a);
+                if (inverse)
+                  sn = arith::NegFOp::create(b, loc, sn);
+                linalg::YieldOp::create(b, loc, ValueRange{c, sn});
+              });
+          Value cosT = tables.getResult(0), sinT = tables.getResult(1);
+
+          SmallVector<OpFoldResult> xSizes = sizesOf(g, x);
+          SmallVector<AffineMap> maps{mapOf(ctx, rank, dimExprs(ctx, rank)), mapOf(ctx, rank, dimExprs(ctx, rank))};
+          return generic(g, xType, ValueRange{x}, g.empty(xSizes, xType.getElementType()), maps, parallel(rank),
+                         [&](OpBuilder &b, Location loc, ValueRange args) {
+                           using P = arith::CmpIPredicate;
+                           Emit t{b, loc};
+                           SmallVector<Value> ivs;
+                           for (int64_t i = 0; i < rank; ++i)
+                             ivs.push_back(t.linalgIndex(i));
+                           Value d = ivs.back();
+                           Value tailStart = t.idx(D - rd);
+                           Value inTail = t.cmpi(P::uge, d, tailStart);
+                           Value off = t.sel(inTail, t.sub(d, tailStart), t.idx(0));
+                           Value k = arith::DivUIOp::create(b, loc, off, t.idx(2));
+                           Value even = t.cmpi(P::eq, t.band(off, t.idx(1)), t.idx(0));
+                           Value i0 = t.add(tailStart, t.mul(k, t.idx(2)));
+                           SmallVector<Value> at(ivs.begin(), ivs.end());
+                           at.back() = i0;
+                           Value x0 = t.toF32(t.extract(x, at));
+                           at.back() = t.add(i0, t.idx(1));
+                           Value x1 = t.toF32(t.extract(x, at));
+                           Value c = t.extract(cosT, {ivs[0], k});
+                           Value sn = t.extract(sinT, {ivs[0], k});
+                           Value re = t.fsub(t.fmul(x0, c), t.fmul(x1, sn));
+                           Value im = t.fadd(t.fmul(x0, sn), t.fmul(x1, c));
+                           Value rotated = t.toBf16(t.sel(even, re, im));
+                           linalg::YieldOp::create(b, loc, t.sel(inTail, rotated, args[0]));
+                         });
+        },
+        [&](Emit g) -> Value {
+          reportIf(g, g.cBool(true), RuntimeError::RopePositionsLength);
+          return x;
+        });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// ring_update (section 4): the last c = min(s, W) tokens, positions start_pos+lo .. (lo = s - c), go to slot
+/// p % W. Slot j takes row lo + ((j - (start_pos + lo)) mod W) when that offset is < c, else keeps its row.
+struct RingUpdateLowering : OpConversionPattern<RingUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RingUpdateOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    auto ringType = cast<RankedTensorType>(op.getRing().getType());
+    if (!ringType.hasStaticShape())
+      return op.emitOpError() << "dsa-to-cpu needs 'ring' to have a static shape [W, hd]";
+    Emit e{rewriter, op.getLoc()};
+    MLIRContext *ctx = rewriter.getContext();
+    const int64_t W = ringType.getDimSize(0);
+    Value ring = adaptor.getRing(), kv = adaptor.getKv(), start = adaptor.getStartPos();
+    reportIf(e, e.cmpi(arith::CmpIPredicate::slt, start, e.c64(0)), RuntimeError::RingUpdateNegativeStart);
+    Value s = e.indexToI64(e.sizeValue(sizesOf(e, kv)[0]));
+    Value nonEmpty = e.cmpi(arith::CmpIPredicate::sgt, s, e.c64(0));
+    Value out = guarded(
+        e, nonEmpty, ringType,
+        [&](Emit g) -> Value {
+          Value lo = g.maxsi(g.c64(0), g.sub(s, g.c64(W)));
+          Value c = g.sub(s, lo);
+          // (j - (start_pos + lo)) mod W as ((j - lo) - start_pos mod W) mod W: no start_pos + lo, which wraps for a
+          // start_pos near 2^63 (the same slots as the reference kernel's, at every start_pos).
+          Value startMod = arith::RemSIOp::create(g.b, g.loc, start, g.c64(W));
+          SmallVector<AffineMap> maps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))};
+          return generic(g, ringType, ValueRange{ring}, g.empty(sizesOf(g, ring), ringType.getElementType()), maps,
+                         parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
+                           using P = arith::CmpIPredicate;
+                           Emit t{b, loc};
+                           Value j = t.indexToI64(t.linalgIndex(0));
+                           Value r = arith::RemSIOp::create(b, loc, t.sub(t.sub(j, lo), startMod), t.c64(W));
+                           Value off = t.sel(t.cmpi(P::slt, r, t.c64(0)), t.add(r, t.c64(W)), r);
+                           Value take = t.cmpi(P::slt, off, c);
+                           Value row = t.i64ToIndex(t.sel(take, t.add(lo, off), t.c64(0)));
+                           Value v = t.extract(kv, {row, t.linalgIndex(1)});
+                           linalg::YieldOp::create(b, loc, t.sel(take, v, args[0]));
+                         });
+        },
+        [&](Emit) -> Value { return ring; });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// window_kv (section 4): kv in prefill (start_pos == 0), the (updated) ring in decode.
+struct WindowKvLowering : OpConversionPattern<WindowKvOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(WindowKvOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    using P = arith::CmpIPredicate;
+    Emit e{rewriter, op.getLoc()};
+    Value start = adaptor.getStartPos();
+    Value s = e.sizeValue(sizesOf(e, adaptor.getKv())[0]);
+    reportIf(e, e.cmpi(P::slt, start, e.c64(0)), RuntimeError::WindowKvNegativeStart);
+    reportIf(e, e.band(e.cmpi(P::sgt, start, e.c64(0)), e.cmpi(P::ne, s, e.idx(1))),
+             RuntimeError::WindowKvMultiTokenDecode);
+    Value prefill = e.cmpi(P::eq, start, e.c64(0));
+    // The branches' types differ ([s, hd] and [W, hd]): both are cast to the dynamic [?, hd].
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto dynType = RankedTensorType::get({ShapedType::kDynamic, resultType.getDimSize(1)}, resultType.getElementType());
+    Value out = guarded(
+        e, prefill, dynType, [&](Emit) -> Value { return adaptor.getKv(); },
+        [&](Emit) -> Value { return adaptor.getRing(); });
+    rewriter.replaceOp(op, e.castTo(out, resultType));
+    return success();
+  }
+};
+
+/// window_indices (section 4): prefill [s, min(s, W)]: j = max(0, t-W+1) + i, -1 where j > t; decode [1, W]: slot
+/// (oldest + i) % W with oldest = start_pos % W + 1, -1 where the slot exceeds start_pos.
+struct WindowIndicesLowering : OpConversionPattern<WindowIndicesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(WindowIndicesOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    using P = arith::CmpIPredicate;
+    Emit e{rewriter, op.getLoc()};
+    MLIRContext *ctx = rewriter.getContext();
+    const int64_t W = op.getWindowSize();
+    Value start = adaptor.getStartPos();
+    Value count = adaptor.getCount();
+    reportIf(e, e.cmpi(P::slt, start, e.c64(0)), RuntimeError::WindowIndicesNegativeStart);
+    reportIf(e, e.cmpi(P::slt, count, e.idx(1)), RuntimeError::WindowIndicesEmptyStep);
+    reportIf(e, e.band(e.cmpi(P::sgt, start, e.c64(0)), e.cmpi(P::ne, count, e.idx(1))),
+             RuntimeError::WindowIndicesMultiTokenDecode);
+    Value prefill = e.cmpi(P::eq, start, e.c64(0));
+    Value width = e.sel(prefill, e.minsi(count, e.idx(W)), e.idx(W));
+    SmallVector<OpFoldResult> sizes{count, width};
+    Value out = generic(e, tensorType(sizes, e.i32()), {}, e.empty(sizes, e.i32()), {mapOf(ctx, 2, dimExprs(ctx, 2))},
+                        parallel(2), [&](OpBuilder &b, Location loc, ValueRange) {
+                          Emit t{b, loc};
+                          Value tt = t.indexToI64(t.linalgIndex(0));
+                          Value i = t.indexToI64(t.linalgIndex(1));
+                          Value none = t.c64(-1);
+                          // Prefill.
+                          Value j = t.add(t.maxsi(t.c64(0), t.add(t.sub(tt, t.c64(W)), t.c64(1))), i);
+                          Value pre = t.sel(t.cmpi(P::sgt, j, tt), none, j);
+                          // Decode (start > 0 here; the remainders are of non-negative values).
+                          Value startNonNeg = t.maxsi(start, t.c64(0));
+                          Value oldest = t.add(arith::RemSIOp::create(b, loc, startNonNeg, t.c64(W)), t.c64(1));
+                          Value slot = arith::RemSIOp::create(b, loc, t.add(oldest, i), t.c64(W));
+                          Value dec = t.sel(t.cmpi(P::sgt, slot, start), none, slot);
+                          Value v = t.sel(prefill, pre, dec);
+                          linalg::YieldOp::create(b, loc, arith::TruncIOp::create(b, loc, t.i32(), v).getResult());
+                        });
+    rewriter.replaceOp(op, e.castTo(out, op.getType()));
+    return success();
+  }
+};
+
+/// sparse_attn (section 10) with the kernel's order: z_j = dotF32(q, kv[idx_j]) * scale (-inf for -1);
+/// m = sink, then m = (m < z_j) ? z_j : m over j; den = exp(sink - m) + sum_j exp(z_j - m) (valid j, ascending);
+/// p_j = exp(z_j - m) / den; o[d] = bf16(sum_j p_j * kv[idx_j, d]) (valid j, ascending, from 0).
+/// z[t, h, j] = dotF32(q[t, h, :], kv[rowOf(idx[t, j]), :]) * scale, or -inf where idx[t, j] < 0, into `init`
+/// [s, H, k] f32. An scf.forall over (t, block of hb heads) (hb = 4, 2 or 1, dividing H); inside, blocks of hb heads x
+/// 4 indices (emitDotBlock: each kv row loaded once per step for hb heads, each q row for 4 indices), the leftover
+/// indices hb x 1.
+Value emitQueryKeyScores(Emit e, Value q, Value kv, Value idx, Value init, int64_t H, int64_t hd, float scale,
+                         function_ref<Value(Emit, Value)> rowOf) {
+  using P = arith::CmpIPredicate;
+  constexpr int64_t kKeys = 4;
+  const int64_t hb = H % 4 == 0 ? 4 : H % 2 == 0 ? 2 : 1;
+  Value s = e.sizeValue(sizesOf(e, init)[0]);
+  Value k = e.sizeValue(sizesOf(e, idx)[1]);
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{s, e.b.getIndexAttr(H / hb)},
+                                      ValueRange{init}, std::nullopt);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(forall.getTerminator());
+  Emit f{e.b, e.loc};
+  Value t = forall.getInductionVar(0), h0 = f.mul(forall.getInductionVar(1), f.idx(hb));
+  Value shared = forall.getRegionIterArgs()[0];
+  SmallVector<OpFoldResult> offsets{t, h0, f.b.getIndexAttr(0)}, sizes{f.b.getIndexAttr(1), f.b.getIndexAttr(hb), k},
+      strides{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(1)};
+  Value slice = tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, f.f32()), shared, offsets, sizes, strides);
+  const float negInf = -std::numeric_limits<float>::infinity();
+  // Indices j .. j+nk-1 for the hb heads, inserted into `acc`.
+  auto block = [&](Emit u, Value acc, Value j, int64_t nk) -> Value {
+    DotRows a{q, {}, Value()}, b{kv, {}, Value()};
+    for (int64_t i = 0; i < hb; ++i)
+      a.rows.push_back({t, i ? u.add(h0, u.idx(i)) : h0});
+    SmallVector<Value> js, valid;
+    for (int64_t c = 0; c < nk; ++c) {
+      js.push_back(c ? u.add(j, u.idx(c)) : j);
+      Value ij = u.extract(idx, {t, js.back()});
+      valid.push_back(u.cmpi(P::sge, ij, u.c32(0)));
+      b.rows.push_back({rowOf(u, ij)});
+    }
+    SmallVector<Value> dots = emitDotBlock(u, a, b, hd);
+    for (int64_t i = 0; i < hb; ++i)
+      for (int64_t c = 0; c < nk; ++c) {
+        Value zz = u.sel(valid[c], u.fmul(dots[i * nk + c], u.cf(scale)), u.cf(negInf));
+        acc = tensor::InsertOp::create(u.b, u.loc, zz, acc, ValueRange{u.idx(0), u.idx(i), js[c]});
+      }
+    return acc;
+  };
+  Value full = f.sub(k, arith::RemSIOp::create(f.b, f.loc, k, f.idx(kKeys)));
+  auto blocks = scf::ForOp::create(f.b, f.loc, f.idx(0), full, f.idx(kKeys), ValueRange{slice},
+                                   [&](OpBuilder &bb, Location loc, Value j, ValueRange iter) {
+                                     Emit u{bb, loc};
+                                     scf::YieldOp::create(bb, loc, block(u, iter[0], j, kKeys));
+                                   });
+  auto rest = scf::ForOp::create(f.b, f.loc, full, k, f.idx(1), ValueRange{blocks.getResult(0)},
+                                 [&](OpBuilder &bb, Location loc, Value j, ValueRange iter) {
+                                   Emit u{bb, loc};
+                                   scf::YieldOp::create(bb, loc, block(u, iter[0], j, 1));
+                                 });
+  e.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(e.b, e.loc, rest.getResult(0), shared, offsets, sizes, strides);
+  return forall.getResult(0);
+}
+
+/// o[t, h, d] = sum over j ascending with idx[t, j] >= 0 of p[t, h, j] * kv[rowOf(idx[t, j]), d], from 0.0f (the
+/// kernel's `acc[d] += p * row[d]`, f32 mulf then addf), into `init` [s, H, hd] f32. An scf.forall over (t, h) (OpenMP
+/// with parallel=true); inside, chunks of up to 8 vectors of 8 columns (plus the hd % 8 tail columns as scalars),
+/// one scf.for over j per chunk; a skipped j leaves the sums unchanged (select).
+Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int64_t H, int64_t hd,
+                          function_ref<Value(Emit, Value)> rowOf) {
+  using P = arith::CmpIPredicate;
+  constexpr int64_t kChunkVectors = 8;
+  Value s = e.sizeValue(sizesOf(e, init)[0]);
+  Value k = e.sizeValue(sizesOf(e, idx)[1]);
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{s, e.b.getIndexAttr(H)}, ValueRange{init},
+                                      std::nullopt);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(forall.getTerminator());
+  Emit f{e.b, e.loc};
+  Value t = forall.getInductionVar(0), h = forall.getInductionVar(1);
+  Value shared = forall.getRegionIterArgs()[0];
+  SmallVector<OpFoldResult> offsets{t, h, f.b.getIndexAttr(0)},
+      sizes{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(hd)},
+      strides{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(1)};
+  auto rowType = RankedTensorType::get({1, 1, hd}, f.f32());
+  Value row = tensor::ExtractSliceOp::create(f.b, f.loc, rowType, shared, offsets, sizes, strides);
+  auto laneType = VectorType::get({kLanes}, f.f32());
+  Value zero8 = arith::ConstantOp::create(f.b, f.loc, DenseElementsAttr::get(laneType, 0.0f));
+  const int64_t vectors = hd / kLanes;
+  for (int64_t c0 = 0; c0 < hd; c0 += kChunkVectors * kLanes) {
+    const int64_t nv = std::min(kChunkVectors, vectors - c0 / kLanes);
+    const int64_t tailCols = (nv < kChunkVectors) ? hd % kLanes : 0; // the last chunk carries the tail columns
+    if (nv == 0 && tailCols == 0)
+      break;
+    SmallVector<Value> inits(nv, zero8);
+    for (int64_t i = 0; i < tailCols; ++i)
+      inits.push_back(f.cf(0.0f));
+    auto loop = scf::ForOp::create(
+        f.b, f.loc, f.idx(0), k, f.idx(1), inits, [&](OpBuilder &bb, Location loc, Value j, ValueRange iter) {
+          Emit u{bb, loc};
+          Value ij = u.extract(idx, {t, j});
+          Value valid = u.cmpi(P::sge, ij, u.c32(0));
+          Value r = rowOf(u, ij);
+          Value pj = u.extract(p, {t, h, j});
+          Value pv = vector::BroadcastOp::create(bb, loc, laneType, pj);
+          SmallVector<Value> next;
+          for (int64_t v = 0; v < nv; ++v) {
+            Value kvv = readLanes(u, kv, {r}, u.idx(c0 + v * kLanes));
+            next.push_back(u.sel(valid, u.fadd(iter[v], u.fmul(pv, kvv)), iter[v]));
+          }
+          for (int64_t i = 0; i < tailCols; ++i) {
+            Value kvs = u.toF32(u.extract(kv, {r, u.idx(vectors * kLanes + i)}));
+            Value a = iter[nv + i];
+            next.push_back(u.sel(valid, u.fadd(a, u.fmul(pj, kvs)), a));
+          }
+          scf::YieldOp::create(bb, loc, next);
+        });
+    for (int64_t v = 0; v < nv; ++v)
+      row = vector::TransferWriteOp::create(f.b, f.loc, loop.getResult(v), row,
+                                            ValueRange{f.idx(0), f.idx(0), f.idx(c0 + v * kLanes)},
+                                            ArrayRef<bool>{true})
+                .getResult();
+    for (int64_t i = 0; i < tailCols; ++i)
+      row = tensor::InsertOp::create(f.b, f.loc, loop.getResult(nv + i), row,
+                                     ValueRange{f.idx(0), f.idx(0), f.idx(vectors * kLanes + i)});
+  }
+  e.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(e.b, e.loc, row, shared, offsets, sizes, strides);
+  return forall.getResult(0);
+}
+
+struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SparseAttnOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    using P = arith::CmpIPredicate;
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    if (failed(requireStatic(op, op.getQ(), 1, "q")) || failed(requireStatic(op, op.getQ(), 2, "q")))
+      return failure();
+    Emit e{rewriter, op.getLoc()};
+    MLIRContext *ctx = rewriter.getContext();
+    const int64_t H = qType.getDimSize(1), hd = qType.getDimSize(2);
+    const float scale = op.getScale().convertToFloat();
+    Value q = adaptor.getQ(), kv = adaptor.getKv(), idx = adaptor.getIndices(), sink = adaptor.getSink();
+    Type f32 = e.f32(), i1 = rewriter.getI1Type();
+
+    SmallVector<OpFoldResult> qSizes = sizesOf(e, q);
+    Value s = e.sizeValue(qSizes[0]);
+    // kv as the decomposition builds it, tensor.concat(window rows, compressed rows) along dim 0: its parts are read
+    // directly (a decode step gathers its rows from them), so the concatenation is materialised (a full copy of
+    // the compressed cache's rows) only where all of kv is widened anyway (prefill).
+    SmallVector<Value> kvParts{kv};
+    if (auto cat = kv.getDefiningOp<tensor::ConcatOp>(); cat && cat.getDim() == 0 && cat.getInputs().size() >= 2)
+      kvParts.assign(cat.getInputs().begin(), cat.getInputs().end());
+    SmallVector<Value> partEnds; // running row counts: part i holds rows [partEnds[i-1], partEnds[i])
+    for (Value part : kvParts)
+      partEnds.push_back(partEnds.empty() ? e.sizeValue(sizesOf(e, part)[0])
+                                          : e.add(partEnds.back(), e.sizeValue(sizesOf(e, part)[0])));
+    Value n = partEnds.back();
+    Value idxRows = e.sizeValue(sizesOf(e, idx)[0]);
+    OpFoldResult k = sizesOf(e, idx)[1];
+    Value rowsOk = e.cmpi(P::eq, s, idxRows);
+    reportIf(e, e.cmpi(P::ne, s, idxRows), RuntimeError::SparseAttnIndicesRows);
+
+    // Sink NaN check.
+    auto scalarI1 = RankedTensorType::get({}, i1);
+    Value sinkNan = generic(e, scalarI1, ValueRange{sink}, e.filled({}, e.cBool(false)),
+                            {mapOf(ctx, 1, {dimExpr(ctx, 0)}), mapOf(ctx, 1, {})}, {IteratorType::reduction},
+                            [&](OpBuilder &b, Location loc, ValueRange args) {
+                              Emit t{b, loc};
+                              Value nan = t.cmpf(arith::CmpFPredicate::UNO, args[0], args[0]);
+                              linalg::YieldOp::create(b, loc, t.bor(args[1], nan));
+                            });
+    reportIf(e, e.extract(sinkNan, {}), RuntimeError::SparseAttnNanSink);
+
+    // Index range check (every entry in [-1, n)).
+    Value n32 = arith::IndexCastOp::create(e.b, e.loc, e.i32(), n);
+    Value badIndex = generic(e, scalarI1, ValueRange{idx}, e.filled({}, e.cBool(false)),
+                             {mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, {})},
+                             {IteratorType::reduction, IteratorType::reduction},
+                             [&](OpBuilder &b, Location loc, ValueRange args) {
+                               Emit t{b, loc};
+                               Value bad = t.bor(t.cmpi(P::slt, args[0], t.c32(-1)), t.cmpi(P::sge, args[0], n32));
+                               linalg::YieldOp::create(b, loc, t.bor(args[1], bad));
+                             });
+    reportIf(e, e.extract(badIndex, {}), RuntimeError::SparseAttnIndexOutOfRange);
+
+    Value ok = e.band(rowsOk, e.cmpi(P::sgt, n, e.idx(0)));
+    // The attention proper over the rows kvF (kv widened to f32 once, or the step's gathered bf16 rows, each load
+    // widened: exact either way) as indexed by idxA (idx, or its gathered row numbers), rowsA32 rows.
+    auto attend = [&](Emit g, Value kvF, Value idx, Value rowsA32) -> Value {
+          Value nMinus1 = g.sub(rowsA32, g.c32(1));
+          // The row an index reads, clamped into [0, n) (a -1 is masked out of every sum).
+          auto rowOf = [nMinus1](Emit t, Value i) {
+            return arith::IndexCastOp::create(t.b, t.loc, t.b.getIndexType(), t.maxsi(t.minsi(i, nMinus1), t.c32(0)))
+                .getResult();
+          };
+          // z[t, h, j] = dotF32(q[t, h], kv[row(idx[t, j])]) * scale, -inf for -1: blocks of heads x 4 indices
+          // (emitQueryKeyScores), each dot in dotF32's order.
+          SmallVector<OpFoldResult> zSizes{qSizes[0], g.b.getIndexAttr(H), k};
+          Value z = emitQueryKeyScores(g, q, kvF, idx, g.empty(zSizes, f32), H, hd, scale, rowOf);
+          // m[t, h] = max over sink and z (std::max order).
+          SmallVector<OpFoldResult> thSizes{qSizes[0], g.b.getIndexAttr(H)};
+          auto thType = tensorType(thSizes, f32);
+          Value sinkInit = generic(g, thType, ValueRange{sink}, g.empty(thSizes, f32),
+                                   {mapOf(ctx, 2, {dimExpr(ctx, 1)}), mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
+                                   [&](OpBuilder &b, Location loc, ValueRange args) {
+                                     linalg::YieldOp::create(b, loc, args[0]);
+                                   });
+          SmallVector<IteratorType> thjIters{IteratorType::parallel, IteratorType::parallel, IteratorType::reduction};
+          Value m = generic(g, thType, ValueRange{z}, sinkInit,
+                            {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 2))}, thjIters,
+                            [&](OpBuilder &b, Location loc, ValueRange args) {
+                              Emit t{b, loc};
+                              Value less = t.cmpf(arith::CmpFPredicate::OLT, args[1], args[0]);
+                              linalg::YieldOp::create(b, loc, t.sel(less, args[0], args[1]));
+                            });
+          // den[t, h] = exp(sink - m) + sum over valid j of exp(z - m).
+          Value denInit = generic(g, thType, ValueRange{sink, m}, g.empty(thSizes, f32),
+                                  {mapOf(ctx, 2, {dimExpr(ctx, 1)}), mapOf(ctx, 2, dimExprs(ctx, 2)),
+                                   mapOf(ctx, 2, dimExprs(ctx, 2))},
+                                  parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
+                                    Emit t{b, loc};
+                                    Value ex = math::ExpOp::create(b, loc, t.fsub(args[0], args[1]));
+                                    linalg::YieldOp::create(b, loc, ex);
+                                  });
+          // ez[t, h, j] = exp(z - m), once (the same libm call on the same input as the kernel's two).
+          Value ez = generic(g, tensorType(zSizes, f32), ValueRange{z, m}, g.empty(zSizes, f32),
+                             {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 2)),
+                              mapOf(ctx, 3, dimExprs(ctx, 3))},
+                             parallel(3), [&](OpBuilder &b, Location loc, ValueRange args) {
+                               Emit t{b, loc};
+                               Value ex = math::ExpOp::create(b, loc, t.fsub(args[0], args[1]));
+                               linalg::YieldOp::create(b, loc, ex);
+                             });
+          Value den = generic(g, thType, ValueRange{ez, idx}, denInit,
+                              {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, {dimExpr(ctx, 0), dimExpr(ctx, 2)}),
+                               mapOf(ctx, 3, dimExprs(ctx, 2))},
+                              thjIters, [&](OpBuilder &b, Location loc, ValueRange args) {
+                                Emit t{b, loc};
+                                Value valid = t.cmpi(P::sge, args[1], t.c32(0));
+                                linalg::YieldOp::create(b, loc, t.sel(valid, t.fadd(args[2], args[0]), args[2]));
+                              });
+          // p[t, h, j] = exp(z - m) / den.
+          Value p = generic(g, tensorType(zSizes, f32), ValueRange{ez, den}, g.empty(zSizes, f32),
+                            {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 2)),
+                             mapOf(ctx, 3, dimExprs(ctx, 3))},
+                            parallel(3), [&](OpBuilder &b, Location loc, ValueRange args) {
+                              Emit t{b, loc};
+                              linalg::YieldOp::create(b, loc, t.fdiv(args[0], args[1]));
+                            });
+          // o[t, h, d] = sum over valid j (ascending) of p * kv[idx_j, d], from 0: an scf.forall over (t, h); per
+          // chunk of up to 64 columns, one scf.for over j carrying a vector<8xf32> per 8 columns (and an f32 per
+          // column of the hd % 8 tail), so the index, validity and p of j are computed once per chunk and every
+          // column keeps the kernel's own sum (j ascending, invalid j skipped).
+          SmallVector<OpFoldResult> oSizes{qSizes[0], g.b.getIndexAttr(H), g.b.getIndexAttr(hd)};
+          Value o32 = emitWeightedRowSums(g, p, idx, kvF, g.empty(oSizes, f32), H, hd, rowOf);
+          Type bf16 = g.b.getBF16Type();
+          return generic(g, tensorType(oSizes, bf16), ValueRange{o32}, g.empty(oSizes, bf16),
+                         {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 3))}, parallel(3),
+                         [&](OpBuilder &b, Location loc, ValueRange args) {
+                           Emit t{b, loc};
+                           linalg::YieldOp::create(b, loc, t.toBf16(args[0]));
+                         });
+    };
+    Value out = guarded(
+        e, ok, qType,
+        [&](Emit g) -> Value {
+          // kv widened to f32 once when the step reads at least as many rows (s * k, with repeats) as kv has
+          // (prefill: every (t, h) then reads widened rows, none widens them again); else (decode: 1 x ~640 of
+          // e.g. 16512 rows) the rows are widened as they are loaded, so the whole of kv (the compressed cache
+          // included) is not converted and written every step. Either way the same f32 values.
+          Value kIdx = g.sizeValue(k);
+          Value reads = g.mul(s, kIdx);
+          auto whole = [&](Emit h) -> Value {
+            Value all = kvParts.size() == 1 ? kvParts[0]
+                                            : tensor::ConcatOp::create(h.b, h.loc, /*dim=*/0, kvParts).getResult();
+            return attend(h, widenRows(h, all), idx, n32);
+          };
+          // The gathered rows: kvG[t * k + j] = kv[row(idx[t, j])] (bf16, from the part holding the row), and
+          // idxG[t, j] = t * k + j, or -1 where idx[t, j] < 0 (the same validity, the same row contents).
+          auto gathered = [&](Emit h) -> Value {
+            Type kvElem = cast<RankedTensorType>(kvParts[0].getType()).getElementType();
+            Value nMinus1 = h.sub(n32, h.c32(1));
+            SmallVector<OpFoldResult> gSizes{reads, h.b.getIndexAttr(hd)};
+            Value kvG = generic(
+                h, tensorType(gSizes, kvElem), {}, h.empty(gSizes, kvElem), {mapOf(ctx, 2, dimExprs(ctx, 2))},
+                parallel(2), [&](OpBuilder &b, Location loc, ValueRange) {
+                  Emit t{b, loc};
+                  Value r = t.linalgIndex(0), d = t.linalgIndex(1);
+                  Value i = t.extract(idx, {arith::DivUIOp::create(b, loc, r, kIdx).getResult(),
+                                            arith::RemUIOp::create(b, loc, r, kIdx).getResult()});
+                  Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                                         t.maxsi(t.minsi(i, nMinus1), t.c32(0)));
+                  // Part p holds the row when row < partEnds[p] (the last part takes the rest): nested scf.if,
+                  // so no part is read out of its bounds (a part may be empty).
+                  std::function<Value(Emit, size_t)> from = [&](Emit u, size_t p) -> Value {
+                    Value local = p == 0 ? row : u.sub(row, partEnds[p - 1]);
+                    if (p + 1 == kvParts.size())
+                      return u.extract(kvParts[p], {local, d});
+                    auto branch = scf::IfOp::create(u.b, u.loc, TypeRange{kvElem}, u.cmpi(P::slt, row, partEnds[p]),
+                                                    /*withElse=*/true);
+                    {
+                      OpBuilder::InsertionGuard guard(u.b);
+                      u.b.setInsertionPointToStart(&branch.getThenRegion().front());
+                      scf::YieldOp::create(u.b, u.loc, u.extract(kvParts[p], {local, d}));
+                      u.b.setInsertionPointToStart(&branch.getElseRegion().front());
+                      Emit v{u.b, u.loc};
+                      scf::YieldOp::create(u.b, u.loc, from(v, p + 1));
+                    }
+                    return branch.getResult(0);
+                  };
+                  linalg::YieldOp::create(b, loc, from(t, 0));
+                });
+            SmallVector<OpFoldResult> iSizes = sizesOf(h, idx);
+            Value idxG = generic(h, tensorType(iSizes, h.i32()), ValueRange{idx}, h.empty(iSizes, h.i32()),
+                                 {mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
+                                 [&](OpBuilder &b, Location loc, ValueRange args) {
+                                   Emit t{b, loc};
+                                   Value r = t.add(t.mul(t.linalgIndex(0), kIdx), t.linalgIndex(1));
+                                   Value r32 = arith::IndexCastOp::create(b, loc, t.i32(), r);
+                                   linalg::YieldOp::create(
+                                       b, loc, t.sel(t.cmpi(P::sge, args[0], t.c32(0)), r32, t.c32(-1)));
+                                 });
+            return attend(h, kvG, idxG, arith::IndexCastOp::create(h.b, h.loc, h.i32(), reads));
+          };
+          return guarded(g, g.cmpi(P::sge, reads, n), qType, whole, gathered);
+        },
+        [&](Emit g) -> Value {
+          // No rows to read (n == 0: every index must be -1, and the output is zeros), or a failed check.
+          return g.filled(qSizes, arith::ConstantOp::create(g.b, g.loc, g.b.getZeroAttr(qType.getElementType())));
+        });
+    rewriter.replaceOp(op, e.castTo(out, op.getType()));
+    return success();
+  }
+};
+
+/// grouped_output (section 11): og[t, g, r] = bf16(dotF32(o[t, g, :], wo_a[g*R + r, :])), o[t] viewed as G groups.
+struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GroupedOutputOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    auto oType = cast<RankedTensorType>(op.getO().getType());
+    auto wType = cast<RankedTensorType>(op.getWoA().getType());
+    if (failed(requireStatic(op, op.getO(), 1, "o")) || failed(requireStatic(op, op.getO(), 2, "o")))
+      return failure();
+    if (!wType.hasStaticShape())
+      return op.emitOpError() << "dsa-to-cpu needs 'wo_a' to have a static shape";
+    Emit e{rewriter, op.getLoc()};
+    const int64_t G = op.getGroups();
+    const int64_t H = oType.getDimSize(1), hd = oType.getDimSize(2);
+    const int64_t gw = H / G * hd;
+    const int64_t R = wType.getDimSize(0) / G;
+    Value o = adaptor.getO();
+    OpFoldResult s = sizesOf(e, o)[0];
+    Value oFlat = widenRows(e, tensor::CollapseShapeOp::create(e.b, e.loc, o, ArrayRef<ReassociationIndices>{{0}, {1, 2}}));
+    SmallVector<OpFoldResult> ySizes{s, rewriter.getIndexAttr(G * R)};
+    Type bf16 = rewriter.getBF16Type();
+    Value y = emitGroupedDots(e, oFlat, adaptor.getWoA(), e.empty(ySizes, bf16), G, R, gw, GemmTiling(),
+                              [&](Emit t, Value dot) { return t.toBf16(dot); });
+    rewriter.replaceOp(op, e.castTo(y, op.getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------------------------------------------===//
+
+struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    ConvertDSAToCPUBase::getDependentDialects(registry);
+    registry.insert<func::FuncDialect, vector::VectorDialect, bufferization::BufferizationDialect,
+                    memref::MemRefDialect, LLVM::LLVMDialect>();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    // Reject what is not lowered, with a diagnostic naming the missing step, before rewriting anything.
+    bool unsupported = false;
+    module.walk([&](Operation *op) {
+      if (!isa<DSADialect>(op->getDialect()))
+        return;
+      if (isa<AttentionOp>(op)) {
+        op->emitOpError() << "must be decomposed before dsa-to-cpu (run dsa-decompose-attention first)";
+        unsupported = true;
+      } else if (isa<ProbeOp>(op)) {
+        op->emitOpError() << "must be removed before dsa-to-cpu (run dsa-strip-probes first)";
+        unsupported = true;
+      } else if (!isa<LinearOp, RmsNormOp, PositionsOp, ApplyRopeOp, ActQuantFp8Op, RingUpdateOp, WindowKvOp,
+                       WindowIndicesOp, SparseAttnOp, GroupedOutputOp>(op) &&
+                 !isCompressedPrimitive(op)) {
+        op->emitOpError() << "is not lowered by dsa-to-cpu";
+        unsupported = true;
+      }
+    });
+    if (unsupported)
+      return signalPassFailure();
+
+    // The run-time check hook, declared once (the host defines it, see RuntimeErrors.h).
+    bool needsFail = false, needsTopk = false;
+    module.walk([&](Operation *op) {
+      if (isa<PositionsOp, ApplyRopeOp, RingUpdateOp, WindowKvOp, WindowIndicesOp, SparseAttnOp>(op) ||
+          compressedNeedsFail(op))
+        needsFail = true;
+      if (compressedNeedsTopk(op))
+        needsTopk = true;
+    });
+    OpBuilder b(ctx);
+    b.setInsertionPointToStart(module.getBody());
+    if (needsFail && !module.lookupSymbol(::dsa::abi::kFailSymbol)) {
+      auto decl = func::FuncOp::create(b, module.getLoc(), ::dsa::abi::kFailSymbol,
+                                       b.getFunctionType({b.getI32Type()}, {}));
+      decl.setPrivate();
+    }
+    // The top-k runtime function (RuntimeFunctions.h), memref descriptors passed by pointer (C interface).
+    if (needsTopk && !module.lookupSymbol(::dsa::abi::kTopkSymbol)) {
+      const int64_t dyn = ShapedType::kDynamic;
+      auto values = MemRefType::get({dyn, dyn}, b.getF32Type());
+      auto picks = MemRefType::get({dyn, dyn}, b.getI64Type());
+      auto decl = func::FuncOp::create(b, module.getLoc(), ::dsa::abi::kTopkSymbol,
+                                       b.getFunctionType({values, b.getI64Type(), picks}, {b.getI32Type()}));
+      decl.setPrivate();
+      decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+    }
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<DSADialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, tensor::TensorDialect, math::MathDialect,
+                           scf::SCFDialect, func::FuncDialect, vector::VectorDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    // Elementwise casts on tensors (from dsa-decompose-attention) become linalg.generic ops; scalar ones stay.
+    target.addDynamicallyLegalOp<arith::ExtFOp, arith::TruncFOp>(
+        [](Operation *op) { return !isa<RankedTensorType>(op->getResult(0).getType()); });
+    RewritePatternSet patterns(ctx);
+    patterns.add<LinearLowering, RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering,
+                 WindowKvLowering, WindowIndicesLowering, SparseAttnLowering,
+                 GroupedOutputLowering>(ctx);
+    // act_quant_fp8 and the fp4 round trips share one lowering (BlockRoundTripLowering, CompressedToCPU.cpp).
+    populateCompressedToCPUPatterns(patterns);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mlir::dsa

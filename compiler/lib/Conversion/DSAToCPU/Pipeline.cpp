@@ -1,0 +1,323 @@
+//===- Pipeline.cpp - --dsa-cpu-pipeline: dsa -> LLVM dialect for the CPU ------===//
+//
+// dsa-decompose-attention, dsa-strip-probes, dsa-to-cpu, then upstream: one-shot bufferization across function
+// boundaries (identity layouts, so every function argument/result is a plain memref), for functions the CPU backend
+// marked the results that are an argument's buffer dropped (its caches updated in place), ownership-based buffer
+// deallocation (results are owned by the caller), linalg -> loops, bf16 conversions expanded into integer ops with
+// core/lib/Numerics' rounding (dsa-cpu-expand-bf16, CPUTarget.cpp) before ANY conversion to the LLVM dialect (serial and
+// OpenMP: no __truncsfbf2 call, no vcvtneps2bf16, ../shared/toolchain.md), the conversions to the LLVM dialect, the
+// target CPU on every function with cpu=NAME (dsa-cpu-set-target), dsa-cpu-check-bf16, which fails if any bf16
+// conversion or arithmetic is left for LLVM, and last dsa-cpu-bf16-as-i16: the bf16 values left only move bits and
+// become i16, so the LLVM IR has no bfloat (x86 code generation would convert a bf16 phi through f32).
+// No pass here reassociates or contracts f32 arithmetic, so the bit-exactness of dsa-to-cpu survives. Strided
+// memref.copy ops left by bufferization (insert_slice/concat/extract_slice on dynamic shapes) become linalg.copy
+// loops, so nothing calls the runner-utils library.
+//
+// parallel=true: the parallel dimensions of every linalg.generic become scf.parallel loops and then OpenMP
+// work-sharing loops (omp.parallel + omp.wsloop, __kmpc_* calls: an OpenMP runtime, libomp, must be loadable when
+// the code runs). Reductions stay sequential inside each iteration, so results are the same bits with any number
+// of threads.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/CPUTarget.h"
+#include "dsa/Dialect/DSA/Transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlir::dsa {
+
+namespace {
+
+/// Rewrites every memref.copy whose source or target does not have the identity layout (the copies that
+/// bufferization makes for tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes) into
+/// linalg.copy, which convert-linalg-to-loops turns into loops. finalize-memref-to-llvm would otherwise lower them to
+/// a call of the runner-utils library's `memrefCopy`, which neither the JIT's process nor an AOT step library has.
+/// Copies between identity-layout memrefs stay memref.copy (a memcpy).
+struct StridedCopiesToLinalgPass : PassWrapper<StridedCopiesToLinalgPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(StridedCopiesToLinalgPass)
+  StringRef getArgument() const override { return "dsa-cpu-strided-copies-to-linalg"; }
+  void getDependentDialects(DialectRegistry &registry) const override { registry.insert<linalg::LinalgDialect>(); }
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp copy) {
+      auto identity = [](Type t) {
+        auto m = dyn_cast<MemRefType>(t);
+        return m && m.getLayout().isIdentity();
+      };
+      if (!identity(copy.getSource().getType()) || !identity(copy.getTarget().getType()))
+        copies.push_back(copy);
+    });
+    for (memref::CopyOp copy : copies) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
+      copy.erase();
+    }
+  }
+};
+
+/// The marker compiler/lib/Backend/CPU's lowerForCPU puts on a function whose caches it made writable (array<i64: those
+/// arguments>; one-shot bufferization drops the bufferization.writable argument attributes), and the module
+/// attributes this pass records the dropped results and the written arguments in (Lowering.cpp reads and removes
+/// them).
+constexpr const char *kInPlaceAttr = "dsa.cpu_in_place";
+constexpr const char *kWrittenAttr = "dsa.cpu_written";
+
+/// The entry-block argument whose buffer `v` is after bufferization: the argument itself, through memref.cast, and
+/// through scf.if when every branch yields that argument's buffer (dsa-to-cpu's guarded cache_write: the rows
+/// inserted into the argument in one branch, the argument in the other). Null otherwise.
+BlockArgument argumentBuffer(Value v, func::FuncOp f, int depth = 0) {
+  if (depth > 32)
+    return {};
+  while (auto cast = v.getDefiningOp<memref::CastOp>())
+    v = cast.getSource();
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == &f.front() ? arg : BlockArgument();
+  if (auto ifOp = v.getDefiningOp<scf::IfOp>()) {
+    if (ifOp.getElseRegion().empty())
+      return {};
+    const unsigned i = cast<OpResult>(v).getResultNumber();
+    BlockArgument t = argumentBuffer(ifOp.thenYield().getOperand(i), f, depth + 1);
+    BlockArgument e = argumentBuffer(ifOp.elseYield().getOperand(i), f, depth + 1);
+    return t && t == e ? t : BlockArgument();
+  }
+  return {};
+}
+
+/// Whether the function may write the memory of its argument `arg` (after bufferization): an op with a write (or
+/// free) effect on `arg` or on a value that may alias it (any memref result of an op taking one, scf.if / scf.for
+/// results and loop arguments fed by scf.yield), or an op of unknown effects taking one (a call). Conservative.
+bool mayWriteArgument(BlockArgument arg) {
+  SmallVector<Value> work{arg};
+  llvm::DenseSet<Value> seen{arg};
+  auto alias = [&](Value v) {
+    if (seen.insert(v).second)
+      work.push_back(v);
+  };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *op = use.getOwner();
+      if (isa<func::ReturnOp>(op))
+        continue;
+      if (auto yield = dyn_cast<scf::YieldOp>(op)) {
+        Operation *parent = yield->getParentOp();
+        const unsigned i = use.getOperandNumber();
+        if (!isa<scf::IfOp, scf::ForOp>(parent))
+          return true;
+        alias(parent->getResult(i));
+        if (auto loop = dyn_cast<scf::ForOp>(parent))
+          alias(loop.getRegionIterArgs()[i]);
+        continue;
+      }
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        if (use.getOperandNumber() < loop.getNumControlOperands())
+          continue;
+        const unsigned i = use.getOperandNumber() - loop.getNumControlOperands();
+        alias(loop.getRegionIterArgs()[i]);
+        alias(loop.getResult(i));
+        continue;
+      }
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!effects)
+        return true;
+      SmallVector<SideEffects::EffectInstance<MemoryEffects::Effect>> list;
+      effects.getEffectsOnValue(v, list);
+      for (const auto &e : list)
+        if (isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect()))
+          return true;
+      for (Value r : op->getResults())
+        if (isa<BaseMemRefType>(r.getType()))
+          alias(r);
+    }
+  }
+  return false;
+}
+
+/// For every function marked `dsa.cpu_in_place` (the marker is removed): drops the results that one-shot
+/// bufferization made an argument's buffer (argumentBuffer: the caches written in place into their writable
+/// arguments, a shared slot passed through, a result repeating one of them) and records, per function, the argument
+/// of each original result or -1 in the module attribute `dsa.cpu_in_place` = {name = array<i64: ...>}, and the
+/// writable arguments the code may write (mayWriteArgument) in `dsa.cpu_written` = {name = array<i64: ...>} (a
+/// writable argument bufferization chose to copy is not written: the runtime need not protect it). Returned,
+/// such a result would be cloned by the ownership-based deallocation (an argument is not owned by the function): a
+/// copy of the whole cache per call. Like upstream's drop-equivalent-buffer-results, but for public functions whose
+/// callers (the CPU runtime) learn the dropped results from the record. Functions called within the module, or
+/// with more than one block, are left as they are. Runs between one-shot bufferization and the deallocation.
+struct DropInPlaceResultsPass : PassWrapper<DropInPlaceResultsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropInPlaceResultsPass)
+  StringRef getArgument() const override { return "dsa-cpu-drop-in-place-results"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    llvm::DenseSet<StringRef> called;
+    module.walk([&](func::CallOp call) { called.insert(call.getCallee()); });
+    SmallVector<NamedAttribute> record, written;
+    for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+      auto marked = f->getAttrOfType<DenseI64ArrayAttr>(kInPlaceAttr);
+      if (!marked)
+        continue;
+      f->removeAttr(kInPlaceAttr);
+      if (f.isDeclaration())
+        continue;
+      SmallVector<int64_t> writtenArgs;
+      for (int64_t a : marked.asArrayRef())
+        if (a >= 0 && a < static_cast<int64_t>(f.getNumArguments()) && mayWriteArgument(f.getArgument(a)))
+          writtenArgs.push_back(a);
+      written.push_back(NamedAttribute(f.getNameAttr(), DenseI64ArrayAttr::get(ctx, writtenArgs)));
+      if (called.contains(f.getName()) || !f.getBody().hasOneBlock())
+        continue;
+      auto ret = dyn_cast<func::ReturnOp>(f.front().getTerminator());
+      if (!ret)
+        continue;
+      SmallVector<int64_t> perResult;
+      llvm::BitVector drop(ret.getNumOperands());
+      SmallVector<Value> kept;
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        BlockArgument arg = isa<BaseMemRefType>(v.getType()) ? argumentBuffer(v, f) : BlockArgument();
+        perResult.push_back(arg ? static_cast<int64_t>(arg.getArgNumber()) : -1);
+        if (arg)
+          drop.set(i);
+        else
+          kept.push_back(v);
+      }
+      record.push_back(NamedAttribute(f.getNameAttr(), DenseI64ArrayAttr::get(ctx, perResult)));
+      if (drop.none())
+        continue;
+      ret->setOperands(kept);
+      if (failed(f.eraseResults(drop)))
+        return signalPassFailure();
+    }
+    if (!record.empty())
+      module->setAttr(kInPlaceAttr, DictionaryAttr::get(ctx, record));
+    if (!written.empty())
+      module->setAttr(kWrittenAttr, DictionaryAttr::get(ctx, written));
+  }
+};
+
+struct DSACPUPipelineOptions : PassPipelineOptions<DSACPUPipelineOptions> {
+  Option<bool> parallel{*this, "parallel",
+                        llvm::cl::desc("Run the outputs of every op on OpenMP threads (needs libomp at run time)"),
+                        llvm::cl::init(false)};
+  Option<std::string> cpu{*this, "cpu",
+                          llvm::cl::desc("Compile for this CPU: 'host' or an LLVM x86-64 CPU name (x86-64-v3, "
+                                         "sapphirerapids, ...), written on every llvm.func as target_cpu / "
+                                         "target_features; empty (default): no target attributes"),
+                          llvm::cl::init("")};
+};
+} // namespace
+
+void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) {
+  pm.addPass(createDSADecomposeAttention());
+  pm.addPass(createDSAStripProbes());
+  pm.addPass(createConvertDSAToCPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Also for the values whose layout the analysis does not know (scf.if results): with the default fully dynamic
+  // layout, each join would be followed by a strided memref.copy, which lowers to a call of the runner-utils
+  // library's memrefCopy (absent from the JIT's process and from an AOT object).
+  bufferize.unknownTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Each scf.forall iteration (DSAToCPU's blocked dots) writes its slice of the shared result in place; bufferizing
+  // its tensor.parallel_insert_slice leaves a copy from that slice to an identical second subview. Folding the loops'
+  // memref results, merging the two subviews and erasing the self-copy removes it (no f32 arithmetic is touched:
+  // canonicalization folds nothing inexact).
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  // Functions compiler/lib/Backend/CPU marked: the results that are an argument's buffer (caches updated in place) dropped.
+  pm.addPass(std::make_unique<DropInPlaceResultsPass>());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(std::make_unique<StridedCopiesToLinalgPass>());
+
+  // The blocked dot products are scf.forall loops (DSAToCPU's emitGroupedDots): OpenMP loops with parallel=true,
+  // sequential ones otherwise.
+  if (parallel) {
+    pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  } else {
+    pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  }
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createLowerAffinePass());
+  // Every f32 <-> bf16 conversion as integer ops now, while all of them are still arith ops: with parallel=true the
+  // OpenMP regions' bodies are converted to LLVM by the passes below (convert-openmp-to-llvm), before any later
+  // arith expansion could see them.
+  pm.addPass(createDSACPUExpandBf16Pass());
+  if (parallel) {
+    // The OpenMP loop bodies are wrapped in memref.alloca_scope, a single-block region: lower the memref ops (and
+    // with them the scopes) while the nested scf.for are still structured, then the control flow.
+    pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertVectorToLLVMPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(createConvertOpenMPToLLVMPass());
+  } else {
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertVectorToLLVMPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  }
+  pm.addPass(createConvertMathToLLVMPass());
+  // The other arith expansions (ceildiv, floordiv, ...); bf16 is dsa-cpu-expand-bf16's (a truncation created after
+  // it would reach arith-to-llvm as llvm.fptrunc and fail dsa-cpu-check-bf16).
+  pm.addPass(arith::createArithExpandOpsPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (!cpu.empty())
+    pm.addPass(createDSACPUSetTargetPass(cpu));
+  pm.addPass(createDSACPUCheckBf16Pass());
+  pm.addPass(createDSACPUBf16AsI16Pass());
+}
+
+void registerDSACPUPipeline() {
+  PassPipelineRegistration<DSACPUPipelineOptions>(
+      "dsa-cpu-pipeline",
+      "Lower dsa (dsa.attention or the primitives) to the LLVM dialect for the CPU: decompose, strip probes, "
+      "dsa-to-cpu, bufferize, loops (OpenMP with parallel=true), bf16 expanded, LLVM (target CPU with cpu=NAME)",
+      [](OpPassManager &pm, const DSACPUPipelineOptions &options) {
+        buildDSACPUPipeline(pm, options.parallel, options.cpu);
+      });
+  registerDSACPUTargetPasses();
+}
+
+} // namespace mlir::dsa

@@ -1,0 +1,401 @@
+//===- Support.cpp - emission helpers shared by the dsa-to-cpu patterns --------------------------===//
+//
+// See Support.h.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "Support.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <algorithm>
+
+namespace mlir::dsa::cpu_lowering {
+
+AffineExpr dimExpr(MLIRContext *ctx, unsigned i) { return getAffineDimExpr(i, ctx); }
+
+/// The identity exprs d0..d(n-1).
+SmallVector<AffineExpr> dimExprs(MLIRContext *ctx, unsigned n, unsigned first) {
+  SmallVector<AffineExpr> e;
+  for (unsigned i = 0; i < n; ++i)
+    e.push_back(dimExpr(ctx, first + i));
+  return e;
+}
+
+AffineMap mapOf(MLIRContext *ctx, unsigned numDims, ArrayRef<AffineExpr> results) {
+  return AffineMap::get(numDims, 0, results, ctx);
+}
+
+SmallVector<IteratorType> parallel(unsigned n) { return SmallVector<IteratorType>(n, IteratorType::parallel); }
+
+/// A linalg.generic with one result.
+Value generic(Emit e, Type resultType, ValueRange ins, Value init, ArrayRef<AffineMap> maps,
+              ArrayRef<IteratorType> iterators, BodyFn body) {
+  auto op = linalg::GenericOp::create(e.b, e.loc, TypeRange{resultType}, ins, ValueRange{init}, maps, iterators, body);
+  return op.getResult(0);
+}
+
+/// Calls the host's dsa_cpu_fail(code) when `failed` holds.
+void reportIf(Emit e, Value failed, RuntimeError code) {
+  scf::IfOp::create(e.b, e.loc, failed, [&](OpBuilder &b, Location loc) {
+    Emit t{b, loc};
+    func::CallOp::create(b, loc, FlatSymbolRefAttr::get(b.getContext(), ::dsa::abi::kFailSymbol), TypeRange{},
+                         ValueRange{t.c32(static_cast<int32_t>(code))});
+    scf::YieldOp::create(b, loc);
+  });
+}
+
+/// scf.if ok { compute() } else { fallback() } yielding one tensor of `type` (each branch's value is cast to it).
+Value guarded(Emit e, Value ok, Type type, function_ref<Value(Emit)> compute, function_ref<Value(Emit)> fallback) {
+  auto ifOp = scf::IfOp::create(e.b, e.loc, TypeRange{type}, ok, /*addThenBlock=*/true, /*addElseBlock=*/true);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPointToStart(ifOp.thenBlock());
+  Emit t{e.b, e.loc};
+  scf::YieldOp::create(e.b, e.loc, t.castTo(compute(t), type));
+  e.b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(e.b, e.loc, t.castTo(fallback(t), type));
+  return ifOp.getResult(0);
+}
+
+/// Sets the sizes with the values of `v`'s dimensions (static ones as attributes).
+SmallVector<OpFoldResult> sizesOf(Emit e, Value v) { return tensor::getMixedSizes(e.b, e.loc, v); }
+
+RankedTensorType tensorType(ArrayRef<OpFoldResult> sizes, Type elem) {
+  SmallVector<int64_t> shape;
+  for (OpFoldResult s : sizes) {
+    if (auto attr = dyn_cast<Attribute>(s))
+      shape.push_back(cast<IntegerAttr>(attr).getInt());
+    else
+      shape.push_back(ShapedType::kDynamic);
+  }
+  return RankedTensorType::get(shape, elem);
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// Numerics (bit-exact to core/include/dsa/Numerics)
+//===----------------------------------------------------------------------------------------------------------===//
+
+/// pow2_ceil (Numerics/E8M0.h pow2Ceil + pow2CeilSlow): for a normal v, 2^e, plus one octave when a mantissa bit is
+/// set; a NaN is quietened, +-inf and +-0 are kept, a denormal gives the smallest power of two >= it.
+Value pow2Ceil(Emit e, Value v) {
+  using P = arith::CmpIPredicate;
+  Value u = e.bitsOf(v);
+  Value expField = e.band(u, e.cu32(0x7F800000u));
+  Value normal = e.cmpi(P::ult, e.sub(expField, e.cu32(0x00800000u)), e.cu32(0x7F000000u));
+  Value r = e.band(u, e.cu32(0xFF800000u));
+  Value hasMantissa = e.cmpi(P::ne, e.band(u, e.cu32(0x007FFFFFu)), e.c32(0));
+  Value normalResult = e.sel(hasMantissa, e.add(r, e.cu32(0x00800000u)), r);
+  // Slow path.
+  Value sign = e.band(u, e.cu32(0x80000000u));
+  Value mag = e.band(u, e.cu32(0x7FFFFFFFu));
+  Value isNan = e.cmpi(P::ugt, mag, e.cu32(0x7F800000u));
+  Value keep = e.bor(e.cmpi(P::eq, mag, e.cu32(0x7F800000u)), e.cmpi(P::eq, mag, e.c32(0)));
+  // Denormal (0 < mag < 2^23): the smallest power of two >= mag, as an integer pattern.
+  Value magMinus1 = e.sub(mag, e.c32(1));
+  Value isPow2 = e.cmpi(P::eq, e.band(mag, magMinus1), e.c32(0));
+  Value lz = math::CountLeadingZerosOp::create(e.b, e.loc, magMinus1);
+  Value shift = e.sub(e.c32(32), lz); // in [1, 23] for a denormal that is not a power of two
+  Value shiftSafe = e.sel(isPow2, e.c32(0), shift);
+  Value p = e.sel(isPow2, mag, e.shl(e.c32(1), shiftSafe));
+  Value denormalResult = e.bor(sign, p);
+  Value slow = e.sel(isNan, e.bor(u, e.cu32(0x00400000u)), e.sel(keep, u, denormalResult));
+  return e.floatOf(e.sel(normal, normalResult, slow));
+}
+
+/// roundE4M3 (Numerics/E4M3.h): RNE onto the e4m3fn grid, saturating to +-448, NaN kept; as an f32.
+Value roundE4M3(Emit e, Value v) {
+  using P = arith::CmpIPredicate;
+  Value u = e.bitsOf(v);
+  Value signBit = e.band(u, e.cu32(0x80000000u));
+  Value a = e.band(u, e.cu32(0x7FFFFFFFu));
+  Value isNan = e.cmpi(P::ugt, a, e.cu32(0x7F800000u));
+  Value saturate = e.cmpi(P::uge, a, e.cu32(0x43E00000u));
+  Value normal = e.cmpi(P::uge, a, e.cu32(0x3C800000u));
+  Value tiny = e.cmpi(P::ule, a, e.cu32(0x3A800000u));
+  // Normal range: keep 3 of the 23 mantissa bits, RNE on the other 20; code = (a >> 20) - (120 << 3), <= 0x7E.
+  Value an = e.add(e.add(a, e.cu32(0x7FFFFu)), e.band(e.shru(a, e.c32(20)), e.c32(1)));
+  Value codeN = e.sub(e.shru(an, e.c32(20)), e.c32(120 << 3));
+  codeN = e.sel(e.cmpi(P::ugt, codeN, e.c32(0x7E)), e.c32(0x7E), codeN);
+  // Subnormal range (2^-10, 2^-6): q = RNE(sig >> (141 - exponent field)).
+  Value sig = e.bor(e.band(a, e.cu32(0x7FFFFFu)), e.cu32(0x800000u));
+  Value shiftRaw = e.sub(e.c32(141), e.shru(a, e.c32(23)));
+  Value subnormal = e.band(e.cmpi(P::ult, a, e.cu32(0x3C800000u)), e.cmpi(P::ugt, a, e.cu32(0x3A800000u)));
+  Value shift = e.sel(subnormal, shiftRaw, e.c32(21)); // keep the unused arm's shift amounts in range
+  Value half = e.sub(e.shl(e.c32(1), e.sub(shift, e.c32(1))), e.c32(1));
+  Value odd = e.band(e.shru(sig, shift), e.c32(1));
+  Value codeS = e.shru(e.add(e.add(sig, half), odd), shift);
+  Value code = e.sel(tiny, e.c32(0), e.sel(normal, codeN, codeS));
+  code = e.sel(saturate, e.c32(0x7E), code);
+  // Decode: e == 0 -> m * 2^-9; else exponent field e + 120, mantissa m << 20.
+  Value ex = e.band(e.shru(code, e.c32(3)), e.c32(0xF));
+  Value m = e.band(code, e.c32(7));
+  Value normalBits = e.bor(e.shl(e.add(ex, e.c32(120)), e.c32(23)), e.shl(m, e.c32(20)));
+  Value subValue = e.fmul(arith::UIToFPOp::create(e.b, e.loc, e.f32(), m), e.cf(0x1p-9f));
+  Value magBits = e.sel(e.cmpi(P::eq, ex, e.c32(0)), e.bitsOf(subValue), normalBits);
+  Value result = e.bor(signBit, magBits);
+  result = e.sel(isNan, e.bor(signBit, e.cu32(0x7FC00000u)), result);
+  return e.floatOf(result);
+}
+
+/// clamp(v, -lim, lim) as torch.clamp (Numerics/Quant.cpp clampSym): NaN stays NaN.
+Value clampSym(Emit e, Value v, float lim) {
+  using P = arith::CmpFPredicate;
+  Value hi = e.cf(lim), lo = e.cf(-lim);
+  return e.sel(e.cmpf(P::OGT, v, hi), hi, e.sel(e.cmpf(P::OLT, v, lo), lo, v));
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// Lane dot products (the kernels' dotF32)
+//===----------------------------------------------------------------------------------------------------------===//
+
+/// 8 lanes of `src[lead..., k]` .. `src[lead..., k + 7]` as f32 (bf16 widened exactly).
+Value readLanes(Emit t, Value src, ValueRange lead, Value k) {
+  Type elem = cast<RankedTensorType>(src.getType()).getElementType();
+  SmallVector<Value> at(lead.begin(), lead.end());
+  at.push_back(k);
+  Value pad = arith::ConstantOp::create(t.b, t.loc, t.b.getZeroAttr(elem));
+  Value read = vector::TransferReadOp::create(t.b, t.loc, VectorType::get({kLanes}, elem), src, at, pad,
+                                             ArrayRef<bool>{true});
+  if (elem.isF32())
+    return read;
+  return arith::ExtFOp::create(t.b, t.loc, VectorType::get({kLanes}, t.f32()), read);
+}
+
+/// dotF32 of the kernels (Kernels.cpp) for every pair of rows (a_i, b_j) of a block, emitted inline (see Support.h).
+/// One scf.for over k = 0, 8, .. carries one vector<8xf32> accumulator PER PAIR (acc_ij[l] += a_i[8s+l] *
+/// b_j[8s+l], s ascending, from 0): every row is loaded (and widened) once per step and used by every pair it is in,
+/// but no pair's sum is shared with or reordered by another's. Element-wise vector ops only (no reduction across
+/// lanes, no contraction). Each pair's lanes are combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), then its tail sum
+/// over k >= 8*(K/8) (ascending, from 0.0f) is added last.
+SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K) {
+  const int64_t K8 = K / kLanes;
+  const size_t na = a.rows.size(), nb = b.rows.size();
+  auto laneType = VectorType::get({kLanes}, e.f32());
+  Value zero8 = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(laneType, 0.0f));
+  SmallVector<Value> accs(na * nb, zero8);
+  auto column = [](Emit t, Value k0, Value k) { return k0 ? t.add(k0, k) : k; };
+  if (K8 > 0) {
+    auto loop = scf::ForOp::create(
+        e.b, e.loc, e.idx(0), e.idx(K8 * kLanes), e.idx(kLanes), accs,
+        [&](OpBuilder &bb, Location loc, Value k, ValueRange iter) {
+          Emit t{bb, loc};
+          SmallVector<Value> av, bv, next;
+          for (const SmallVector<Value> &lead : a.rows)
+            av.push_back(readLanes(t, a.tensor, lead, column(t, a.k0, k)));
+          for (const SmallVector<Value> &lead : b.rows)
+            bv.push_back(readLanes(t, b.tensor, lead, column(t, b.k0, k)));
+          for (size_t i = 0; i < na; ++i)
+            for (size_t j = 0; j < nb; ++j)
+              next.push_back(t.fadd(iter[i * nb + j], t.fmul(av[i], bv[j])));
+          scf::YieldOp::create(bb, loc, next);
+        });
+    accs.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  SmallVector<Value> tails(na * nb, e.cf(0.0f));
+  if (K % kLanes != 0) {
+    auto loop = scf::ForOp::create(
+        e.b, e.loc, e.idx(K8 * kLanes), e.idx(K), e.idx(1), tails,
+        [&](OpBuilder &bb, Location loc, Value k, ValueRange iter) {
+          Emit t{bb, loc};
+          auto element = [&](const DotRows &r, size_t i) {
+            SmallVector<Value> at(r.rows[i].begin(), r.rows[i].end());
+            at.push_back(column(t, r.k0, k));
+            return t.toF32(t.extract(r.tensor, at));
+          };
+          SmallVector<Value> av, bv, next;
+          for (size_t i = 0; i < na; ++i)
+            av.push_back(element(a, i));
+          for (size_t j = 0; j < nb; ++j)
+            bv.push_back(element(b, j));
+          for (size_t i = 0; i < na; ++i)
+            for (size_t j = 0; j < nb; ++j)
+              next.push_back(t.fadd(iter[i * nb + j], t.fmul(av[i], bv[j])));
+          scf::YieldOp::create(bb, loc, next);
+        });
+    tails.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  SmallVector<Value> dots;
+  for (size_t p = 0; p < na * nb; ++p) {
+    SmallVector<Value> l;
+    for (int64_t i = 0; i < kLanes; ++i)
+      l.push_back(vector::ExtractOp::create(e.b, e.loc, accs[p], ArrayRef<int64_t>{i}));
+    Value s =
+        e.fadd(e.fadd(e.fadd(l[0], l[4]), e.fadd(l[1], l[5])), e.fadd(e.fadd(l[2], l[6]), e.fadd(l[3], l[7])));
+    dots.push_back(e.fadd(s, tails[p]));
+  }
+  return dots;
+}
+
+Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, int64_t K) {
+  DotRows ar{a, {SmallVector<Value>(aLead.begin(), aLead.end())}, Value()};
+  DotRows br{b, {SmallVector<Value>(bLead.begin(), bLead.end())}, Value()};
+  return emitDotBlock(e, ar, br, K).front();
+}
+
+/// out[m, g*N + n] = finish(dotF32(x[m, g*K : g*K + K], w[g*N + n, :])) (see Support.h). Loop nest, on tensors:
+///   scf.forall (g, panel) over G x ceil(N / panelRows), shared out: the panel's columns [M, nc] as an
+///   extract_slice of the shared out, filled by
+///     for m0 in [0, M - M % blockRows) step blockRows:  for n in panel step blockCols: a blockRows x blockCols
+///                                                       block; leftover columns one at a time
+///     for m in the leftover rows:                       for n in panel step rowCols: a 1 x rowCols block; leftovers
+///   and written back with tensor.parallel_insert_slice.
+/// A panel of W rows stays in L2 while every block of x rows passes over it; a block's x rows and w rows are each
+/// loaded once per k-step for all blockRows x blockCols dots.
+Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N, int64_t K, const GemmTiling &tilingIn,
+                      function_ref<Value(Emit, Value)> finish) {
+  if (G == 0 || N == 0) // no output column: `out` is empty, nothing to compute (a zero panel size would divide by 0)
+    return out;
+  GemmTiling tiling = tilingIn;
+  const int64_t wBytes = cast<RankedTensorType>(w.getType()).getElementType().isF32() ? 4 : 2;
+  if (tiling.rowCols == 0) // short rows: fewer concurrent streams measured faster
+    tiling.rowCols = K * wBytes <= 4096 ? 4 : 8;
+  const int64_t unit = std::max(tiling.blockCols, tiling.rowCols);
+  auto panelRows = [&](int64_t bytes) {
+    int64_t rows = std::max<int64_t>(1, bytes / std::max<int64_t>(1, K * wBytes));
+    return std::min(N, std::max(unit, rows / unit * unit));
+  };
+  const int64_t smallPanel = panelRows(tiling.panelBytes), largePanel = panelRows(tiling.streamPanelBytes);
+  Value M = e.sizeValue(sizesOf(e, x)[0]);
+  Type outElem = cast<RankedTensorType>(out.getType()).getElementType();
+  const int64_t mb = tiling.blockRows;
+  // Fewer rows than one block (decode): every w row is read once, the panels only split the work; large panels
+  // give each strided row set long sequential streams (below).
+  Value panel = e.sel(e.cmpi(arith::CmpIPredicate::slt, M, e.idx(mb)), e.idx(largePanel), e.idx(smallPanel));
+  Value panels = arith::CeilDivSIOp::create(e.b, e.loc, e.idx(N), panel);
+
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{e.b.getIndexAttr(G), panels},
+                                      ValueRange{out}, std::nullopt);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(forall.getTerminator());
+  Emit f{e.b, e.loc};
+  Value g = forall.getInductionVar(0), p = forall.getInductionVar(1);
+  Value shared = forall.getRegionIterArgs()[0];
+  Value n0 = f.mul(p, panel);
+  Value nc = f.minsi(panel, f.sub(f.idx(N), n0));
+  Value col0 = f.add(f.mul(g, f.idx(N)), n0); // the panel's first column of out, and its first row of w
+  Value xk0 = f.mul(g, f.idx(K));
+  SmallVector<OpFoldResult> offsets{f.b.getIndexAttr(0), col0}, sizes{M, nc}, strides{f.b.getIndexAttr(1),
+                                                                                      f.b.getIndexAttr(1)};
+  Value slice = tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, outElem), shared, offsets, sizes, strides);
+
+  // One block: rows m0 .. m0+mb-1 of x times the panel columns `cols`, inserted into `acc`.
+  auto block = [&](Emit t, Value acc, Value m0, int64_t rows, ArrayRef<Value> cols) -> Value {
+    DotRows a{x, {}, xk0}, b{w, {}, Value()};
+    for (int64_t i = 0; i < rows; ++i)
+      a.rows.push_back({i ? t.add(m0, t.idx(i)) : m0});
+    for (Value c : cols)
+      b.rows.push_back({t.add(col0, c)});
+    SmallVector<Value> dots = emitDotBlock(t, a, b, K);
+    const int64_t nb = static_cast<int64_t>(cols.size());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < nb; ++j)
+        acc = tensor::InsertOp::create(t.b, t.loc, finish(t, dots[i * nb + j]), acc, ValueRange{a.rows[i][0], cols[j]});
+    return acc;
+  };
+  // The panel's columns for rows m0 .. m0+rows-1, in blocks of nb columns, then the leftover columns one at a time.
+  // Adjacent columns (rows == mb): the block's w rows are adjacent in memory. Strided (one x row, decode): block c
+  // takes columns c, c + q, .., c + (nb-1)q (q = nc / nb), so each of its nb w rows continues a sequential stream of
+  // q rows (adjacent short rows would be nb short streams restarted every block, which the prefetcher follows badly).
+  auto rowBand = [&](Emit t, Value acc, Value m0, int64_t rows, int64_t nb, bool strided) -> Value {
+    Value q = arith::DivSIOp::create(t.b, t.loc, nc, t.idx(nb));
+    Value full = t.mul(q, t.idx(nb));
+    Value upper = strided ? q : full;
+    Value step = t.idx(strided ? 1 : nb);
+    auto blocks = scf::ForOp::create(t.b, t.loc, t.idx(0), upper, step, ValueRange{acc},
+                                     [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
+                                       Emit u{bb, loc};
+                                       SmallVector<Value> cols{c};
+                                       for (int64_t j = 1; j < nb; ++j)
+                                         cols.push_back(u.add(c, strided ? u.mul(q, u.idx(j)) : u.idx(j)));
+                                       scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, cols));
+                                     });
+    if (nb == 1)
+      return blocks.getResult(0);
+    auto rest = scf::ForOp::create(t.b, t.loc, full, nc, t.idx(1), ValueRange{blocks.getResult(0)},
+                                   [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
+                                     Emit u{bb, loc};
+                                     scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, {c}));
+                                   });
+    return rest.getResult(0);
+  };
+  Value mFull = f.sub(M, arith::RemSIOp::create(f.b, f.loc, M, f.idx(mb)));
+  Value filled = slice;
+  if (mb > 1) {
+    auto bands = scf::ForOp::create(f.b, f.loc, f.idx(0), mFull, f.idx(mb), ValueRange{filled},
+                                    [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
+                                      Emit u{bb, loc};
+                                      scf::YieldOp::create(
+                                          bb, loc, rowBand(u, iter[0], m0, mb, tiling.blockCols, /*strided=*/false));
+                                    });
+    filled = bands.getResult(0);
+  } else {
+    mFull = f.idx(0);
+  }
+  auto rows = scf::ForOp::create(f.b, f.loc, mFull, M, f.idx(1), ValueRange{filled},
+                                 [&](OpBuilder &bb, Location loc, Value m, ValueRange iter) {
+                                   Emit u{bb, loc};
+                                   scf::YieldOp::create(bb, loc, rowBand(u, iter[0], m, 1, tiling.rowCols, true));
+                                 });
+  filled = rows.getResult(0);
+  e.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(e.b, e.loc, filled, shared, offsets, sizes, strides);
+  return forall.getResult(0);
+}
+
+/// The generic's loop indices d0 .. d(n-1).
+SmallVector<Value> loopIndices(Emit e, unsigned n) {
+  SmallVector<Value> ivs;
+  for (unsigned i = 0; i < n; ++i)
+    ivs.push_back(e.linalgIndex(i));
+  return ivs;
+}
+
+/// Requires `v`'s dimension `dim` to be static; emits the diagnostic otherwise.
+LogicalResult requireStatic(Operation *op, Value v, int64_t dim, StringRef operand) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (!type.isDynamicDim(dim))
+    return success();
+  return op->emitOpError() << "dsa-to-cpu needs dimension " << dim << " of '" << operand
+                           << "' to be static (it sizes an unrolled reduction or a constant table)";
+}
+
+/// `x` [d0, ..., dn-1, K] as rows [rows, K]: leading dims collapsed (rank > 2), a row added (rank 1), rank 2 as is.
+Value collapseRows(Emit e, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() == 2)
+    return x;
+  if (type.getRank() == 1) {
+    SmallVector<OpFoldResult> shape{e.b.getIndexAttr(1), sizesOf(e, x)[0]};
+    return tensor::ExpandShapeOp::create(e.b, e.loc, tensorType(shape, type.getElementType()), x,
+                                         ArrayRef<ReassociationIndices>{{0, 1}}, shape);
+  }
+  ReassociationIndices lead;
+  for (int64_t i = 0; i + 1 < type.getRank(); ++i)
+    lead.push_back(i);
+  return tensor::CollapseShapeOp::create(e.b, e.loc, x, ArrayRef<ReassociationIndices>{lead, {type.getRank() - 1}});
+}
+
+/// `y` [rows, N] back to `like`'s leading dims followed by N (the inverse of collapseRows), cast to `resultType`.
+Value expandRows(Emit e, Value y, Value like, RankedTensorType resultType) {
+  auto likeType = cast<RankedTensorType>(like.getType());
+  if (likeType.getRank() == 2)
+    return e.castTo(y, resultType);
+  if (likeType.getRank() == 1)
+    return e.castTo(tensor::CollapseShapeOp::create(e.b, e.loc, y, ArrayRef<ReassociationIndices>{{0, 1}}),
+                    resultType);
+  SmallVector<OpFoldResult> shape = sizesOf(e, like);
+  shape.back() = sizesOf(e, y).back();
+  ReassociationIndices lead;
+  for (int64_t i = 0; i + 1 < likeType.getRank(); ++i)
+    lead.push_back(i);
+  auto yType = cast<RankedTensorType>(y.getType());
+  return e.castTo(tensor::ExpandShapeOp::create(e.b, e.loc, tensorType(shape, yType.getElementType()), y,
+                                                ArrayRef<ReassociationIndices>{lead, {likeType.getRank() - 1}}, shape),
+                  resultType);
+}
+
+} // namespace mlir::dsa::cpu_lowering

@@ -1,0 +1,2 @@
+// A compiler header (may include core: not reported).
+#include "dsa/Core/Planted.h"

@@ -1,0 +1,1 @@
+// A CPU runtime header.
