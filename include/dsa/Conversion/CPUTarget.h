@@ -46,6 +46,9 @@ struct CPUTarget {
   std::string featureString() const;
 };
 
+/// The CPU name meaning the running CPU (resolveCPUTarget, dsa-cpu-set-target's default, $DSA_CPU's default).
+inline constexpr llvm::StringLiteral kHostCPU = "host";
+
 /// Resolves a CPU name ("host" or empty: the running CPU). Failure: `error` says the name is unknown and how to
 /// list the known ones.
 FailureOr<CPUTarget> resolveCPUTarget(llvm::StringRef cpu, std::string &error);
@@ -72,6 +75,13 @@ std::unique_ptr<Pass> createDSACPUBf16AsI16Pass();
 /// select, masked loads/stores/gathers/scatters, branches, calls of functions defined in the module), and any
 /// call or declaration of __truncsfbf2 / __truncdfbf2 / __extendbfsf2. Success when there is none.
 LogicalResult checkNoBf16Conversions(ModuleOp module);
+
+/// The routines LLVM calls to convert bf16 (__truncsfbf2: f32 -> bf16, __truncdfbf2: f64 -> bf16, __extendbfsf2:
+/// bf16 -> f32; compiler-rt/libgcc, absent from the JIT's process). Compiled CPU code must reference none of them:
+/// checked on the LLVM dialect by checkNoBf16Conversions and on LLVM IR by lib/Backend's checkNoBf16Conversions.
+inline bool isBf16ConversionRoutine(llvm::StringRef name) {
+  return name == "__truncsfbf2" || name == "__truncdfbf2" || name == "__extendbfsf2";
+}
 
 /// Registers the four passes above (for dsa-opt and the lit tests).
 void registerDSACPUTargetPasses();

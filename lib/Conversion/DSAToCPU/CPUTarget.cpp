@@ -48,7 +48,7 @@ std::string CPUTarget::featureString() const {
 
 FailureOr<CPUTarget> resolveCPUTarget(llvm::StringRef cpu, std::string &error) {
   CPUTarget target;
-  if (cpu.empty() || cpu == "host") {
+  if (cpu.empty() || cpu == kHostCPU) {
     target.host = true;
     target.cpu = llvm::sys::getHostCPUName().str();
     // Every feature LLVM detects, on or off: the CPU name alone would also enable what the model has and this
@@ -239,10 +239,6 @@ bool containsBf16(Type t) {
   return false;
 }
 
-bool isBf16Libcall(llvm::StringRef name) {
-  return name == "__truncsfbf2" || name == "__truncdfbf2" || name == "__extendbfsf2";
-}
-
 /// Ops that only move bf16 bits (no conversion, no arithmetic).
 bool movesBits(Operation *op) {
   return isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::BitcastOp, LLVM::ConstantOp, LLVM::UndefOp, LLVM::PoisonOp,
@@ -263,7 +259,7 @@ LogicalResult checkNoBf16Conversions(ModuleOp module) {
     if (!isa<LLVM::LLVMDialect>(op->getDialect()))
       return; // the check is on what reaches LLVM: the module is in the LLVM dialect (other ops fail translation)
     if (auto f = dyn_cast<LLVM::LLVMFuncOp>(op)) {
-      if (isBf16Libcall(f.getName())) {
+      if (isBf16ConversionRoutine(f.getName())) {
         op->emitError() << "dsa-cpu-check-bf16: the module declares the bf16 conversion routine " << f.getName()
                         << fix;
         ok = false;
@@ -272,7 +268,7 @@ LogicalResult checkNoBf16Conversions(ModuleOp module) {
     }
     if (auto call = dyn_cast<LLVM::CallOp>(op)) {
       std::optional<llvm::StringRef> callee = call.getCallee();
-      if (callee && isBf16Libcall(*callee)) {
+      if (callee && isBf16ConversionRoutine(*callee)) {
         op->emitError() << "dsa-cpu-check-bf16: a call of " << *callee << fix;
         ok = false;
         return;

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Conversion/Passes.h"
 #include "dsa/Conversion/CPUTarget.h"
+#include "dsa/Conversion/DSAToCPU/InPlaceResults.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -54,6 +55,61 @@
 
 namespace mlir::dsa {
 
+//===----------------------------------------------------------------------------------------------------------===//
+// The in-place attributes (dsa/Conversion/DSAToCPU/InPlaceResults.h)
+//===----------------------------------------------------------------------------------------------------------===//
+
+void setInPlaceArguments(func::FuncOp f, llvm::ArrayRef<int64_t> writableArgs) {
+  f->setAttr(kCPUInPlaceAttrName, DenseI64ArrayAttr::get(f.getContext(), writableArgs));
+}
+
+std::optional<llvm::SmallVector<int64_t>> takeInPlaceArguments(func::FuncOp f) {
+  auto marked = f->getAttrOfType<DenseI64ArrayAttr>(kCPUInPlaceAttrName);
+  if (!marked)
+    return std::nullopt;
+  f->removeAttr(kCPUInPlaceAttrName);
+  return llvm::SmallVector<int64_t>(marked.asArrayRef());
+}
+
+namespace {
+
+void setPerFunction(ModuleOp module, StringRef name,
+                    const llvm::MapVector<llvm::StringRef, llvm::SmallVector<int64_t>> &map) {
+  if (map.empty())
+    return;
+  MLIRContext *ctx = module.getContext();
+  SmallVector<NamedAttribute> entries;
+  for (const auto &[function, values] : map)
+    entries.push_back(NamedAttribute(StringAttr::get(ctx, function), DenseI64ArrayAttr::get(ctx, values)));
+  module->setAttr(name, DictionaryAttr::get(ctx, entries));
+}
+
+llvm::MapVector<llvm::StringRef, llvm::SmallVector<int64_t>> takePerFunction(ModuleOp module, StringRef name) {
+  llvm::MapVector<llvm::StringRef, llvm::SmallVector<int64_t>> map;
+  auto dict = module->getAttrOfType<DictionaryAttr>(name);
+  if (!dict)
+    return map;
+  for (NamedAttribute entry : dict)
+    if (auto values = dyn_cast<DenseI64ArrayAttr>(entry.getValue()))
+      map[entry.getName().getValue()] = llvm::SmallVector<int64_t>(values.asArrayRef());
+  module->removeAttr(name);
+  return map;
+}
+
+} // namespace
+
+void setInPlaceRecord(ModuleOp module, const InPlaceRecord &record) {
+  setPerFunction(module, kCPUInPlaceAttrName, record.resultArgs);
+  setPerFunction(module, kCPUWrittenAttrName, record.writtenArgs);
+}
+
+InPlaceRecord takeInPlaceRecord(ModuleOp module) {
+  InPlaceRecord record;
+  record.resultArgs = takePerFunction(module, kCPUInPlaceAttrName);
+  record.writtenArgs = takePerFunction(module, kCPUWrittenAttrName);
+  return record;
+}
+
 namespace {
 
 /// Rewrites every memref.copy whose source or target does not have the identity layout (the copies that
@@ -82,13 +138,6 @@ struct StridedCopiesToLinalgPass : PassWrapper<StridedCopiesToLinalgPass, Operat
     }
   }
 };
-
-/// The marker lib/Backend/CPU's lowerForCPU puts on a function whose caches it made writable (array<i64: those
-/// arguments>; one-shot bufferization drops the bufferization.writable argument attributes), and the module
-/// attributes this pass records the dropped results and the written arguments in (Lowering.cpp reads and removes
-/// them).
-constexpr const char *kInPlaceAttr = "dsa.cpu_in_place";
-constexpr const char *kWrittenAttr = "dsa.cpu_written";
 
 /// The entry-block argument whose buffer `v` is after bufferization: the argument itself, through memref.cast, and
 /// through scf.if when every branch yields that argument's buffer (dsa-to-cpu's guarded cache_write: the rows
@@ -161,7 +210,9 @@ bool mayWriteArgument(BlockArgument arg) {
   return false;
 }
 
-/// For every function marked `dsa.cpu_in_place` (the marker is removed): drops the results that one-shot
+/// For every function marked `dsa.cpu_in_place` (the marker is removed;
+/// lib/Backend/CPU's lowerForCPU sets it on a function whose caches it made writable, as one-shot bufferization
+/// drops the bufferization.writable argument attributes; InPlaceResults.h): drops the results that one-shot
 /// bufferization made an argument's buffer (argumentBuffer: the caches written in place into their writable
 /// arguments, a shared slot passed through, a result repeating one of them) and records, per function, the argument
 /// of each original result or -1 in the module attribute `dsa.cpu_in_place` = {name = array<i64: ...>}, and the
@@ -176,22 +227,19 @@ struct DropInPlaceResultsPass : PassWrapper<DropInPlaceResultsPass, OperationPas
   StringRef getArgument() const override { return "dsa-cpu-drop-in-place-results"; }
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MLIRContext *ctx = module.getContext();
     llvm::DenseSet<StringRef> called;
     module.walk([&](func::CallOp call) { called.insert(call.getCallee()); });
-    SmallVector<NamedAttribute> record, written;
+    InPlaceRecord record;
     for (func::FuncOp f : module.getOps<func::FuncOp>()) {
-      auto marked = f->getAttrOfType<DenseI64ArrayAttr>(kInPlaceAttr);
+      std::optional<SmallVector<int64_t>> marked = takeInPlaceArguments(f);
       if (!marked)
         continue;
-      f->removeAttr(kInPlaceAttr);
       if (f.isDeclaration())
         continue;
-      SmallVector<int64_t> writtenArgs;
-      for (int64_t a : marked.asArrayRef())
+      SmallVector<int64_t> &writtenArgs = record.writtenArgs[f.getName()];
+      for (int64_t a : *marked)
         if (a >= 0 && a < static_cast<int64_t>(f.getNumArguments()) && mayWriteArgument(f.getArgument(a)))
           writtenArgs.push_back(a);
-      written.push_back(NamedAttribute(f.getNameAttr(), DenseI64ArrayAttr::get(ctx, writtenArgs)));
       if (called.contains(f.getName()) || !f.getBody().hasOneBlock())
         continue;
       auto ret = dyn_cast<func::ReturnOp>(f.front().getTerminator());
@@ -208,17 +256,14 @@ struct DropInPlaceResultsPass : PassWrapper<DropInPlaceResultsPass, OperationPas
         else
           kept.push_back(v);
       }
-      record.push_back(NamedAttribute(f.getNameAttr(), DenseI64ArrayAttr::get(ctx, perResult)));
+      record.resultArgs[f.getName()] = perResult;
       if (drop.none())
         continue;
       ret->setOperands(kept);
       if (failed(f.eraseResults(drop)))
         return signalPassFailure();
     }
-    if (!record.empty())
-      module->setAttr(kInPlaceAttr, DictionaryAttr::get(ctx, record));
-    if (!written.empty())
-      module->setAttr(kWrittenAttr, DictionaryAttr::get(ctx, written));
+    setInPlaceRecord(module, record);
   }
 };
 
