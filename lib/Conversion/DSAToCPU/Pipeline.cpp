@@ -20,7 +20,6 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Conversion/Passes.h"
-#include "dsa/Conversion/CPUTarget.h"
 #include "dsa/Conversion/DSAToCPU/InPlaceResults.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
@@ -54,6 +53,10 @@
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::dsa {
+
+#define GEN_PASS_DEF_DSACPUSTRIDEDCOPIESTOLINALG
+#define GEN_PASS_DEF_DSACPUDROPINPLACERESULTS
+#include "dsa/Conversion/Passes.h.inc"
 
 //===----------------------------------------------------------------------------------------------------------===//
 // The in-place attributes (dsa/Conversion/DSAToCPU/InPlaceResults.h)
@@ -110,17 +113,19 @@ InPlaceRecord takeInPlaceRecord(ModuleOp module) {
   return record;
 }
 
+//===----------------------------------------------------------------------------------------------------------===//
+// The passes
+//===----------------------------------------------------------------------------------------------------------===//
+
 namespace {
 
-/// Rewrites every memref.copy whose source or target does not have the identity layout (the copies that
-/// bufferization makes for tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes) into
-/// linalg.copy, which convert-linalg-to-loops turns into loops. finalize-memref-to-llvm would otherwise lower them to
-/// a call of the runner-utils library's `memrefCopy`, which neither the JIT's process nor an AOT step library has.
-/// Copies between identity-layout memrefs stay memref.copy (a memcpy).
-struct StridedCopiesToLinalgPass : PassWrapper<StridedCopiesToLinalgPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(StridedCopiesToLinalgPass)
-  StringRef getArgument() const override { return "dsa-cpu-strided-copies-to-linalg"; }
-  void getDependentDialects(DialectRegistry &registry) const override { registry.insert<linalg::LinalgDialect>(); }
+/// dsa-cpu-strided-copies-to-linalg (Passes.td): rewrites every memref.copy whose source or target does not have
+/// the identity layout (the copies that bufferization makes for tensor.insert_slice, tensor.concat and
+/// tensor.extract_slice on dynamic shapes) into linalg.copy, which convert-linalg-to-loops turns into loops.
+/// finalize-memref-to-llvm would otherwise lower them to a call of the runner-utils library's `memrefCopy`, which
+/// neither the JIT's process nor an AOT step library has. Copies between identity-layout memrefs stay memref.copy
+/// (a memcpy).
+struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<StridedCopiesToLinalgPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
@@ -210,7 +215,7 @@ bool mayWriteArgument(BlockArgument arg) {
   return false;
 }
 
-/// For every function marked `dsa.cpu_in_place` (the marker is removed;
+/// dsa-cpu-drop-in-place-results (Passes.td). For every function marked `dsa.cpu_in_place` (the marker is removed;
 /// lib/Backend/CPU's lowerForCPU sets it on a function whose caches it made writable, as one-shot bufferization
 /// drops the bufferization.writable argument attributes; InPlaceResults.h): drops the results that one-shot
 /// bufferization made an argument's buffer (argumentBuffer: the caches written in place into their writable
@@ -222,9 +227,7 @@ bool mayWriteArgument(BlockArgument arg) {
 /// copy of the whole cache per call. Like upstream's drop-equivalent-buffer-results, but for public functions whose
 /// callers (the CPU runtime) learn the dropped results from the record. Functions called within the module, or
 /// with more than one block, are left as they are. Runs between one-shot bufferization and the deallocation.
-struct DropInPlaceResultsPass : PassWrapper<DropInPlaceResultsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropInPlaceResultsPass)
-  StringRef getArgument() const override { return "dsa-cpu-drop-in-place-results"; }
+struct DropInPlaceResultsPass : impl::DSACPUDropInPlaceResultsBase<DropInPlaceResultsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     llvm::DenseSet<StringRef> called;
@@ -302,10 +305,10 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   // Functions lib/Backend/CPU marked: the results that are an argument's buffer (caches updated in place) dropped.
-  pm.addPass(std::make_unique<DropInPlaceResultsPass>());
+  pm.addPass(createDSACPUDropInPlaceResults());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addPass(std::make_unique<StridedCopiesToLinalgPass>());
+  pm.addPass(createDSACPUStridedCopiesToLinalg());
 
   // The blocked dot products are scf.forall loops (DSAToCPU's emitGroupedDots): OpenMP loops with parallel=true,
   // sequential ones otherwise.
@@ -321,7 +324,7 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   // Every f32 <-> bf16 conversion as integer ops now, while all of them are still arith ops: with parallel=true the
   // OpenMP regions' bodies are converted to LLVM by the passes below (convert-openmp-to-llvm), before any later
   // arith expansion could see them.
-  pm.addPass(createDSACPUExpandBf16Pass());
+  pm.addPass(createDSACPUExpandBf16());
   if (parallel) {
     // The OpenMP loop bodies are wrapped in memref.alloca_scope, a single-block region: lower the memref ops (and
     // with them the scopes) while the nested scf.for are still structured, then the control flow.
@@ -349,9 +352,9 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   if (!cpu.empty())
-    pm.addPass(createDSACPUSetTargetPass(cpu));
-  pm.addPass(createDSACPUCheckBf16Pass());
-  pm.addPass(createDSACPUBf16AsI16Pass());
+    pm.addPass(createDSACPUSetTarget(DSACPUSetTargetOptions{cpu.str()}));
+  pm.addPass(createDSACPUCheckBf16());
+  pm.addPass(createDSACPUBf16AsI16());
 }
 
 void registerDSACPUPipeline() {
@@ -362,7 +365,17 @@ void registerDSACPUPipeline() {
       [](OpPassManager &pm, const DSACPUPipelineOptions &options) {
         buildDSACPUPipeline(pm, options.parallel, options.cpu);
       });
-  registerDSACPUTargetPasses();
+  // Every dsa pass the pipeline runs, so that its --dump-pass-pipeline output replays (test/Conversion/DSAToCPU/
+  // pipeline-replay.test). Registering a pass twice (dsa-opt's registerDSAConversionPasses too) is harmless.
+  registerDSADecomposeAttention();
+  registerDSAStripProbes();
+  registerConvertDSAToCPU();
+  registerDSACPUDropInPlaceResults();
+  registerDSACPUStridedCopiesToLinalg();
+  registerDSACPUExpandBf16();
+  registerDSACPUSetTarget();
+  registerDSACPUCheckBf16();
+  registerDSACPUBf16AsI16();
 }
 
 } // namespace mlir::dsa
