@@ -25,9 +25,9 @@
 #define DSA_CONVERSION_CPUTARGET_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/Pass.h"
 
-#include <memory>
+#include "llvm/ADT/StringRef.h"
+
 #include <string>
 #include <vector>
 
@@ -46,25 +46,25 @@ struct CPUTarget {
   std::string featureString() const;
 };
 
+/// The CPU name meaning the running CPU (resolveCPUTarget, dsa-cpu-set-target's default, $DSA_CPU's default).
+inline constexpr llvm::StringLiteral kHostCPU = "host";
+
 /// Resolves a CPU name ("host" or empty: the running CPU). Failure: `error` says the name is unknown and how to
 /// list the known ones.
 FailureOr<CPUTarget> resolveCPUTarget(llvm::StringRef cpu, std::string &error);
 
-/// dsa-cpu-set-target{cpu=NAME}: target_cpu / target_features of resolveCPUTarget(NAME) on every llvm.func
-/// definition of the module (an unknown name fails the pass with resolveCPUTarget's message).
-std::unique_ptr<Pass> createDSACPUSetTargetPass(llvm::StringRef cpu);
-/// dsa-cpu-expand-bf16: arith.truncf f32 -> bf16 and arith.extf bf16 -> f32 (scalar or vector, any op) as integer
-/// arithmetic with core/lib/Numerics' rounding. A truncf to bf16 from another type, or with a rounding mode other than
-/// to_nearest_even, is an error.
-std::unique_ptr<Pass> createDSACPUExpandBf16Pass();
-/// dsa-cpu-check-bf16: fails, naming each op, when checkNoBf16Conversions does.
-std::unique_ptr<Pass> createDSACPUCheckBf16Pass();
-/// dsa-cpu-bf16-as-i16 (after the check, which it repeats): bf16 becomes i16 in every type and attribute of the
-/// module (values, block arguments, function types, GEP element types, constants and globals keep their bits), so
-/// the LLVM IR holds no bfloat at all. x86 code generation converts even a bf16 value that only crosses blocks (a
-/// phi): extended to f32 and rounded back with __truncsfbf2 or vcvtneps2bf16 (signalling NaNs quieted; with
-/// AVX512_BF16, bf16 denormals flushed to zero). Scalar bf16 function arguments and results become i16.
-std::unique_ptr<Pass> createDSACPUBf16AsI16Pass();
+// The passes (compiler/include/dsa/Conversion/Passes.td, created by createDSACPU*() of dsa/Conversion/Passes.h):
+//   dsa-cpu-set-target{cpu=NAME}: target_cpu / target_features of resolveCPUTarget(NAME) on every llvm.func
+//     definition of the module (an unknown name fails the pass with resolveCPUTarget's message);
+//   dsa-cpu-expand-bf16: arith.truncf f32 -> bf16 and arith.extf bf16 -> f32 (scalar or vector, any op) as integer
+//     arithmetic with core/lib/Numerics' rounding; a truncf to bf16 from another type, or with a rounding mode other
+//     than to_nearest_even, is an error;
+//   dsa-cpu-check-bf16: fails, naming each op, when checkNoBf16Conversions does;
+//   dsa-cpu-bf16-as-i16 (after the check, which it repeats): bf16 becomes i16 in every type and attribute of the
+//     module (values, block arguments, function types, GEP element types, constants and globals keep their bits),
+//     so the LLVM IR holds no bfloat at all. x86 code generation converts even a bf16 value that only crosses
+//     blocks (a phi): extended to f32 and rounded back with __truncsfbf2 or vcvtneps2bf16 (signalling NaNs quieted;
+//     with AVX512_BF16, bf16 denormals flushed to zero). Scalar bf16 function arguments and results become i16.
 
 /// Emits an error on every LLVM-dialect op of `module` that would make LLVM convert or compute on bf16:
 /// llvm.fptrunc to / llvm.fpext from bf16, int <-> bf16 conversions, any other op with a bf16 operand or result
@@ -73,8 +73,12 @@ std::unique_ptr<Pass> createDSACPUBf16AsI16Pass();
 /// call or declaration of __truncsfbf2 / __truncdfbf2 / __extendbfsf2. Success when there is none.
 LogicalResult checkNoBf16Conversions(ModuleOp module);
 
-/// Registers the four passes above (for dsa-opt and the lit tests).
-void registerDSACPUTargetPasses();
+/// The routines LLVM calls to convert bf16 (__truncsfbf2: f32 -> bf16, __truncdfbf2: f64 -> bf16, __extendbfsf2:
+/// bf16 -> f32; compiler-rt/libgcc, absent from the JIT's process). Compiled CPU code must reference none of them:
+/// checked on the LLVM dialect by checkNoBf16Conversions and on LLVM IR by compiler/lib/Backend's checkNoBf16Conversions.
+inline bool isBf16ConversionRoutine(llvm::StringRef name) {
+  return name == "__truncsfbf2" || name == "__truncdfbf2" || name == "__extendbfsf2";
+}
 
 } // namespace mlir::dsa
 

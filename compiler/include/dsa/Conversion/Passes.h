@@ -13,6 +13,7 @@ namespace math { class MathDialect; }
 namespace scf { class SCFDialect; }
 namespace gpu { class GPUDialect; }
 namespace memref { class MemRefDialect; }
+namespace LLVM { class LLVMDialect; }
 } // namespace mlir
 
 namespace mlir::dsa {
@@ -23,9 +24,11 @@ namespace mlir::dsa {
 #define GEN_PASS_REGISTRATION
 #include "dsa/Conversion/Passes.h.inc"
 
-/// Registers --dsa-cpu-pipeline (compiler/lib/Conversion/DSAToCPU) and the passes of dsa/Conversion/CPUTarget.h it uses
-/// (dsa-cpu-expand-bf16, dsa-cpu-check-bf16, dsa-cpu-bf16-as-i16, dsa-cpu-set-target), which lit tests also run
-/// alone.
+/// Registers --dsa-cpu-pipeline (compiler/lib/Conversion/DSAToCPU) and every dsa pass it runs (Passes.td: dsa-to-cpu,
+/// dsa-cpu-drop-in-place-results, dsa-cpu-strided-copies-to-linalg, dsa-cpu-expand-bf16, dsa-cpu-set-target,
+/// dsa-cpu-check-bf16, dsa-cpu-bf16-as-i16; with dsa/Dialect/DSA's dsa-decompose-attention and dsa-strip-probes),
+/// so the pipeline's --dump-pass-pipeline output replays through --pass-pipeline (the upstream passes it runs are
+/// registered by mlir::registerAllPasses). Idempotent.
 void registerDSACPUPipeline();
 /// Adds the passes of --dsa-cpu-pipeline to `pm` (on a ModuleOp): dsa (dsa.attention or the window-only
 /// primitives, with or without probes) -> the LLVM dialect, functions taking and returning plain memrefs

@@ -4,6 +4,11 @@
 
 include "mlir/Pass/PassBase.td"
 
+//===----------------------------------------------------------------------------------------------------------===//
+// CPU (lib/Conversion/DSAToCPU): dsa-to-cpu and the other dsa passes --dsa-cpu-pipeline runs (Pipeline.cpp,
+// CPUTarget.cpp). registerDSACPUPipeline() registers them with the pipeline, so its dump replays.
+//===----------------------------------------------------------------------------------------------------------===//
+
 def ConvertDSAToCPU : Pass<"dsa-to-cpu", "::mlir::ModuleOp"> {
   let summary = "Lower the dsa primitives to upstream dialects for the CPU (linalg/tensor/arith/math/scf)";
   let description = [{
@@ -14,6 +19,79 @@ def ConvertDSAToCPU : Pass<"dsa-to-cpu", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def DSACPUDropInPlaceResults : Pass<"dsa-cpu-drop-in-place-results", "::mlir::ModuleOp"> {
+  let summary = "Drop the results of CPU-backend-marked functions that bufferization made an argument's buffer";
+  let description = [{
+    For every function marked `dsa.cpu_in_place = array<i64: writable arguments>` (lib/Backend/CPU's lowerForCPU
+    sets it; the marker is removed; dsa/Conversion/DSAToCPU/InPlaceResults.h), drops the results that one-shot
+    bufferization made an argument's buffer (caches written in place, a slot passed through, a result repeating
+    one of them) and records them in the module attribute `dsa.cpu_in_place = {name = array<i64: argument of each
+    original result, or -1>}`, and the writable arguments the code may write in `dsa.cpu_written = {name =
+    array<i64: ...>}`. Returned, such a result would be cloned by the ownership-based deallocation (an argument is
+    not owned by the function). Functions called within the module, or with more than one block, keep their
+    results. Runs between one-shot bufferization and the buffer deallocation; unmarked functions are untouched.
+  }];
+}
+
+def DSACPUStridedCopiesToLinalg : Pass<"dsa-cpu-strided-copies-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Rewrite memref.copy between non-identity layouts into linalg.copy (no runner-utils memrefCopy)";
+  let description = [{
+    Every memref.copy whose source or target does not have the identity layout (the copies bufferization makes
+    for tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes) becomes linalg.copy, which
+    convert-linalg-to-loops turns into loops. finalize-memref-to-llvm would otherwise lower it to a call of the
+    runner-utils library's `memrefCopy`, which neither the JIT's process nor an AOT step library has. Copies
+    between identity-layout memrefs stay memref.copy (a memcpy).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def DSACPUExpandBf16 : Pass<"dsa-cpu-expand-bf16", "::mlir::ModuleOp"> {
+  let summary = "Expand arith.truncf f32 -> bf16 and arith.extf bf16 -> f32 into integer ops (lib/Numerics' rounding)";
+  let description = [{
+    Rewrites every arith.truncf f32 -> bf16 and arith.extf bf16 -> f32 (scalars and vectors, in any op) into
+    integer arithmetic on the bits: numerics::f32ToBf16Bits (round to nearest even, denormals rounded like any
+    value, NaN -> quiet NaN keeping the sign and the top payload bits) and the exact 16-bit shift for widening. A
+    truncf to bf16 from another type, or with a rounding mode other than to_nearest_even, is an error
+    (dsa/Conversion/CPUTarget.h).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def DSACPUCheckBf16 : Pass<"dsa-cpu-check-bf16", "::mlir::ModuleOp"> {
+  let summary = "Fail on any LLVM-dialect op that converts or computes on bf16 (or calls __truncsfbf2)";
+  let description = [{
+    Emits an error naming each LLVM-dialect op that LLVM would convert or compute on as bf16 (llvm.fptrunc to /
+    llvm.fpext from bf16, arithmetic on bf16, a call or declaration of __truncsfbf2 / __truncdfbf2 /
+    __extendbfsf2) and fails: checkNoBf16Conversions (dsa/Conversion/CPUTarget.h).
+  }];
+}
+
+def DSACPUBf16AsI16 : Pass<"dsa-cpu-bf16-as-i16", "::mlir::ModuleOp"> {
+  let summary = "Carry bf16 values as i16 in the LLVM dialect (after dsa-cpu-check-bf16: only bit moves are left)";
+  let description = [{
+    Repeats dsa-cpu-check-bf16, then replaces bf16 by i16 in every type and attribute of the module (values, block
+    arguments, function types, GEP element types; constants and globals keep their bits) and removes the identity
+    bitcasts left, so the LLVM IR holds no bfloat: x86 code generation would convert even a bf16 value that only
+    crosses blocks (a phi) through f32 with __truncsfbf2 / vcvtneps2bf16.
+  }];
+}
+
+def DSACPUSetTarget : Pass<"dsa-cpu-set-target", "::mlir::ModuleOp"> {
+  let summary = "Set target_cpu / target_features of every llvm.func definition to a CPU ('host' or an LLVM CPU name)";
+  let description = [{
+    Writes the CPU and the LLVM target features of resolveCPUTarget(cpu) (dsa/Conversion/CPUTarget.h) on every
+    llvm.func definition as target_cpu / target_features, which LLVM's code generation honours per function over
+    the target machine's defaults. An unknown CPU name fails the pass with resolveCPUTarget's message.
+  }];
+  let options = [
+    Option<"cpu", "cpu", "std::string", /*default=*/"\"host\"",
+           "The CPU to compile for: 'host' (the running CPU with exactly its features) or an LLVM x86-64 CPU name "
+           "(x86-64, x86-64-v2, x86-64-v3, x86-64-v4, skylake-avx512, sapphirerapids, znver4, ...; "
+           "`llc -mcpu=help` lists them)">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def ConvertDSAToGPU : Pass<"dsa-to-gpu", "::mlir::ModuleOp"> {

@@ -7,10 +7,12 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "Lowering.h"
 
+#include "dsa/Conversion/DSAToCPU/InPlaceResults.h"
 #include "dsa/Conversion/Passes.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -33,11 +35,6 @@ namespace dsa::cpu {
 namespace {
 
 using dsa::ElementType;
-
-/// The marker of a function whose in-place results the pipeline drops, and the module attribute recording them
-/// (compiler/lib/Conversion/DSAToCPU/Pipeline.cpp, dsa-cpu-drop-in-place-results).
-constexpr const char *kInPlaceAttr = "dsa.cpu_in_place";
-constexpr const char *kWrittenAttr = "dsa.cpu_written";
 
 std::optional<ElementType> elementTypeOf(mlir::Type t) {
   if (t.isBF16())
@@ -216,7 +213,8 @@ Result<LoweredModule> prepareModule(mlir::ModuleOp module, bool probesAsResults,
       continue;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
       if (llvm::isa<mlir::TensorType>(f.getArgument(i).getType()))
-        f.setArgAttr(i, "bufferization.writable", mlir::BoolAttr::get(ctx, false));
+        f.setArgAttr(i, mlir::bufferization::BufferizationDialect::kWritableAttrName,
+                     mlir::BoolAttr::get(ctx, false));
   }
   if (probesAsResults) {
     mlir::PassManager decompose(ctx);
@@ -238,7 +236,7 @@ Result<mlir::dsa::CPUTarget> resolveCompileTarget(const CPUCompileOptions &optio
   if (name.empty()) {
     const char *env = std::getenv("DSA_CPU");
     fromEnv = env && *env;
-    name = fromEnv ? env : "host";
+    name = fromEnv ? env : mlir::dsa::kHostCPU.str();
   }
   std::string error;
   mlir::FailureOr<mlir::dsa::CPUTarget> target = mlir::dsa::resolveCPUTarget(name, error);
@@ -270,38 +268,34 @@ Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions
     if (!f)
       continue;
     for (int64_t a : out.cacheArgs[i])
-      f.setArgAttr(static_cast<unsigned>(a), "bufferization.writable", mlir::BoolAttr::get(ctx, true));
-    f->setAttr(kInPlaceAttr, mlir::DenseI64ArrayAttr::get(ctx, out.cacheArgs[i]));
+      f.setArgAttr(static_cast<unsigned>(a), mlir::bufferization::BufferizationDialect::kWritableAttrName,
+                   mlir::BoolAttr::get(ctx, true));
+    mlir::dsa::setInPlaceArguments(f, out.cacheArgs[i]);
     out.functions[i].writableArgs = out.cacheArgs[i];
   }
   mlir::PassManager pm(ctx);
-  mlir::dsa::buildDSACPUPipeline(pm, options.parallel, out.target.host ? "host" : out.target.cpu);
+  mlir::dsa::buildDSACPUPipeline(pm, options.parallel, out.target.host ? mlir::dsa::kHostCPU.str() : out.target.cpu);
   if (mlir::failed(pm.run(*out.module)))
     return makeError("cpu backend: --dsa-cpu-pipeline failed:\n" + diagnostics);
-  // The dropped results, recorded by the pass as {function name: [argument of each result, or -1]}.
-  if (auto record = out.module->getOperation()->getAttrOfType<mlir::DictionaryAttr>(kInPlaceAttr)) {
-    for (FunctionSignature &sig : out.functions) {
-      auto perResult = llvm::dyn_cast_or_null<mlir::DenseI64ArrayAttr>(record.get(sig.name));
-      if (!perResult)
-        continue;
-      if (perResult.size() != static_cast<int64_t>(sig.results.size()))
-        return makeError("cpu backend: @" + sig.name + ": the in-place record has " +
-                         std::to_string(perResult.size()) + " results, the signature " +
-                         std::to_string(sig.results.size()));
-      for (auto [r, a] : llvm::enumerate(perResult.asArrayRef()))
-        if (a >= 0)
-          sig.inPlace.push_back(StateBinding{a, static_cast<int64_t>(r)});
-    }
-    out.module->getOperation()->removeAttr(kInPlaceAttr);
+  // The dropped results, recorded by the pass per function: the argument of each result, or -1; and the writable
+  // arguments the code may actually write (a cache bufferization copied instead is read-only).
+  mlir::dsa::InPlaceRecord record = mlir::dsa::takeInPlaceRecord(*out.module);
+  for (FunctionSignature &sig : out.functions) {
+    auto perResult = record.resultArgs.find(sig.name);
+    if (perResult == record.resultArgs.end())
+      continue;
+    if (perResult->second.size() != sig.results.size())
+      return makeError("cpu backend: @" + sig.name + ": the in-place record has " +
+                       std::to_string(perResult->second.size()) + " results, the signature " +
+                       std::to_string(sig.results.size()));
+    for (auto [r, a] : llvm::enumerate(perResult->second))
+      if (a >= 0)
+        sig.inPlace.push_back(StateBinding{a, static_cast<int64_t>(r)});
   }
-  // The writable arguments the code may actually write (a cache bufferization copied instead is read-only).
-  if (auto record = out.module->getOperation()->getAttrOfType<mlir::DictionaryAttr>(kWrittenAttr)) {
-    for (FunctionSignature &sig : out.functions) {
-      auto args = llvm::dyn_cast_or_null<mlir::DenseI64ArrayAttr>(record.get(sig.name));
-      if (args)
-        sig.writableArgs.assign(args.asArrayRef().begin(), args.asArrayRef().end());
-    }
-    out.module->getOperation()->removeAttr(kWrittenAttr);
+  for (FunctionSignature &sig : out.functions) {
+    auto written = record.writtenArgs.find(sig.name);
+    if (written != record.writtenArgs.end())
+      sig.writableArgs.assign(written->second.begin(), written->second.end());
   }
 
   llvm::raw_string_ostream os(out.text);

@@ -1,6 +1,8 @@
 //===- HostObject.cpp - shared AOT steps of the CPU and GPU step libraries --------------------------------===//
 #include "HostObject.h"
 
+#include "dsa/Conversion/CPUTarget.h"
+
 #include "mlir/ExecutionEngine/OptUtils.h"
 
 #include "llvm/IR/IRBuilder.h"
@@ -115,10 +117,6 @@ bool hasBfloat(llvm::Type *t) {
   return false;
 }
 
-bool isBf16Libcall(llvm::StringRef name) {
-  return name == "__truncsfbf2" || name == "__truncdfbf2" || name == "__extendbfsf2";
-}
-
 } // namespace
 
 Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what) {
@@ -129,7 +127,7 @@ Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what) {
     if (hasBfloat(g.getValueType()))
       return makeError(what + ": the global @" + g.getName().str() + " holds bfloat values" + why);
   for (const llvm::Function &f : m) {
-    if (isBf16Libcall(f.getName()))
+    if (mlir::dsa::isBf16ConversionRoutine(f.getName()))
       return makeError(what + ": the module references the bf16 conversion routine " + f.getName().str() + why);
     if (hasBfloat(f.getFunctionType()->getReturnType()) ||
         llvm::any_of(f.getFunctionType()->params(), [](llvm::Type *t) { return hasBfloat(t); }))

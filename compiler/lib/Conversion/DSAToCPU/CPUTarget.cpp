@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Conversion/CPUTarget.h"
+#include "dsa/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -24,6 +25,12 @@
 #include <algorithm>
 
 namespace mlir::dsa {
+
+#define GEN_PASS_DEF_DSACPUSETTARGET
+#define GEN_PASS_DEF_DSACPUEXPANDBF16
+#define GEN_PASS_DEF_DSACPUCHECKBF16
+#define GEN_PASS_DEF_DSACPUBF16ASI16
+#include "dsa/Conversion/Passes.h.inc"
 
 //===----------------------------------------------------------------------------------------------------------===//
 // Target CPU
@@ -48,7 +55,7 @@ std::string CPUTarget::featureString() const {
 
 FailureOr<CPUTarget> resolveCPUTarget(llvm::StringRef cpu, std::string &error) {
   CPUTarget target;
-  if (cpu.empty() || cpu == "host") {
+  if (cpu.empty() || cpu == kHostCPU) {
     target.host = true;
     target.cpu = llvm::sys::getHostCPUName().str();
     // Every feature LLVM detects, on or off: the CPU name alone would also enable what the model has and this
@@ -88,16 +95,9 @@ FailureOr<CPUTarget> resolveCPUTarget(llvm::StringRef cpu, std::string &error) {
 
 namespace {
 
-struct SetTargetPass : PassWrapper<SetTargetPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SetTargetPass)
-  SetTargetPass() = default;
-  SetTargetPass(const SetTargetPass &other) : PassWrapper(other) {}
-  explicit SetTargetPass(llvm::StringRef name) { cpu = name.str(); }
-  StringRef getArgument() const override { return "dsa-cpu-set-target"; }
-  StringRef getDescription() const override {
-    return "Set target_cpu / target_features of every llvm.func definition to a CPU ('host' or an LLVM CPU name)";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override { registry.insert<LLVM::LLVMDialect>(); }
+/// dsa-cpu-set-target (Passes.td).
+struct SetTargetPass : impl::DSACPUSetTargetBase<SetTargetPass> {
+  using DSACPUSetTargetBase::DSACPUSetTargetBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::string error;
@@ -117,7 +117,6 @@ struct SetTargetPass : PassWrapper<SetTargetPass, OperationPass<ModuleOp>> {
       f.setTargetFeaturesAttr(featuresAttr);
     });
   }
-  Option<std::string> cpu{*this, "cpu", llvm::cl::desc("'host' or an LLVM x86-64 CPU name"), llvm::cl::init("host")};
 };
 
 //===----------------------------------------------------------------------------------------------------------===//
@@ -169,13 +168,8 @@ Value expandExtF(ImplicitLocOpBuilder &b, Value x, Type resultType) {
   return arith::BitcastOp::create(b, resultType, bits32);
 }
 
-struct ExpandBf16Pass : PassWrapper<ExpandBf16Pass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandBf16Pass)
-  StringRef getArgument() const override { return "dsa-cpu-expand-bf16"; }
-  StringRef getDescription() const override {
-    return "Expand arith.truncf f32 -> bf16 and arith.extf bf16 -> f32 into integer ops (core/lib/Numerics' rounding)";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override { registry.insert<arith::ArithDialect>(); }
+/// dsa-cpu-expand-bf16 (Passes.td).
+struct ExpandBf16Pass : impl::DSACPUExpandBf16Base<ExpandBf16Pass> {
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
@@ -239,10 +233,6 @@ bool containsBf16(Type t) {
   return false;
 }
 
-bool isBf16Libcall(llvm::StringRef name) {
-  return name == "__truncsfbf2" || name == "__truncdfbf2" || name == "__extendbfsf2";
-}
-
 /// Ops that only move bf16 bits (no conversion, no arithmetic).
 bool movesBits(Operation *op) {
   return isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::BitcastOp, LLVM::ConstantOp, LLVM::UndefOp, LLVM::PoisonOp,
@@ -263,7 +253,7 @@ LogicalResult checkNoBf16Conversions(ModuleOp module) {
     if (!isa<LLVM::LLVMDialect>(op->getDialect()))
       return; // the check is on what reaches LLVM: the module is in the LLVM dialect (other ops fail translation)
     if (auto f = dyn_cast<LLVM::LLVMFuncOp>(op)) {
-      if (isBf16Libcall(f.getName())) {
+      if (isBf16ConversionRoutine(f.getName())) {
         op->emitError() << "dsa-cpu-check-bf16: the module declares the bf16 conversion routine " << f.getName()
                         << fix;
         ok = false;
@@ -272,7 +262,7 @@ LogicalResult checkNoBf16Conversions(ModuleOp module) {
     }
     if (auto call = dyn_cast<LLVM::CallOp>(op)) {
       std::optional<llvm::StringRef> callee = call.getCallee();
-      if (callee && isBf16Libcall(*callee)) {
+      if (callee && isBf16ConversionRoutine(*callee)) {
         op->emitError() << "dsa-cpu-check-bf16: a call of " << *callee << fix;
         ok = false;
         return;
@@ -309,12 +299,7 @@ namespace {
 /// bf16 value it could convert (x86 code generation turns a bf16 phi, e.g. a value carried across blocks, into an
 /// extension to f32 and __truncsfbf2 / vcvtneps2bf16 back, which quiets signalling NaNs, and with AVX512_BF16
 /// flushes bf16 denormals).
-struct Bf16AsI16Pass : PassWrapper<Bf16AsI16Pass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(Bf16AsI16Pass)
-  StringRef getArgument() const override { return "dsa-cpu-bf16-as-i16"; }
-  StringRef getDescription() const override {
-    return "Carry bf16 values as i16 in the LLVM dialect (after dsa-cpu-check-bf16: only bit moves are left)";
-  }
+struct Bf16AsI16Pass : impl::DSACPUBf16AsI16Base<Bf16AsI16Pass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (failed(checkNoBf16Conversions(module)))
@@ -347,12 +332,8 @@ struct Bf16AsI16Pass : PassWrapper<Bf16AsI16Pass, OperationPass<ModuleOp>> {
   }
 };
 
-struct CheckBf16Pass : PassWrapper<CheckBf16Pass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckBf16Pass)
-  StringRef getArgument() const override { return "dsa-cpu-check-bf16"; }
-  StringRef getDescription() const override {
-    return "Fail on any LLVM-dialect op that converts or computes on bf16 (or calls __truncsfbf2)";
-  }
+/// dsa-cpu-check-bf16 (Passes.td).
+struct CheckBf16Pass : impl::DSACPUCheckBf16Base<CheckBf16Pass> {
   void runOnOperation() override {
     if (failed(checkNoBf16Conversions(getOperation())))
       signalPassFailure();
@@ -360,17 +341,5 @@ struct CheckBf16Pass : PassWrapper<CheckBf16Pass, OperationPass<ModuleOp>> {
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createDSACPUSetTargetPass(llvm::StringRef cpu) { return std::make_unique<SetTargetPass>(cpu); }
-std::unique_ptr<Pass> createDSACPUExpandBf16Pass() { return std::make_unique<ExpandBf16Pass>(); }
-std::unique_ptr<Pass> createDSACPUCheckBf16Pass() { return std::make_unique<CheckBf16Pass>(); }
-std::unique_ptr<Pass> createDSACPUBf16AsI16Pass() { return std::make_unique<Bf16AsI16Pass>(); }
-
-void registerDSACPUTargetPasses() {
-  PassRegistration<SetTargetPass>();
-  PassRegistration<ExpandBf16Pass>();
-  PassRegistration<CheckBf16Pass>();
-  PassRegistration<Bf16AsI16Pass>();
-}
 
 } // namespace mlir::dsa

@@ -10,8 +10,8 @@
 //    last. Emitted in the body of a parallel linalg.generic over the outputs: an scf.for carrying one
 //    vector<8xf32> accumulator (vector.transfer_read of 8 contiguous elements, element-wise extf/mulf/addf), so
 //    the lanes live in a register and nothing but the order of the kernel is ever used.
-//  - bf16 rounding is arith.truncf f32 -> bf16 (RNE; the pipeline expands it inline with --arith-expand
-//    include-bf16). e4m3 rounding (RNE, saturating) and pow2_ceil are integer bit manipulation on the f32
+//  - bf16 rounding is arith.truncf f32 -> bf16 (RNE; the pipeline expands it inline with dsa-cpu-expand-bf16,
+//    CPUTarget.cpp). e4m3 rounding (RNE, saturating) and pow2_ceil are integer bit manipulation on the f32
 //    pattern, the algorithm of core/include/dsa/Numerics/E4M3.h and E8M0.h.
 //  - The RoPE frequency table depends only on the attribute: it is the kernels' own ropeFrequencies() (the f32/f64
 //    steps of the reference) folded into a dense constant; cos/sin of f32(p) * f[k] are math.cos/math.sin (the
@@ -21,16 +21,19 @@
 //    `dsa_cpu_fail(i32)` with a code of core/include/dsa/ABI/RuntimeErrors.h; the code stays memory-safe after
 //    a failed check.
 //
-// This file holds the window-only primitives and the pass; the compressed-attention primitives (compress_pool, the
-// fp4 round trips, cache_write, the indexer stages and top-k through the runtime's dsa_cpu_topk_set) are in
-// CompressedToCPU.cpp, the shared emission helpers in Support.h. dsa.attention must be decomposed first
-// (dsa-decompose-attention) and dsa.probe stripped (dsa-strip-probes); each is rejected with a diagnostic.
+// This file holds the window-only primitives, the public populate / legality / declaration functions
+// (compiler/include/dsa/Conversion/DSAToCPU/DSAToCPU.h) and the pass, a thin wrapper over them; the compressed-attention
+// primitives (compress_pool, the fp4 round trips, cache_write, the indexer stages and top-k through the runtime's
+// dsa_cpu_topk_set) are in CompressedToCPU.cpp, the shared emission helpers in Support.h. dsa.attention must be
+// decomposed first (dsa-decompose-attention) and dsa.probe stripped (dsa-strip-probes); the pass rejects each with a
+// diagnostic.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "Support.h"
 
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/ABI/RuntimeFunctions.h"
+#include "dsa/Conversion/DSAToCPU/DSAToCPU.h"
 #include "dsa/Conversion/Passes.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
@@ -735,9 +738,65 @@ struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
   }
 };
 
+} // namespace
+
 //===----------------------------------------------------------------------------------------------------------===//
-// The pass
+// The patterns (dsa/Conversion/DSAToCPU/DSAToCPU.h)
 //===----------------------------------------------------------------------------------------------------------===//
+
+void populateDSAToCPUPatterns(RewritePatternSet &patterns) {
+  patterns.add<LinearLowering, RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering,
+               WindowKvLowering, WindowIndicesLowering, SparseAttnLowering, GroupedOutputLowering>(
+      patterns.getContext());
+  // The compressed-attention primitives and the elementwise casts on tensors; act_quant_fp8 and the fp4 round trips
+  // share one lowering (BlockRoundTripLowering, CompressedToCPU.cpp).
+  cpu_lowering::populateCompressedToCPUPatterns(patterns);
+}
+
+void configureDSAToCPUConversionLegality(ConversionTarget &target) {
+  target.addIllegalDialect<DSADialect>();
+  target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, tensor::TensorDialect, math::MathDialect,
+                         scf::SCFDialect, func::FuncDialect, vector::VectorDialect,
+                         bufferization::BufferizationDialect, memref::MemRefDialect>();
+  // Elementwise casts on tensors (from dsa-decompose-attention) become linalg.generic ops; scalar ones stay.
+  target.addDynamicallyLegalOp<arith::ExtFOp, arith::TruncFOp>(
+      [](Operation *op) { return !isa<RankedTensorType>(op->getResult(0).getType()); });
+}
+
+void declareDSAToCPURuntimeFunctions(ModuleOp module) {
+  bool needsFail = false, needsTopk = false;
+  module.walk([&](Operation *op) {
+    if (isa<PositionsOp, ApplyRopeOp, RingUpdateOp, WindowKvOp, WindowIndicesOp, SparseAttnOp>(op) ||
+        cpu_lowering::compressedNeedsFail(op))
+      needsFail = true;
+    if (cpu_lowering::compressedNeedsTopk(op))
+      needsTopk = true;
+  });
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  // The run-time check hook, declared once (the host defines it, see RuntimeErrors.h).
+  if (needsFail && !module.lookupSymbol(::dsa::abi::kFailSymbol)) {
+    auto decl = func::FuncOp::create(b, module.getLoc(), ::dsa::abi::kFailSymbol,
+                                     b.getFunctionType({b.getI32Type()}, {}));
+    decl.setPrivate();
+  }
+  // The top-k runtime function (RuntimeFunctions.h), memref descriptors passed by pointer (C interface).
+  if (needsTopk && !module.lookupSymbol(::dsa::abi::kTopkSymbol)) {
+    const int64_t dyn = ShapedType::kDynamic;
+    auto values = MemRefType::get({dyn, dyn}, b.getF32Type());
+    auto picks = MemRefType::get({dyn, dyn}, b.getI64Type());
+    auto decl = func::FuncOp::create(b, module.getLoc(), ::dsa::abi::kTopkSymbol,
+                                     b.getFunctionType({values, b.getI64Type(), picks}, {b.getI32Type()}));
+    decl.setPrivate();
+    decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+  }
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// The pass: the patterns above, after a check naming what they cannot lower
+//===----------------------------------------------------------------------------------------------------------===//
+
+namespace {
 
 struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
   void getDependentDialects(DialectRegistry &registry) const override {
@@ -770,47 +829,12 @@ struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
     if (unsupported)
       return signalPassFailure();
 
-    // The run-time check hook, declared once (the host defines it, see RuntimeErrors.h).
-    bool needsFail = false, needsTopk = false;
-    module.walk([&](Operation *op) {
-      if (isa<PositionsOp, ApplyRopeOp, RingUpdateOp, WindowKvOp, WindowIndicesOp, SparseAttnOp>(op) ||
-          compressedNeedsFail(op))
-        needsFail = true;
-      if (compressedNeedsTopk(op))
-        needsTopk = true;
-    });
-    OpBuilder b(ctx);
-    b.setInsertionPointToStart(module.getBody());
-    if (needsFail && !module.lookupSymbol(::dsa::abi::kFailSymbol)) {
-      auto decl = func::FuncOp::create(b, module.getLoc(), ::dsa::abi::kFailSymbol,
-                                       b.getFunctionType({b.getI32Type()}, {}));
-      decl.setPrivate();
-    }
-    // The top-k runtime function (RuntimeFunctions.h), memref descriptors passed by pointer (C interface).
-    if (needsTopk && !module.lookupSymbol(::dsa::abi::kTopkSymbol)) {
-      const int64_t dyn = ShapedType::kDynamic;
-      auto values = MemRefType::get({dyn, dyn}, b.getF32Type());
-      auto picks = MemRefType::get({dyn, dyn}, b.getI64Type());
-      auto decl = func::FuncOp::create(b, module.getLoc(), ::dsa::abi::kTopkSymbol,
-                                       b.getFunctionType({values, b.getI64Type(), picks}, {b.getI32Type()}));
-      decl.setPrivate();
-      decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
-    }
-
+    declareDSAToCPURuntimeFunctions(module);
     ConversionTarget target(*ctx);
-    target.addIllegalDialect<DSADialect>();
-    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, tensor::TensorDialect, math::MathDialect,
-                           scf::SCFDialect, func::FuncDialect, vector::VectorDialect>();
+    configureDSAToCPUConversionLegality(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
-    // Elementwise casts on tensors (from dsa-decompose-attention) become linalg.generic ops; scalar ones stay.
-    target.addDynamicallyLegalOp<arith::ExtFOp, arith::TruncFOp>(
-        [](Operation *op) { return !isa<RankedTensorType>(op->getResult(0).getType()); });
     RewritePatternSet patterns(ctx);
-    patterns.add<LinearLowering, RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering,
-                 WindowKvLowering, WindowIndicesLowering, SparseAttnLowering,
-                 GroupedOutputLowering>(ctx);
-    // act_quant_fp8 and the fp4 round trips share one lowering (BlockRoundTripLowering, CompressedToCPU.cpp).
-    populateCompressedToCPUPatterns(patterns);
+    populateDSAToCPUPatterns(patterns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Conversion/Passes.h"
-#include "dsa/Conversion/CPUTarget.h"
+#include "dsa/Conversion/DSAToCPU/InPlaceResults.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -54,17 +54,78 @@
 
 namespace mlir::dsa {
 
+#define GEN_PASS_DEF_DSACPUSTRIDEDCOPIESTOLINALG
+#define GEN_PASS_DEF_DSACPUDROPINPLACERESULTS
+#include "dsa/Conversion/Passes.h.inc"
+
+//===----------------------------------------------------------------------------------------------------------===//
+// The in-place attributes (dsa/Conversion/DSAToCPU/InPlaceResults.h)
+//===----------------------------------------------------------------------------------------------------------===//
+
+void setInPlaceArguments(func::FuncOp f, llvm::ArrayRef<int64_t> writableArgs) {
+  f->setAttr(kCPUInPlaceAttrName, DenseI64ArrayAttr::get(f.getContext(), writableArgs));
+}
+
+std::optional<llvm::SmallVector<int64_t>> takeInPlaceArguments(func::FuncOp f) {
+  auto marked = f->getAttrOfType<DenseI64ArrayAttr>(kCPUInPlaceAttrName);
+  if (!marked)
+    return std::nullopt;
+  f->removeAttr(kCPUInPlaceAttrName);
+  return llvm::SmallVector<int64_t>(marked.asArrayRef());
+}
+
 namespace {
 
-/// Rewrites every memref.copy whose source or target does not have the identity layout (the copies that
-/// bufferization makes for tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes) into
-/// linalg.copy, which convert-linalg-to-loops turns into loops. finalize-memref-to-llvm would otherwise lower them to
-/// a call of the runner-utils library's `memrefCopy`, which neither the JIT's process nor an AOT step library has.
-/// Copies between identity-layout memrefs stay memref.copy (a memcpy).
-struct StridedCopiesToLinalgPass : PassWrapper<StridedCopiesToLinalgPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(StridedCopiesToLinalgPass)
-  StringRef getArgument() const override { return "dsa-cpu-strided-copies-to-linalg"; }
-  void getDependentDialects(DialectRegistry &registry) const override { registry.insert<linalg::LinalgDialect>(); }
+void setPerFunction(ModuleOp module, StringRef name,
+                    const llvm::MapVector<llvm::StringRef, llvm::SmallVector<int64_t>> &map) {
+  if (map.empty())
+    return;
+  MLIRContext *ctx = module.getContext();
+  SmallVector<NamedAttribute> entries;
+  for (const auto &[function, values] : map)
+    entries.push_back(NamedAttribute(StringAttr::get(ctx, function), DenseI64ArrayAttr::get(ctx, values)));
+  module->setAttr(name, DictionaryAttr::get(ctx, entries));
+}
+
+llvm::MapVector<llvm::StringRef, llvm::SmallVector<int64_t>> takePerFunction(ModuleOp module, StringRef name) {
+  llvm::MapVector<llvm::StringRef, llvm::SmallVector<int64_t>> map;
+  auto dict = module->getAttrOfType<DictionaryAttr>(name);
+  if (!dict)
+    return map;
+  for (NamedAttribute entry : dict)
+    if (auto values = dyn_cast<DenseI64ArrayAttr>(entry.getValue()))
+      map[entry.getName().getValue()] = llvm::SmallVector<int64_t>(values.asArrayRef());
+  module->removeAttr(name);
+  return map;
+}
+
+} // namespace
+
+void setInPlaceRecord(ModuleOp module, const InPlaceRecord &record) {
+  setPerFunction(module, kCPUInPlaceAttrName, record.resultArgs);
+  setPerFunction(module, kCPUWrittenAttrName, record.writtenArgs);
+}
+
+InPlaceRecord takeInPlaceRecord(ModuleOp module) {
+  InPlaceRecord record;
+  record.resultArgs = takePerFunction(module, kCPUInPlaceAttrName);
+  record.writtenArgs = takePerFunction(module, kCPUWrittenAttrName);
+  return record;
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// The passes
+//===----------------------------------------------------------------------------------------------------------===//
+
+namespace {
+
+/// dsa-cpu-strided-copies-to-linalg (Passes.td): rewrites every memref.copy whose source or target does not have
+/// the identity layout (the copies that bufferization makes for tensor.insert_slice, tensor.concat and
+/// tensor.extract_slice on dynamic shapes) into linalg.copy, which convert-linalg-to-loops turns into loops.
+/// finalize-memref-to-llvm would otherwise lower them to a call of the runner-utils library's `memrefCopy`, which
+/// neither the JIT's process nor an AOT step library has. Copies between identity-layout memrefs stay memref.copy
+/// (a memcpy).
+struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<StridedCopiesToLinalgPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
@@ -82,13 +143,6 @@ struct StridedCopiesToLinalgPass : PassWrapper<StridedCopiesToLinalgPass, Operat
     }
   }
 };
-
-/// The marker compiler/lib/Backend/CPU's lowerForCPU puts on a function whose caches it made writable (array<i64: those
-/// arguments>; one-shot bufferization drops the bufferization.writable argument attributes), and the module
-/// attributes this pass records the dropped results and the written arguments in (Lowering.cpp reads and removes
-/// them).
-constexpr const char *kInPlaceAttr = "dsa.cpu_in_place";
-constexpr const char *kWrittenAttr = "dsa.cpu_written";
 
 /// The entry-block argument whose buffer `v` is after bufferization: the argument itself, through memref.cast, and
 /// through scf.if when every branch yields that argument's buffer (dsa-to-cpu's guarded cache_write: the rows
@@ -161,7 +215,9 @@ bool mayWriteArgument(BlockArgument arg) {
   return false;
 }
 
-/// For every function marked `dsa.cpu_in_place` (the marker is removed): drops the results that one-shot
+/// dsa-cpu-drop-in-place-results (Passes.td). For every function marked `dsa.cpu_in_place` (the marker is removed;
+/// compiler/lib/Backend/CPU's lowerForCPU sets it on a function whose caches it made writable, as one-shot bufferization
+/// drops the bufferization.writable argument attributes; InPlaceResults.h): drops the results that one-shot
 /// bufferization made an argument's buffer (argumentBuffer: the caches written in place into their writable
 /// arguments, a shared slot passed through, a result repeating one of them) and records, per function, the argument
 /// of each original result or -1 in the module attribute `dsa.cpu_in_place` = {name = array<i64: ...>}, and the
@@ -171,27 +227,22 @@ bool mayWriteArgument(BlockArgument arg) {
 /// copy of the whole cache per call. Like upstream's drop-equivalent-buffer-results, but for public functions whose
 /// callers (the CPU runtime) learn the dropped results from the record. Functions called within the module, or
 /// with more than one block, are left as they are. Runs between one-shot bufferization and the deallocation.
-struct DropInPlaceResultsPass : PassWrapper<DropInPlaceResultsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropInPlaceResultsPass)
-  StringRef getArgument() const override { return "dsa-cpu-drop-in-place-results"; }
+struct DropInPlaceResultsPass : impl::DSACPUDropInPlaceResultsBase<DropInPlaceResultsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MLIRContext *ctx = module.getContext();
     llvm::DenseSet<StringRef> called;
     module.walk([&](func::CallOp call) { called.insert(call.getCallee()); });
-    SmallVector<NamedAttribute> record, written;
+    InPlaceRecord record;
     for (func::FuncOp f : module.getOps<func::FuncOp>()) {
-      auto marked = f->getAttrOfType<DenseI64ArrayAttr>(kInPlaceAttr);
+      std::optional<SmallVector<int64_t>> marked = takeInPlaceArguments(f);
       if (!marked)
         continue;
-      f->removeAttr(kInPlaceAttr);
       if (f.isDeclaration())
         continue;
-      SmallVector<int64_t> writtenArgs;
-      for (int64_t a : marked.asArrayRef())
+      SmallVector<int64_t> &writtenArgs = record.writtenArgs[f.getName()];
+      for (int64_t a : *marked)
         if (a >= 0 && a < static_cast<int64_t>(f.getNumArguments()) && mayWriteArgument(f.getArgument(a)))
           writtenArgs.push_back(a);
-      written.push_back(NamedAttribute(f.getNameAttr(), DenseI64ArrayAttr::get(ctx, writtenArgs)));
       if (called.contains(f.getName()) || !f.getBody().hasOneBlock())
         continue;
       auto ret = dyn_cast<func::ReturnOp>(f.front().getTerminator());
@@ -208,17 +259,14 @@ struct DropInPlaceResultsPass : PassWrapper<DropInPlaceResultsPass, OperationPas
         else
           kept.push_back(v);
       }
-      record.push_back(NamedAttribute(f.getNameAttr(), DenseI64ArrayAttr::get(ctx, perResult)));
+      record.resultArgs[f.getName()] = perResult;
       if (drop.none())
         continue;
       ret->setOperands(kept);
       if (failed(f.eraseResults(drop)))
         return signalPassFailure();
     }
-    if (!record.empty())
-      module->setAttr(kInPlaceAttr, DictionaryAttr::get(ctx, record));
-    if (!written.empty())
-      module->setAttr(kWrittenAttr, DictionaryAttr::get(ctx, written));
+    setInPlaceRecord(module, record);
   }
 };
 
@@ -257,10 +305,10 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   // Functions compiler/lib/Backend/CPU marked: the results that are an argument's buffer (caches updated in place) dropped.
-  pm.addPass(std::make_unique<DropInPlaceResultsPass>());
+  pm.addPass(createDSACPUDropInPlaceResults());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addPass(std::make_unique<StridedCopiesToLinalgPass>());
+  pm.addPass(createDSACPUStridedCopiesToLinalg());
 
   // The blocked dot products are scf.forall loops (DSAToCPU's emitGroupedDots): OpenMP loops with parallel=true,
   // sequential ones otherwise.
@@ -276,7 +324,7 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   // Every f32 <-> bf16 conversion as integer ops now, while all of them are still arith ops: with parallel=true the
   // OpenMP regions' bodies are converted to LLVM by the passes below (convert-openmp-to-llvm), before any later
   // arith expansion could see them.
-  pm.addPass(createDSACPUExpandBf16Pass());
+  pm.addPass(createDSACPUExpandBf16());
   if (parallel) {
     // The OpenMP loop bodies are wrapped in memref.alloca_scope, a single-block region: lower the memref ops (and
     // with them the scopes) while the nested scf.for are still structured, then the control flow.
@@ -304,9 +352,9 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   if (!cpu.empty())
-    pm.addPass(createDSACPUSetTargetPass(cpu));
-  pm.addPass(createDSACPUCheckBf16Pass());
-  pm.addPass(createDSACPUBf16AsI16Pass());
+    pm.addPass(createDSACPUSetTarget(DSACPUSetTargetOptions{cpu.str()}));
+  pm.addPass(createDSACPUCheckBf16());
+  pm.addPass(createDSACPUBf16AsI16());
 }
 
 void registerDSACPUPipeline() {
@@ -317,7 +365,17 @@ void registerDSACPUPipeline() {
       [](OpPassManager &pm, const DSACPUPipelineOptions &options) {
         buildDSACPUPipeline(pm, options.parallel, options.cpu);
       });
-  registerDSACPUTargetPasses();
+  // Every dsa pass the pipeline runs, so that its --dump-pass-pipeline output replays (test/Conversion/DSAToCPU/
+  // pipeline-replay.test). Registering a pass twice (dsa-opt's registerDSAConversionPasses too) is harmless.
+  registerDSADecomposeAttention();
+  registerDSAStripProbes();
+  registerConvertDSAToCPU();
+  registerDSACPUDropInPlaceResults();
+  registerDSACPUStridedCopiesToLinalg();
+  registerDSACPUExpandBf16();
+  registerDSACPUSetTarget();
+  registerDSACPUCheckBf16();
+  registerDSACPUBf16AsI16();
 }
 
 } // namespace mlir::dsa
