@@ -13,7 +13,7 @@
 //  - bf16 rounding is arith.truncf f32 -> bf16 (RNE; the pipeline expands it inline with dsa-cpu-expand-bf16,
 //    CPUTarget.cpp). e4m3 rounding (RNE, saturating) and pow2_ceil are integer bit manipulation on the f32
 //    pattern, the algorithm of core/include/dsa/Numerics/E4M3.h and E8M0.h.
-//  - The RoPE frequency table depends only on the attribute: it is the kernels' own ropeFrequencies() (the f32/f64
+//  - The RoPE frequency table depends only on the attribute: it is core's ropeFrequencies() (dsa/Core/Rope.h: the f32/f64
 //    steps of the reference) folded into a dense constant; cos/sin of f32(p) * f[k] are math.cos/math.sin (the
 //    libm cosf/sinf the kernels call).
 //  - start_pos and the token count stay run-time values (dynamic shapes; scf.if where prefill and decode differ).
@@ -166,7 +166,7 @@ struct PositionsLowering : OpConversionPattern<PositionsOp> {
   }
 };
 
-/// The RoPE frequency table of `rope` (the kernels' ropeFrequencies: the reference's f32/f64 steps).
+/// The RoPE frequency table of `rope` (core's ropeFrequencies: the reference's f32/f64 steps).
 FailureOr<SmallVector<float>> ropeTable(Operation *op, RopeAttr rope) {
   ::dsa::RopeParams params = mlir::dsa::ropeParams(rope);
   std::vector<float> f = ::dsa::ropeFrequencies(params);
