@@ -2,7 +2,7 @@
 # The GPU backend's device check (docs/gpu-backend.md).
 #
 #   scripts/gpu-check.sh --ptx [BUILD]   HERE (LLVM/MLIR machine): regenerate the kernel PTX that the GPU machine runs,
-#                                        runtime/cuda/kernels/dsa_kernels.sm_90.ptx, with BUILD/bin/dsa-opt
+#                                        test/Runtime/Cuda/Inputs/dsa_kernels.sm_90.ptx, with BUILD/bin/dsa-opt
 #                                        (BUILD defaults to $DSA_BUILD_DIR or build). Commit the result;
 #                                        test/Conversion/DSAToGPU/ptx-artifact.test fails while it is stale.
 #   scripts/gpu-check.sh --deps          HERE: copy GoogleTest's sources and nlohmann_json into .gpu-deps/ (ignored
@@ -36,7 +36,7 @@
 # at most ~30 s for the benchmark (it stops timing after 20 s of steps; 120 s hard timeout).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-ptx_rel=runtime/cuda/kernels/dsa_kernels.sm_90.ptx
+ptx_rel=test/Runtime/Cuda/Inputs/dsa_kernels.sm_90.ptx
 # Together the window-only layer and the compressed roles use every kernel of the library.
 ptx_inputs="test/Conversion/DSAToGPU/Inputs/window-layer.mlir test/Conversion/DSAToGPU/Inputs/compressed-layers.mlir"
 

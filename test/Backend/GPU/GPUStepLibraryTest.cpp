@@ -24,7 +24,7 @@
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
-#include "dsa/Runtime/Cuda/KernelLibrary.h"
+#include "Runtime/Cuda/KernelLibrary.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,6 +1,6 @@
 //===- CudaKernelsTest.cpp - the compiled dsa kernels on a GPU against the reference kernels -----------------===//
 //
-// Runs the PTX that --dsa-gpu-pipeline produced (runtime/cuda/kernels/dsa_kernels.sm_90.ptx, or the file named by
+// Runs the PTX that --dsa-gpu-pipeline produced (test/Runtime/Cuda/Inputs/dsa_kernels.sm_90.ptx, or the file named by
 // $DSA_CUDA_KERNELS_PTX) through runtime/cuda's KernelLibrary and compares every kernel family with the MLIR-free
 // reference kernels (kernels/include/dsa/Kernels/Kernels.h), which the golden files pin. Expected values come from
 // those reference kernels, never from the GPU code.
@@ -24,7 +24,7 @@
 #include "dsa/Kernels/Kernels.h"
 #include "dsa/Numerics/BF16.h"
 #include "dsa/Numerics/TopK.h"
-#include "dsa/Runtime/Cuda/KernelLibrary.h"
+#include "Runtime/Cuda/KernelLibrary.h"
 
 #include <gtest/gtest.h>
 

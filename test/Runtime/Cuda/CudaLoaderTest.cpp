@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Runtime/Cuda/Driver.h"
-#include "dsa/Runtime/Cuda/KernelLibrary.h"
+#include "Runtime/Cuda/KernelLibrary.h"
 
 #include <gtest/gtest.h>
 

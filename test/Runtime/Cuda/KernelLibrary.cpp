@@ -5,7 +5,7 @@
 // kernel table (dsa/ABI/GpuKernels.h), which the GPU lowering uses as well.
 //
 //===----------------------------------------------------------------------------------------------------------===//
-#include "dsa/Runtime/Cuda/KernelLibrary.h"
+#include "Runtime/Cuda/KernelLibrary.h"
 
 #include "dsa/ABI/GpuKernels.h"
 
