@@ -185,7 +185,7 @@ inline std::string checkBox(ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets, 
 
 /// The row-major flat indices, in a tensor of `shape`, of the elements of a box (checkBox must accept it), listed
 /// in the row-major order of the box.
-std::vector<int64_t> boxIndices(ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+inline std::vector<int64_t> boxIndices(ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
                                 ArrayRef<int64_t> strides) {
   const size_t rank = shape.size();
   std::vector<int64_t> dimStride(rank, 1);

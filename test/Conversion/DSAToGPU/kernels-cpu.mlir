@@ -1,5 +1,5 @@
 // REQUIRES: mlir-runner
-// RUN: %python %S/Inputs/kernels-on-cpu.py %S/../../../lib/Conversion/DSAToGPU/Kernels.mlir %s > %t.mlir
+// RUN: %python %S/Inputs/kernels-on-cpu.py %S/../../../compiler/lib/Conversion/DSAToGPU/Kernels.mlir %s > %t.mlir
 // RUN: mlir-opt %t.mlir --arith-expand="include-bf16=true" --convert-scf-to-cf --convert-math-to-llvm \
 // RUN:   --expand-strided-metadata --lower-affine --finalize-memref-to-llvm --convert-func-to-llvm \
 // RUN:   --convert-arith-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts \
