@@ -26,6 +26,10 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.dsa_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["dsa-opt", "dsa-run"], tool_dirs)
+# Upstream mlir-opt (the LLVM installation's, never dsa-opt) and the dsa plugin it loads (test/Plugin).
+config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.substitutions.append(("%dsa_plugin", os.path.join(config.dsa_obj_root, "lib",
+                                                         "libDSAPlugin" + (config.llvm_shlib_ext or ".so"))))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.dsa_tools_dir, append_path=True)
 
