@@ -160,8 +160,12 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
     return makeError(st.error());
   // The runtime functions the code may call (RuntimeFunctions.h: the top-k set) come from the runtime's static
   // archives, kept out of the .so's dynamic symbol table (--exclude-libs): only members the object needs are pulled.
-  std::vector<std::string> linkArgs = {DSA_CPU_RUNTIME_ARCHIVE, DSA_NUMERICS_ARCHIVE, "-Wl,--exclude-libs,ALL",
-                                       "-lstdc++", "-lm"};
+  Result<std::vector<std::string>> archives = backend::runtimeArchives();
+  if (!archives)
+    return makeError(what + ": " + archives.error());
+  std::vector<std::string> linkArgs = archives.take();
+  for (const char *arg : {"-Wl,--exclude-libs,ALL", "-lstdc++", "-lm"})
+    linkArgs.push_back(arg);
   if (!openmpLib.empty()) {
     linkArgs.push_back(openmpLib);
     linkArgs.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(openmpLib).str());

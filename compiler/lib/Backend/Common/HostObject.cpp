@@ -19,6 +19,8 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 
 namespace dsa::backend {
@@ -170,6 +172,28 @@ Status linkSharedObject(const std::string &objPath, const std::string &soPath, c
                      (execError.empty() ? "" : ": " + execError));
   }
   return Status::success();
+}
+
+Result<std::vector<std::string>> runtimeArchives() {
+  const char *names[] = {"libDSACPURuntime.a", "libDSANumerics.a"};
+  auto in = [&](const std::string &dir) {
+    return std::vector<std::string>{dir + "/" + names[0], dir + "/" + names[1]};
+  };
+  std::vector<std::vector<std::string>> candidates;
+  if (const char *dir = std::getenv("DSA_RUNTIME_ARCHIVE_DIR"); dir && *dir)
+    candidates.push_back(in(dir));
+  else {
+    candidates.push_back({DSA_CPU_RUNTIME_ARCHIVE, DSA_NUMERICS_ARCHIVE});
+    candidates.push_back(in(DSA_INSTALL_LIBDIR));
+  }
+  std::string looked;
+  for (const std::vector<std::string> &c : candidates) {
+    if (llvm::sys::fs::exists(c[0]) && llvm::sys::fs::exists(c[1]))
+      return c;
+    looked += (looked.empty() ? "" : ", ") + c[0] + " + " + c[1];
+  }
+  return makeError("the runtime archives for step libraries are missing (looked for " + looked +
+                   "; set DSA_RUNTIME_ARCHIVE_DIR to the directory holding them)");
 }
 
 } // namespace dsa::backend

@@ -58,6 +58,11 @@ Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned 
 Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what);
 
 /// Links `objPath` into the shared object `soPath` with `cc -shared`, then `extraArgs` (archives, -l options).
+/// The static archives of the runtime functions compiled code may call (libDSACPURuntime.a, libDSANumerics.a),
+/// linked into every step library: $DSA_RUNTIME_ARCHIVE_DIR if set, else the build tree's (a build in place), else
+/// the installed ones (<prefix>/lib of `cmake --install`). Error: none of them exists, naming where it looked.
+Result<std::vector<std::string>> runtimeArchives();
+
 /// Errors: no `cc` on PATH; a failed link, with its exit status and the command line.
 Status linkSharedObject(const std::string &objPath, const std::string &soPath, const std::vector<std::string> &extraArgs,
                         const std::string &what);

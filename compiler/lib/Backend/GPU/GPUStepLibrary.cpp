@@ -168,8 +168,12 @@ Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string 
     return makeError(st.error());
   // The runtime functions compressed layers call on the host (the top-k set) come from the CPU runtime's static
   // archives, kept out of the .so's dynamic symbol table; nothing is pulled for a window-only layer.
-  const std::vector<std::string> linkArgs = {DSA_CPU_RUNTIME_ARCHIVE, DSA_NUMERICS_ARCHIVE, "-Wl,--exclude-libs,ALL",
-                                             "-lstdc++", "-lm"};
+  Result<std::vector<std::string>> archives = backend::runtimeArchives();
+  if (!archives)
+    return makeError(what + ": " + archives.error());
+  std::vector<std::string> linkArgs = archives.take();
+  for (const char *arg : {"-Wl,--exclude-libs,ALL", "-lstdc++", "-lm"})
+    linkArgs.push_back(arg);
   if (Status st = backend::linkSharedObject(objPath, soPath, linkArgs, what); !st)
     return makeError(st.error());
 

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The installed CMake package from a consumer's side (cmake/DSAInstall.cmake, examples/): installs BUILD into a fresh
+# prefix, then builds and runs the two example consumers against it:
+#   examples/runtime-step   links only DSA::CPURuntime, configured with MLIR made unfindable, links no MLIR/LLVM, runs a
+#                           layer's CPU step library (emitted by the build's dsa-run) through a prefill and two decodes;
+#   examples/pass-pipeline  links DSA::ConversionCPU, runs the CPU pipeline in its own PassManager: output identical
+#                           to dsa-opt --dsa-cpu-pipeline.
+# Usage: consume-installed-package.sh BUILD_DIR SOURCE_DIR. Exit 0 and "installed package: OK" on success.
+set -euo pipefail
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
+work=$(mktemp -d /tmp/dsa-install-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
+test -f "$work/prefix/lib/cmake/DSA/DSAConfig.cmake"
+test -f "$work/prefix/include/dsa/Dialect/DSA/IR/DSAOps.h.inc" # generated headers are installed too
+
+cmake -S "$src/examples/runtime-step" -B "$work/runtime-step" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON "${launcher[@]}" >"$work/cfg1.log"
+cmake --build "$work/runtime-step" >"$work/build1.log"
+if ldd "$work/runtime-step/dsa-runtime-step-example" | grep -Ei 'libMLIR|libLLVM'; then
+  echo "the runtime-only consumer links MLIR/LLVM" >&2
+  exit 1
+fi
+"$build/bin/dsa-run" --golden "$src/test/Golden/ds41_tiny_golden.json" --emit-libraries="$work/libs" >"$work/emit.log" 2>&1
+"$work/runtime-step/dsa-runtime-step-example" "$work/libs/attention_L0.json" | tee "$work/run1.log"
+grep -q "step at start_pos 4: 1 tokens -> output 1x" "$work/run1.log"
+
+cmake -S "$src/examples/pass-pipeline" -B "$work/pass-pipeline" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir "${launcher[@]}" >"$work/cfg2.log"
+cmake --build "$work/pass-pipeline" >"$work/build2.log"
+input=$src/test/Conversion/DSAToCPU/pipeline.mlir
+"$work/pass-pipeline/dsa-pass-pipeline-example" "$input" | grep -v '^$' >"$work/example.mlir"
+"$build/bin/dsa-opt" "$input" --dsa-cpu-pipeline | grep -v '^$' >"$work/dsa-opt.mlir"
+diff "$work/example.mlir" "$work/dsa-opt.mlir"
+grep -q "llvm.func" "$work/example.mlir"
+echo "installed package: OK"
