@@ -19,11 +19,26 @@ def ConvertDSAToCPU : Pass<"dsa-to-cpu", "::mlir::ModuleOp"> {
 def ConvertDSAToGPU : Pass<"dsa-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower the dsa primitives to gpu dialect kernels";
   let description = [{
-    Outlines each dsa primitive family into `gpu.func` kernels in a `gpu.module`, launched from the host function;
-    `--dsa-gpu-pipeline="chip=sm_90"` lowers them on to NVVM and a cubin/PTX blob.
+    Rewrites every function of dsa primitives into host code on memrefs that launches (`gpu.launch_func`) the
+    kernels of lib/Conversion/DSAToGPU/Kernels.mlir, cloned into a `gpu.module @dsa_kernels`; run-time checks call
+    `dsa_cpu_fail(code)` (the codes of include/dsa/Backend/CPU/RuntimeErrors.h, shared with the CPU backend).
+    `--dsa-gpu-pipeline="chip=sm_90"` lowers the result on to NVVM and a cubin/PTX blob (docs/gpu-backend.md).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def DSACheckLibdevice : Pass<"dsa-check-libdevice", "::mlir::ModuleOp"> {
+  let summary = "Fail unless the CUDA toolkit's libdevice is where the NVVM stage of --dsa-gpu-pipeline looks";
+  let description = [{
+    The dsa kernels call libdevice (__nv_exp, __nv_cos, __nv_sin, __nv_fsqrt_rn, __nv_fabsf); without it
+    gpu-module-to-binary would emit PTX with unresolved calls. Checks `<cuda-path>/nvvm/libdevice/libdevice.10.bc`
+    and changes nothing. The first pass of --dsa-gpu-pipeline.
+  }];
+  let options = [
+    Option<"cudaPath", "cuda-path", "std::string", /*default=*/"\"\"",
+           "CUDA toolkit; empty: $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH, else /usr/local/cuda">
+  ];
 }
 
 #endif

@@ -1,16 +1,18 @@
 //===- RuntimeErrors.h - run-time checks of code compiled by dsa-to-cpu (MLIR-free) ---===//
 //
-// Code produced by `dsa-to-cpu` checks what only the run-time values can tell (start_pos, the dynamic token count,
-// index ranges; the checks of the interpreter's kernels, include/dsa/Interpreter/Kernels.h). A failed check calls the
-// external C function
+// Code produced by `dsa-to-cpu` and the GPU host code of `dsa-to-gpu` checks what only the run-time values can tell
+// (start_pos, the dynamic token count, index ranges; the checks of the interpreter's kernels,
+// include/dsa/Interpreter/Kernels.h). A failed check calls the external C function
 //
 //     void dsa_cpu_fail(int32_t code);   // kFailSymbol
 //
-// with one of the codes below, and the compiled function then carries on without ever reading or writing out of
-// bounds (an index is clamped, a step that cannot be computed yields zeros); its results are meaningless. The host
-// that runs the code (lib/Backend/CPU's JIT, or the MLIR-free runtime for an AOT object) defines `dsa_cpu_fail`,
-// records the first code of a call and turns it into an error naming the op and the check
-// (runtimeErrorMessage). Codes are stable: the compiled code and the host must agree on them.
+// with one of the codes below. CPU code then carries on without ever reading or writing out of bounds (an index is
+// clamped, a step that cannot be computed yields zeros); its results are meaningless. The host that runs the code
+// (lib/Backend/CPU's JIT, or the MLIR-free runtime for an AOT object) defines `dsa_cpu_fail`, records the first code
+// of a call and turns it into an error naming the op and the check (runtimeErrorMessage). GPU host code does not go
+// on (its kernels index by the checked sizes): a GPU step library's dsa_cpu_fail ends the call through the CUDA
+// runtime's hook (runtime/cuda MgpuRuntime: the same message, the call's device memory freed), or aborts when no
+// hook is set. Codes are stable: the compiled code and the host must agree on them.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_BACKEND_CPU_RUNTIMEERRORS_H
@@ -62,6 +64,39 @@ enum class RuntimeError : int32_t {
   IndexerTopkMultiTokenDecode = 33,
   IndexerTopkWidth = 34,
   TopkRuntimeFailed = 35,
+  // Checks of the GPU host code (dsa-to-gpu) on the dynamic shapes its kernels index by (the CPU lowering needs
+  // static shapes there, or clamps).
+  LinearWeightColumns = 36,
+  RmsNormWeightSize = 37,
+  RmsNormEmptyRow = 38,
+  RopeDimExceedsRow = 39,
+  ActQuantBlockMultiple = 40,
+  RingUpdateRowWidth = 41,
+  RingUpdateNoSlots = 42,
+  WindowKvRowWidth = 43,
+  WindowIndicesResultRows = 44,
+  WindowIndicesResultWidth = 45,
+  SparseAttnKvRowWidth = 46,
+  SparseAttnSinkSize = 47,
+  GroupedOutputHeads = 48,
+  GroupedOutputWeightColumns = 49,
+  GroupedOutputWeightRows = 50,
+  CompressPoolScoreWidth = 51,
+  CompressPoolKvStateRows = 52,
+  CompressPoolKvStateWidth = 53,
+  CompressPoolScoreStateRows = 54,
+  CompressPoolScoreStateWidth = 55,
+  CompressPoolResultRows = 56,
+  Fp4QuantE8M0BlockMultiple = 57,
+  Fp4QuantE4M3BlockMultiple = 58,
+  CacheWriteRowWidth = 59,
+  IndexerScoresWeightsColumns = 60,
+  IndexerScoresKeysWidth = 61,
+  IndexerScoresResultWidth = 62,
+  IndexerTopkResultWidth = 63,
+  SliceRowsExceedSource = 64,
+  ConcatTrailingDims = 65,
+  ConcatRows = 66,
 };
 
 /// The message of a code, naming the op and the violated condition (the interpreter's wording where it has one);
@@ -148,6 +183,69 @@ inline const char *runtimeErrorMessage(int32_t code) {
   case RuntimeError::TopkRuntimeFailed:
     return "dsa.indexer_topk / dsa.select_candidate_blocks: the top-k runtime function dsa_cpu_topk_set rejected "
            "its arguments (values null, or k outside [0, n])";
+  case RuntimeError::LinearWeightColumns:
+    return "dsa.linear: operand 'weight' has a column count that differs from x's last dimension";
+  case RuntimeError::RmsNormWeightSize:
+    return "dsa.rms_norm: operand 'weight' has a size that differs from x's last dimension";
+  case RuntimeError::RmsNormEmptyRow:
+    return "dsa.rms_norm: operand 'x' has an empty last dimension";
+  case RuntimeError::RopeDimExceedsRow:
+    return "dsa.apply_rope: rope_dim exceeds operand 'x''s last dimension";
+  case RuntimeError::ActQuantBlockMultiple:
+    return "dsa.act_quant_fp8: operand 'x''s last dimension is not a multiple of block_size";
+  case RuntimeError::RingUpdateRowWidth:
+    return "dsa.ring_update: operand 'kv' has a row width that differs from the ring's";
+  case RuntimeError::RingUpdateNoSlots:
+    return "dsa.ring_update: operand 'ring' has no slots";
+  case RuntimeError::WindowKvRowWidth:
+    return "dsa.window_kv: operand 'kv' has a row width that differs from the ring's";
+  case RuntimeError::WindowIndicesResultRows:
+    return "dsa.window_indices: the result's static row count differs from 'count'";
+  case RuntimeError::WindowIndicesResultWidth:
+    return "dsa.window_indices: the result's static width differs from this step's window width";
+  case RuntimeError::SparseAttnKvRowWidth:
+    return "dsa.sparse_attn: operand 'kv' has a row width that differs from q's head_dim";
+  case RuntimeError::SparseAttnSinkSize:
+    return "dsa.sparse_attn: operand 'sink' has a size that differs from q's head count";
+  case RuntimeError::GroupedOutputHeads:
+    return "dsa.grouped_output: operand 'o''s head count is not divisible by groups";
+  case RuntimeError::GroupedOutputWeightColumns:
+    return "dsa.grouped_output: operand 'wo_a' has a column count that differs from n_heads*head_dim/groups";
+  case RuntimeError::GroupedOutputWeightRows:
+    return "dsa.grouped_output: operand 'wo_a''s row count is not a multiple of groups";
+  case RuntimeError::CompressPoolScoreWidth:
+    return "dsa.compress_pool: operand 'score' has a row width that differs from kv's";
+  case RuntimeError::CompressPoolKvStateRows:
+    return "dsa.compress_pool: operand 'kv_state' does not have ratio rows";
+  case RuntimeError::CompressPoolKvStateWidth:
+    return "dsa.compress_pool: operand 'kv_state' has a row width that differs from kv's";
+  case RuntimeError::CompressPoolScoreStateRows:
+    return "dsa.compress_pool: operand 'score_state' does not have ratio rows";
+  case RuntimeError::CompressPoolScoreStateWidth:
+    return "dsa.compress_pool: operand 'score_state' has a row width that differs from kv's";
+  case RuntimeError::CompressPoolResultRows:
+    return "dsa.compress_pool: the result 'pooled' has a static row count that differs from this step's completed "
+           "groups";
+  case RuntimeError::Fp4QuantE8M0BlockMultiple:
+    return "dsa.fp4_quant_e8m0: operand 'x''s last dimension is not a multiple of block_size";
+  case RuntimeError::Fp4QuantE4M3BlockMultiple:
+    return "dsa.fp4_quant_e4m3: operand 'x''s last dimension is not a multiple of block_size";
+  case RuntimeError::CacheWriteRowWidth:
+    return "dsa.cache_write: operand 'rows' has a row width that differs from the cache's";
+  case RuntimeError::IndexerScoresWeightsColumns:
+    return "dsa.indexer_scores: operand 'weights' has a column count that differs from iq's heads";
+  case RuntimeError::IndexerScoresKeysWidth:
+    return "dsa.indexer_scores: operand 'keys' has a row width that differs from iq's head dim";
+  case RuntimeError::IndexerScoresResultWidth:
+    return "dsa.indexer_scores: the result's static width differs from (start_pos + s) // ratio";
+  case RuntimeError::IndexerTopkResultWidth:
+    return "dsa.indexer_topk: the result's static width differs from min(index_topk, width)";
+  case RuntimeError::SliceRowsExceedSource:
+    return "tensor.extract_slice: the slice has more rows than its source";
+  case RuntimeError::ConcatTrailingDims:
+    return "tensor.concat: the inputs' trailing dimensions differ";
+  case RuntimeError::ConcatRows:
+    return "tensor.concat: the inputs' row counts differ";
   }
   return "unknown run-time error code";
 }
