@@ -1,9 +1,14 @@
 //===- Pipeline.cpp - --dsa-gpu-pipeline: dsa -> host code + a gpu.binary ------------------------------------===//
 //
-// dsa-check-libdevice (the toolkit the NVVM stage links), dsa-decompose-attention, dsa-strip-probes, dsa-to-gpu
-// (host code on memrefs launching the kernels of Kernels.mlir), canonicalize/cse, gpu-async-region, then upstream's
-// NVVM lowering written out (nvvm-attach-target, convert-gpu-to-nvvm on the gpu.module, gpu-to-llvm on the host,
-// gpu-module-to-binary with the toolkit path). Every pass here is registered (dsa-opt's registerAllPasses and
+// dsa-check-libdevice (the toolkit the NVVM stage links), then the host part (buildDSAGPUHostPipeline, also
+// registered alone as --dsa-gpu-host-pipeline for the host IR tests): dsa-decompose-attention, dsa-strip-probes,
+// dsa-to-gpu (patterns on tensors: checks, buffers, kernel launch calls), upstream one-shot bufferization across
+// function boundaries (identity layouts), upstream ownership-based deallocation written out (its clones of returned
+// buffers the function does not own dropped by dsa-gpu-share-returned-buffers: a returned argument is shared),
+// dsa-gpu-device-buffers (every buffer is device memory: gpu.alloc/dealloc/memcpy), dsa-gpu-launch-kernels
+// (gpu.launch_func of the embedded kernels, the host top-k round trips), canonicalize/cse; then gpu-async-region and
+// upstream's NVVM lowering written out (nvvm-attach-target, convert-gpu-to-nvvm on the gpu.module, gpu-to-llvm on the
+// host, gpu-module-to-binary with the toolkit path). Every pass here is registered (dsa-opt's registerAllPasses and
 // registerDSAConversionPasses), and the toolkit path is resolved once, when the pipeline is built, and passed to the
 // passes as an option: `dsa-opt --dsa-gpu-pipeline --dump-pass-pipeline` prints a pipeline that
 // `dsa-opt --pass-pipeline=...` replays to the same IR (test/Conversion/DSAToGPU/pipeline-replay.test).
@@ -13,6 +18,7 @@
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -80,6 +86,32 @@ void buildPipeline(OpPassManager &pm, const DSAGPUPipelineOptions &options) {
 
 } // namespace
 
+void buildDSAGPUHostPipeline(OpPassManager &pm) {
+  // dsa -> tensors with buffers and launch calls.
+  pm.addPass(createDSADecomposeAttention());
+  pm.addPass(createDSAStripProbes());
+  pm.addPass(createConvertDSAToGPU());
+  // Tensors -> memrefs: function arguments and results are identity-layout memrefs (the caller's device buffers).
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Frees: upstream's buffer-deallocation-pipeline, written out to drop the clones of returned buffers.
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createDSAGPUShareReturnedBuffers());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  // Device memory, then the launches of the kernels.
+  pm.addPass(createDSAGPUDeviceBuffers());
+  pm.addPass(createDSAGPULaunchKernels());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void buildDSAGPUPipeline(OpPassManager &pm, llvm::StringRef chip, llvm::StringRef features, llvm::StringRef format,
                          int optLevel, llvm::StringRef cudaPath) {
   const std::string cuda = resolveCudaPath(cudaPath);
@@ -87,11 +119,7 @@ void buildDSAGPUPipeline(OpPassManager &pm, llvm::StringRef chip, llvm::StringRe
   check.cudaPath = cuda;
   pm.addPass(createDSACheckLibdevice(check));
   // dsa -> host code on memrefs + a gpu.module of kernels.
-  pm.addPass(createDSADecomposeAttention());
-  pm.addPass(createDSAStripProbes());
-  pm.addPass(createConvertDSAToGPU());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  buildDSAGPUHostPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   // Device: NVVM (upstream's gpu-lower-to-nvvm-pipeline, with the toolkit path made explicit).
   GpuNVVMAttachTargetOptions target;
@@ -123,6 +151,11 @@ void registerDSAGPUPipeline() {
       "dsa (dsa.attention or primitives) -> gpu kernels -> NVVM -> a gpu.binary (PTX with format=isa, a cubin with "
       "format=bin) plus host code in the LLVM dialect calling the GPU runtime",
       buildPipeline);
+  PassPipelineRegistration<>(
+      "dsa-gpu-host-pipeline",
+      "The host part of --dsa-gpu-pipeline: dsa -> host code on memrefs launching the kernels of a gpu.module "
+      "(bufferized, deallocated; not yet NVVM)",
+      buildDSAGPUHostPipeline);
 }
 
 } // namespace mlir::dsa

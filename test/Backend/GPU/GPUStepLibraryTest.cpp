@@ -295,8 +295,9 @@ TEST_F(GPUStepLibraryTest, SequenceRunsTheHostCodeOnTheTestDoubleDriver) {
     Result<std::vector<GpuValue>> bad =
         seq->step({{0, bf16({2, 64}, randomBf16(128, 1.0f, 5))}, {1, Tensor::scalarI64(14)}});
     ASSERT_FALSE(bad.ok());
+    const auto multiToken = static_cast<int32_t>(cpu::RuntimeError::WindowKvMultiTokenDecode);
     EXPECT_EQ(bad.error(), std::string("gpu step library @layer0: run-time check failed: ") +
-                               cpu::runtimeErrorMessage(static_cast<int32_t>(cpu::RuntimeError::WindowKvMultiTokenDecode)));
+                               cpu::runtimeErrorMessage(multiToken));
     std::cout << "[ info ] " << bad.error() << "\n";
     EXPECT_EQ(FakeDriver::liveAllocations(), liveBefore) << "the failed call's memory is freed";
     EXPECT_EQ(seq->state(2)->device()->ptr(), ring) << "a failed step leaves the state";

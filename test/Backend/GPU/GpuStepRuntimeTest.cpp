@@ -376,6 +376,7 @@ TEST(GpuStepLibraryOnDevice, WindowLayerSequenceMatchesTheReference) {
   const DevicePtr before = seq->state(2)->device()->ptr();
   Result<std::vector<GpuValue>> bad = seq->step({{0, two}, {1, Tensor::scalarI64(14)}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(contains(bad.error(), "run-time check failed: dsa.window_kv: a step of more than one token")) << bad.error();
+  EXPECT_TRUE(contains(bad.error(), "run-time check failed: dsa.window_kv: a step of more than one token"))
+      << bad.error();
   EXPECT_EQ(seq->state(2)->device()->ptr(), before) << "a failed step leaves the state";
 }

@@ -1,4 +1,4 @@
-// RUN: dsa-opt %S/Inputs/compressed-layers.mlir --dsa-decompose-attention --dsa-strip-probes --dsa-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: dsa-opt %S/Inputs/compressed-layers.mlir --dsa-gpu-host-pipeline | FileCheck %s
 
 // dsa-to-gpu on the tiny golden's compressed roles (L2: ratio 2, kv + index source; L4: ratio 1, kv + index +
 // candidate source; L5: ratio 1 index source using L4's candidates; L3: ratio 2 reader; geometry of
@@ -48,19 +48,22 @@
 // CHECK: func.call @dsa_cpu_fail(%c21_i32) : (i32) -> ()
 // (code 21, IndexerScoresKeysRows: dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio")
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_indexer_scores {{.*}}, %cst{{.*}} : f32)
-// CHECK: func.call @dsa_cpu_fail(%c25_i32) : (i32) -> ()
-// (code 25, CompressVisibilityWidth: dsa.compress_visibility: operand 'scores' has a width that differs from (start_pos + s) // ratio")
+// visibility's width check (code 25) is gone: its scores are indexer_scores' new buffer of width
+// (start_pos + s) // ratio, so after bufferization canonicalize proves it.
+// CHECK-NOT: call @dsa_cpu_fail(%c25_i32)
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_compress_visibility {{.*}}, %arg1 : i64, %c2_i64 : i64)
-// CHECK: func.call @dsa_cpu_fail(%c34_i32) : (i32) -> ()
-// (code 34, IndexerTopkWidth: dsa.indexer_topk: operand 'scores' has a width that differs from (start_pos + s) // ratio")
+// indexer_topk: its step checks (codes 31-33); its width check (code 34) is proved like visibility's.
+// CHECK: call @dsa_cpu_fail(%c31_i32)
+// CHECK-NOT: call @dsa_cpu_fail(%c34_i32)
 // CHECK: %[[K:.*]] = arith.minui %{{.*}}, %c6 : index
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_extf_bf16_f32
-// CHECK: %[[HV:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// The device picks, then the round trip on the host.
+// CHECK: %[[DP:.*]] = gpu.alloc (%{{.*}}, %[[K]]) : memref<?x?xi64>
+// CHECK-NEXT: %[[K64:.*]] = arith.index_cast %[[K]] : index to i64
+// CHECK-NEXT: %[[HV:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
 // CHECK-NEXT: gpu.memcpy %[[HV]], %{{.*}} : memref<?x?xf32>, memref<?x?xf32>
 // CHECK-NEXT: %[[HP:.*]] = memref.alloc(%{{.*}}, %[[K]]) : memref<?x?xi64>
-// CHECK-NEXT: %[[K64:.*]] = arith.index_cast %[[K]] : index to i64
 // CHECK-NEXT: %[[RC:.*]] = call @dsa_cpu_topk_set(%[[HV]], %[[K64]], %[[HP]]) : (memref<?x?xf32>, i64, memref<?x?xi64>) -> i32
-// CHECK-NEXT: %[[DP:.*]] = gpu.alloc (%{{.*}}, %[[K]]) : memref<?x?xi64>
 // CHECK-NEXT: gpu.memcpy %[[DP]], %[[HP]] : memref<?x?xi64>, memref<?x?xi64>
 // CHECK-NEXT: memref.dealloc %[[HV]] : memref<?x?xf32>
 // CHECK-NEXT: memref.dealloc %[[HP]] : memref<?x?xi64>
@@ -80,7 +83,7 @@
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_cache_write
 // CHECK: func.call @dsa_cpu_fail(%c64_i32) : (i32) -> ()
 // (code 64, SliceRowsExceedSource: tensor.extract_slice: the slice has more rows than its source")
-// CHECK: memref.reinterpret_cast %[[KVC]] to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<32x32xbf16> to memref<?x32xbf16>
+// CHECK: memref.subview %[[KVC]][0, 0] [%{{.*}}, 32] [1, 1] : memref<32x32xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_rows_bf16
 // CHECK: func.call @dsa_cpu_fail(%c66_i32) : (i32) -> ()
 // (code 66, ConcatRows: tensor.concat: the inputs' row counts differ")
@@ -98,8 +101,9 @@
 // CHECK-LABEL: func.func @attention_L4(
 // Ratio 1: no compressor state, no pooling; the candidate source's level-one top-k over blocks of 2.
 // CHECK-NOT: dsa_compress_pool
-// CHECK: func.call @dsa_cpu_fail(%c29_i32) : (i32) -> ()
-// (code 29, SelectCandidateBlocksWidth: dsa.select_candidate_blocks: operand 'scores' has a width that differs from (start_pos + s) // ratio")
+// The width check (code 29) is proved (the scores are indexer_scores' new buffer), the step checks stay.
+// CHECK-NOT: call @dsa_cpu_fail(%c29_i32)
+// CHECK: call @dsa_cpu_fail(%c26_i32)
 // CHECK: %[[NB:.*]] = arith.ceildivui %{{.*}}, %c2 : index
 // CHECK: %[[KB:.*]] = arith.minui %[[NB]], %c3 : index
 // CHECK: %[[BS:.*]] = gpu.alloc (%{{.*}}, %[[NB]]) : memref<?x?xf32>
@@ -125,7 +129,7 @@
 // (code 30, ApplyCandidatesMaskShape: dsa.apply_candidates: operand 'mask' has a width that differs from the scores'")
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_apply_candidates {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xi1>, {{.*}} : memref<?xbf16>, {{.*}} : index)
 // CHECK: call @dsa_cpu_topk_set(
-// CHECK: memref.reinterpret_cast %arg13 to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<?x32xbf16> to memref<?x32xbf16>
+// CHECK: memref.subview %arg13[0, 0] [%{{.*}}, 32] [1, 1] : memref<?x32xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 // CHECK-NOT: gpu.dealloc %arg13
 // CHECK: return
 
@@ -133,7 +137,7 @@
 // A reader: no compressor, no indexer; the leading rows of L2's compress_kv slot and L2's top-k indices, both
 // arguments, read in place and passed through.
 // CHECK-NOT: call @dsa_cpu_topk_set
-// CHECK: memref.reinterpret_cast %arg11 to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<?x32xbf16> to memref<?x32xbf16>
+// CHECK: memref.subview %arg11[0, 0] [%{{.*}}, 32] [1, 1] : memref<?x32xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_rows_bf16
 // CHECK: %[[TOPK:.*]] = memref.collapse_shape %arg13 {{\[}}[0, 1]] : memref<?x?xi32> into memref<?xi32>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_cols_i32 {{.*}}, %[[TOPK]] : memref<?xi32>,

@@ -1,4 +1,4 @@
-// RUN: dsa-opt %S/Inputs/window-layer.mlir --dsa-decompose-attention --dsa-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: dsa-opt %S/Inputs/window-layer.mlir --dsa-gpu-host-pipeline | FileCheck %s
 
 // dsa-to-gpu on one window-only layer (L0 of the tiny golden: dim 64, 4 heads of 32, rope 8, q_lora 16, 2 output
 // groups of rank 16, window 8): host code on memrefs launching the kernel library, in the order of the
