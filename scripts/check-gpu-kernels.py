@@ -43,7 +43,7 @@ def mlir_kernels(text):
 
 def table_kernels(text):
     return [(m.group(2), m.group(3)) for m in
-            re.finditer(r'^DSA_GPU_KERNEL\((\w+),\s*"(\w+)",\s*"([mqw ]*)"\)', text, re.M)]
+            re.finditer(r'^DSA_GPU_KERNEL\((\w+),\s*"(\w+)",\s*"([mqw ]*)"[,)]', text, re.M)]
 
 
 have = mlir_kernels(open(kernels_mlir).read())

@@ -240,12 +240,11 @@ Result<std::unique_ptr<GpuStepLibrary>> GpuStepLibrary::open(std::shared_ptr<Mgp
       return makeError("gpu step library '" + lib->path_ + "': its kernels did not load: " + err);
     }
   }
-  void *messageHook = dlsym(lib->handle_, "dsa_gpu_assert_message_hook");
-  void *abortHook = dlsym(lib->handle_, "dsa_gpu_assert_abort_hook");
-  if (!messageHook || !abortHook)
-    return makeError("'" + lib->path_ + "' is not a dsa GPU step library: it has no dsa_gpu_assert_*_hook");
-  *reinterpret_cast<void (**)(const char *)>(messageHook) = &dsaGpuAssertMessage;
-  *reinterpret_cast<void (**)()>(abortHook) = &dsaGpuAssertAbort;
+  // Failed run-time checks end the call with the code's message (MgpuRuntime.h).
+  void *failHook = dlsym(lib->handle_, "dsa_cpu_fail_hook");
+  if (!failHook)
+    return makeError("'" + lib->path_ + "' is not a dsa GPU step library: it has no dsa_cpu_fail_hook");
+  *reinterpret_cast<void (**)(int32_t)>(failHook) = &dsaGpuCheckFailed;
   for (const runtime::FunctionSignature &f : lib->description_.base.functions) {
     const std::string symbol = "_mlir_" + f.name;
     void *entry = dlsym(lib->handle_, symbol.c_str());

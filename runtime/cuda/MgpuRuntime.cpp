@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Runtime/Cuda/MgpuRuntime.h"
 
+#include "dsa/ABI/RuntimeErrors.h"
+
 #include <dlfcn.h>
 
 #include <csetjmp>
@@ -72,7 +74,6 @@ struct MgpuRuntime::Api {
 struct MgpuRuntime::CallState {
   std::jmp_buf escape;
   std::string error;
-  std::string assertMessage;
   std::map<DevicePtr, size_t> allocations;
   std::set<void *> streams, events;
 };
@@ -575,22 +576,16 @@ void mgpuSetDefaultDevice(int32_t device) {
     escapeIfInCall(rt);
 }
 
-void dsaGpuAssertMessage(const char *message) {
+void dsaGpuCheckFailed(int32_t code) {
   MgpuRuntime *rt = MgpuRuntime::bound();
-  if (rt && rt->activeCall() && rt->activeCall()->assertMessage.empty())
-    rt->activeCall()->assertMessage = message ? message : "";
-  else if (!rt || !rt->activeCall())
-    std::fprintf(stderr, "%s\n", message ? message : "");
-}
-
-void dsaGpuAssertAbort() {
-  MgpuRuntime *rt = MgpuRuntime::bound();
-  if (!rt || !rt->activeCall())
+  if (!rt || !rt->activeCall()) {
+    std::fprintf(stderr, "dsa gpu step library: run-time check failed outside a call: %s\n",
+                 ::dsa::abi::runtimeErrorMessage(code));
     std::abort();
+  }
   MgpuRuntime::CallState *call = rt->activeCall();
   if (call->error.empty())
-    call->error = "host assert failed: " +
-                  (call->assertMessage.empty() ? std::string("(no message)") : call->assertMessage);
+    call->error = std::string("run-time check failed: ") + ::dsa::abi::runtimeErrorMessage(code);
   std::longjmp(call->escape, 1);
 }
 

@@ -3,15 +3,17 @@
 // emitGPUStepLibrary on test/Conversion/DSAToGPU/Inputs/window-layer.mlir (the tiny golden's L0 geometry):
 //   - the shared object's undefined dynamic symbols are exactly MLIR 22's mgpu* entry points that the lowering
 //     references (listed here by hand from the host IR: module load/unload/get-function, launch, stream
-//     create/sync/destroy, alloc/free/copy) plus libc's puts/abort, and this executable exports every one of them;
+//     create/sync/destroy, alloc/free/copy) plus libc's abort, and this executable exports every one of them;
 //   - the description parses with the MLIR-free parser (backend, chip, format, signature, state binding, step roles);
 //   - without a driver, opening it through the runtime fails with the no-driver error;
 //   - on the test double driver (FakeCudaDriver.c: host memory, launches recorded, nothing executed) a sequence of
 //     prefill 12 + decode 12 + decode 13 runs the generated host code: every kernel family of the layer is launched,
 //     the ring is threaded on the "device" (no copy back), shapes are right, nothing leaks (allocations, streams,
-//     the module after close); a two-token step at start_pos > 0 fails with the host assert's message and frees
-//     the call's memory; an injected launch failure and a module that does not load are clear errors; a device of
+//     the module after close); a two-token step at start_pos > 0 fails with the run-time check's code and message
+//     (dsa/ABI/RuntimeErrors.h, as the CPU backend reports it), frees the call's memory and leaves the
+//     sequence state; an injected launch failure and a module that does not load are clear errors; a device of
 //     another architecture is refused; bad arguments are named.
+// One failed check (cache_write's capacity) gives the CPU backend's error on the GPU library: same code, message.
 // A returned select of two buffers (the index_k slot's shape) over several steps: the generated code frees the
 // buffer it made when it returns the argument (no leak for the runtime's sweep to find), never the argument.
 // The kernels' numerics on a GPU: GpuStepRuntimeTest's device test (scripts/gpu-check.sh).
@@ -20,6 +22,8 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "GpuTestSupport.h"
 
+#include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/Backend/GPU/GPUStepLibrary.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
@@ -158,17 +162,17 @@ TEST_F(GPUStepLibraryTest, UndefinedSymbolsAreExactlyTheMgpuEntryPointsAndLibc) 
   std::set<std::string> undefined, defined;
   dynamicSymbols(dir + "/window-layer.so", undefined, defined);
   // From the host IR of the window layer (format=bin): what MLIR 22's gpu-to-llvm and the cubin's load/unload
-  // constructors call, and convert-cf-to-llvm's cf.assert (puts, abort).
+  // constructors call, and abort: a failed run-time check with no dsa_cpu_fail_hook set (or one that returns).
   const std::set<std::string> mgpu = {"mgpuLaunchKernel",      "mgpuMemAlloc",         "mgpuMemFree",
                                       "mgpuMemcpy",            "mgpuModuleGetFunction", "mgpuModuleLoad",
                                       "mgpuModuleUnload",      "mgpuStreamCreate",      "mgpuStreamDestroy",
                                       "mgpuStreamSynchronize"};
   std::set<std::string> expected = mgpu;
-  expected.insert({"puts", "abort"});
+  expected.insert("abort");
   EXPECT_EQ(undefined, expected);
   for (const std::string &name : mgpu)
     EXPECT_NE(dlsym(RTLD_DEFAULT, name.c_str()), nullptr) << name << " is not exported by this executable";
-  for (const char *name : {"_mlir_layer0", "dsa_gpu_assert_message_hook", "dsa_gpu_assert_abort_hook"})
+  for (const char *name : {"_mlir_layer0", "dsa_cpu_fail_hook"})
     EXPECT_TRUE(defined.count(name)) << name;
 }
 
@@ -284,13 +288,16 @@ TEST_F(GPUStepLibraryTest, SequenceRunsTheHostCodeOnTheTestDoubleDriver) {
     EXPECT_EQ(FakeDriver::liveStreams(), 0);
     EXPECT_EQ((*lib)->leakedAllocations(), 0u);
 
-    // A two-token step at start_pos 14: decode steps are one token (a host assert of the generated code).
+    // A two-token step at start_pos 14: decode steps are one token (a run-time check of the generated code, reported
+    // with the CPU backend's code and message: window_kv's check comes first in the decomposition).
     const long liveBefore = FakeDriver::liveAllocations();
     const DevicePtr ring = seq->state(2)->device()->ptr();
     Result<std::vector<GpuValue>> bad =
         seq->step({{0, bf16({2, 64}, randomBf16(128, 1.0f, 5))}, {1, Tensor::scalarI64(14)}});
     ASSERT_FALSE(bad.ok());
-    EXPECT_TRUE(contains(bad.error(), "gpu step library @layer0: host assert failed: ")) << bad.error();
+    const auto multiToken = static_cast<int32_t>(::dsa::abi::RuntimeError::WindowKvMultiTokenDecode);
+    EXPECT_EQ(bad.error(), std::string("gpu step library @layer0: run-time check failed: ") +
+                               ::dsa::abi::runtimeErrorMessage(multiToken));
     std::cout << "[ info ] " << bad.error() << "\n";
     EXPECT_EQ(FakeDriver::liveAllocations(), liveBefore) << "the failed call's memory is freed";
     EXPECT_EQ(seq->state(2)->device()->ptr(), ring) << "a failed step leaves the state";
@@ -536,6 +543,55 @@ func.func @slot_step(%x: tensor<4x32xbf16>, %start_pos: i64, %slot: tensor<4x32x
       EXPECT_EQ(FakeDriver::liveAllocations(), baseline) << "after dropping step " << start << "'s result";
     }
     EXPECT_EQ(slot->ptr(), slotPtr);
+  }
+  EXPECT_EQ(FakeDriver::liveAllocations(), before);
+  llvm::sys::fs::remove_directories(d);
+}
+
+// One check/error-code mechanism for both backends: a cache_write that overflows its cache (start_pos 60 // 4 + 2
+// rows > 16) fails on the GPU step library (test double driver) with the CPU backend's code and message, frees the
+// call's device memory, and the library runs the next (valid) step.
+TEST_F(GPUStepLibraryTest, FailedCheckReportsTheCpuBackendsCodeAndMessage) {
+  const char *text = R"mlir(
+func.func @cache(%c: tensor<16x8xbf16>, %r: tensor<?x8xbf16>, %sp: i64) -> tensor<16x8xbf16> {
+  %y = dsa.cache_write %c, %r, %sp {ratio = 4 : i64} : (tensor<16x8xbf16>, tensor<?x8xbf16>, i64) -> tensor<16x8xbf16>
+  return %y : tensor<16x8xbf16>
+}
+)mlir";
+  auto m = mlir::parseSourceString<mlir::ModuleOp>(text, context);
+  ASSERT_TRUE(m);
+  const std::string expected =
+      std::string("run-time check failed: ") +
+      ::dsa::abi::runtimeErrorMessage(static_cast<int32_t>(::dsa::abi::RuntimeError::CacheWriteOverflow));
+  const Tensor cache = bf16({16, 8}, randomBf16(128, 1.0f, 31));
+  const Tensor rows = bf16({2, 8}, randomBf16(16, 1.0f, 32));
+
+  // The CPU backend (JIT) on the same function.
+  Result<std::unique_ptr<cpu::CPUModule>> cpuModule = cpu::compileForCPU(*m, cpu::CPUCompileOptions());
+  ASSERT_TRUE(cpuModule.ok()) << cpuModule.error();
+  Result<std::vector<Tensor>> onCpu = (*cpuModule)->call("cache", {cache, rows, Tensor::scalarI64(60)});
+  ASSERT_FALSE(onCpu.ok());
+  EXPECT_TRUE(contains(onCpu.error(), expected)) << onCpu.error();
+
+  const std::string d = tempDir("check");
+  Result<std::string> json = gpu::emitGPUStepLibrary(*m, d, "check");
+  ASSERT_TRUE(json.ok()) << json.error();
+  std::shared_ptr<MgpuRuntime> rt = fakeRuntime();
+  ASSERT_TRUE(rt);
+  const long before = FakeDriver::liveAllocations();
+  {
+    Result<std::unique_ptr<GpuStepLibrary>> lib = GpuStepLibrary::open(rt, *json);
+    ASSERT_TRUE(lib.ok()) << lib.error();
+    const long launchesBefore = FakeDriver::launches();
+    Result<std::vector<GpuValue>> bad = lib->get()->run("cache", {cache, rows, Tensor::scalarI64(60)});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error(), "gpu step library @cache: " + expected);
+    EXPECT_EQ(FakeDriver::launches(), launchesBefore) << "the check comes before the launch";
+    EXPECT_EQ(FakeDriver::liveAllocations(), before) << "the failed call's memory is freed";
+    EXPECT_EQ(lib->get()->leakedAllocations(), 0u);
+    Result<std::vector<GpuValue>> good = lib->get()->run("cache", {cache, rows, Tensor::scalarI64(56)});
+    ASSERT_TRUE(good.ok()) << good.error();
+    EXPECT_EQ(FakeDriver::launches(), launchesBefore + 1) << "one cache_write launch";
   }
   EXPECT_EQ(FakeDriver::liveAllocations(), before);
   llvm::sys::fs::remove_directories(d);

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "GpuTestSupport.h"
 
+#include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
 #include <fstream>
@@ -196,8 +197,7 @@ void entryFailingLaunch(void **args) {
 void entryAsserts(void **args) {
   (void)args;
   (void)mgpuMemAlloc(32, nullptr, false);
-  dsaGpuAssertMessage("dsa.window_indices: start_pos must be >= 0");
-  dsaGpuAssertAbort();
+  dsaGpuCheckFailed(static_cast<int32_t>(::dsa::abi::RuntimeError::WindowIndicesNegativeStart));
   gReachedAfterFailure = true;
 }
 } // namespace
@@ -272,10 +272,10 @@ TEST_F(MgpuRuntimeOnFakeDriver, DriverLaunchFailureNamesTheCudaError) {
   EXPECT_EQ(rt->loadedModules(), 0u);
 }
 
-TEST_F(MgpuRuntimeOnFakeDriver, HostAssertEndsTheCallWithItsMessage) {
+TEST_F(MgpuRuntimeOnFakeDriver, FailedCheckEndsTheCallWithItsMessage) {
   Result<MgpuRuntime::CallOutcome> out = rt->call(&entryAsserts, nullptr, "@k");
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.error(), "@k: host assert failed: dsa.window_indices: start_pos must be >= 0");
+  EXPECT_EQ(out.error(), "@k: run-time check failed: dsa.window_indices: start_pos is negative, expected >= 0");
   EXPECT_FALSE(gReachedAfterFailure);
   EXPECT_EQ(FakeDriver::liveAllocations(), baseline);
   // The runtime stays usable.
@@ -371,11 +371,12 @@ TEST(GpuStepLibraryOnDevice, WindowLayerSequenceMatchesTheReference) {
     ring = (*want)[1];
   }
   EXPECT_EQ((*lib)->leakedAllocations(), 0u);
-  // A failed host assert on the device path: a two-token step at start_pos 14 (decode steps are one token).
+  // A failed run-time check on the device path: a two-token step at start_pos 14 (decode steps are one token).
   Tensor two = bf16({2, WindowLayer::dim}, randomBf16(2 * WindowLayer::dim, 1.0f, 900));
   const DevicePtr before = seq->state(2)->device()->ptr();
   Result<std::vector<GpuValue>> bad = seq->step({{0, two}, {1, Tensor::scalarI64(14)}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(contains(bad.error(), "host assert failed")) << bad.error();
+  EXPECT_TRUE(contains(bad.error(), "run-time check failed: dsa.window_kv: a step of more than one token"))
+      << bad.error();
   EXPECT_EQ(seq->state(2)->device()->ptr(), before) << "a failed step leaves the state";
 }

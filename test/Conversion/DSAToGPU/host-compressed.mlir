@@ -1,4 +1,4 @@
-// RUN: dsa-opt %S/Inputs/compressed-layers.mlir --dsa-decompose-attention --dsa-strip-probes --dsa-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: dsa-opt %S/Inputs/compressed-layers.mlir --dsa-gpu-host-pipeline | FileCheck %s
 
 // dsa-to-gpu on the tiny golden's compressed roles (L2: ratio 2, kv + index source; L4: ratio 1, kv + index +
 // candidate source; L5: ratio 1 index source using L4's candidates; L3: ratio 2 reader; geometry of
@@ -16,9 +16,12 @@
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_extf_bf16_f32
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_linear_f32 {{.*}} args({{.*}} : memref<?xf32>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xf32>, %dim : index, %c32 : index, %c64 : index)
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_linear_f32
-// CHECK: cf.assert {{.*}}, "dsa.compress_pool: operand 'start_pos' must be >= 0"
-// CHECK: cf.assert {{.*}}, "dsa.compress_pool: operand 'kv' has no rows (an empty step)"
-// CHECK: cf.assert {{.*}}, "dsa.compress_pool: a step of several tokens (operand 'kv') at start_pos > 0
+// CHECK: func.call @dsa_cpu_fail(%c13_i32) : (i32) -> ()
+// (code 13, CompressPoolNegativeStart: dsa.compress_pool: operand 'start_pos' must be >= 0")
+// CHECK: func.call @dsa_cpu_fail(%c14_i32) : (i32) -> ()
+// (code 14, CompressPoolEmptyStep: dsa.compress_pool: operand 'kv' has no rows (an empty step)")
+// CHECK: func.call @dsa_cpu_fail(%c15_i32) : (i32) -> ()
+// (code 15, CompressPoolMultiTokenDecode: dsa.compress_pool: a step of several tokens (operand 'kv') at start_pos > 0)
 // CHECK: %[[NKV:.*]] = gpu.alloc () : memref<2x32xf32>
 // CHECK: %[[NSC:.*]] = gpu.alloc () : memref<2x32xf32>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_compress_state blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
@@ -32,32 +35,44 @@
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_truncf_f32_bf16
 // The index-key cache: fp4 e8m0 (block 32), written at start_pos // 2 of 32 rows, republished when a latent exists.
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_fp4_quant {{.*}} threads in (%c128, %c1, %c1) {{.*}}, %c32 : index, %c0_i32 : i32)
-// CHECK: cf.assert {{.*}}, "dsa.cache_write: operand 'start_pos' must be >= 0"
-// CHECK: cf.assert {{.*}}, "dsa.cache_write: operand 'rows' overflows the cache capacity
+// CHECK: func.call @dsa_cpu_fail(%c17_i32) : (i32) -> ()
+// (code 17, CacheWriteNegativeStart: dsa.cache_write: operand 'start_pos' must be >= 0")
+// CHECK: func.call @dsa_cpu_fail(%c18_i32) : (i32) -> ()
+// (code 18, CacheWriteOverflow: dsa.cache_write: operand 'rows' overflows the cache capacity)
 // CHECK: %[[IKC:.*]] = gpu.alloc () : memref<32x32xbf16>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_cache_write {{.*}}, %c32 : index, %c32 : index,
 // CHECK: %[[IKCAST:.*]] = memref.cast %[[IKC]] : memref<32x32xbf16> to memref<?x32xbf16>
 // CHECK: %[[SLOT:.*]] = arith.select %{{.*}}, %[[IKCAST]], %arg23 : memref<?x32xbf16>
 // The indexer: q through fp4 e8m0, scores against the slot, visibility, the top-k on the host.
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_fp4_quant
-// CHECK: cf.assert {{.*}}, "dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio"
+// CHECK: func.call @dsa_cpu_fail(%c21_i32) : (i32) -> ()
+// (code 21, IndexerScoresKeysRows: dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio")
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_indexer_scores {{.*}}, %cst{{.*}} : f32)
-// CHECK: cf.assert {{.*}}, "dsa.compress_visibility: operand 'scores' has a width that differs from (start_pos + s) // ratio"
+// visibility's width check (code 25) is gone: its scores are indexer_scores' new buffer of width
+// (start_pos + s) // ratio, so after bufferization canonicalize proves it.
+// CHECK-NOT: call @dsa_cpu_fail(%c25_i32)
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_compress_visibility {{.*}}, %arg1 : i64, %c2_i64 : i64)
-// CHECK: cf.assert {{.*}}, "dsa.indexer_topk: operand 'scores' has a width that differs from (start_pos + s) // ratio"
+// indexer_topk: its step checks (codes 31-33); its width check (code 34) is proved like visibility's.
+// CHECK: call @dsa_cpu_fail(%c31_i32)
+// CHECK-NOT: call @dsa_cpu_fail(%c34_i32)
 // CHECK: %[[K:.*]] = arith.minui %{{.*}}, %c6 : index
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_extf_bf16_f32
-// CHECK: %[[HV:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// The device picks, then the round trip on the host.
+// CHECK: %[[DP:.*]] = gpu.alloc (%{{.*}}, %[[K]]) : memref<?x?xi64>
+// CHECK-NEXT: %[[K64:.*]] = arith.index_cast %[[K]] : index to i64
+// CHECK-NEXT: %[[HV:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
 // CHECK-NEXT: gpu.memcpy %[[HV]], %{{.*}} : memref<?x?xf32>, memref<?x?xf32>
 // CHECK-NEXT: %[[HP:.*]] = memref.alloc(%{{.*}}, %[[K]]) : memref<?x?xi64>
-// CHECK-NEXT: %[[K64:.*]] = arith.index_cast %[[K]] : index to i64
 // CHECK-NEXT: %[[RC:.*]] = call @dsa_cpu_topk_set(%[[HV]], %[[K64]], %[[HP]]) : (memref<?x?xf32>, i64, memref<?x?xi64>) -> i32
-// CHECK-NEXT: %[[OK:.*]] = arith.cmpi eq, %[[RC]], %c0_i32 : i32
-// CHECK-NEXT: cf.assert %[[OK]], "dsa.indexer_topk: the host top-k (the runtime's dsa_cpu_topk_set, torch's CPU tie order) failed"
-// CHECK-NEXT: %[[DP:.*]] = gpu.alloc (%{{.*}}, %[[K]]) : memref<?x?xi64>
 // CHECK-NEXT: gpu.memcpy %[[DP]], %[[HP]] : memref<?x?xi64>, memref<?x?xi64>
 // CHECK-NEXT: memref.dealloc %[[HV]] : memref<?x?xf32>
 // CHECK-NEXT: memref.dealloc %[[HP]] : memref<?x?xi64>
+// The status is checked once the host copies are freed (code 35, TopkRuntimeFailed: the host top-k, the runtime's
+// dsa_cpu_topk_set, failed).
+// CHECK-NEXT: %[[FAILED:.*]] = arith.cmpi ne, %[[RC]], %c0_i32 : i32
+// CHECK-NEXT: scf.if %[[FAILED]] {
+// CHECK-NEXT: func.call @dsa_cpu_fail(%c35_i32) : (i32) -> ()
+// CHECK-NEXT: }
 // offset: s in prefill, window_size 8 in decode.
 // CHECK-NEXT: %[[OFF:.*]] = arith.select %{{.*}}, %{{.*}}, %c8_i64 : i64
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_topk_map {{.*}}, %arg1 : i64, %c2_i64 : i64, %[[OFF]] : i64)
@@ -66,10 +81,12 @@
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_fp4_quant {{.*}}, %c16 : index, %c1_i32 : i32)
 // CHECK: %[[KVC:.*]] = gpu.alloc () : memref<32x32xbf16>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_cache_write
-// CHECK: cf.assert {{.*}}, "tensor.extract_slice: the slice has more rows than its source"
-// CHECK: memref.reinterpret_cast %[[KVC]] to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<32x32xbf16> to memref<?x32xbf16>
+// CHECK: func.call @dsa_cpu_fail(%c64_i32) : (i32) -> ()
+// (code 64, SliceRowsExceedSource: tensor.extract_slice: the slice has more rows than its source")
+// CHECK: memref.subview %[[KVC]][0, 0] [%{{.*}}, 32] [1, 1] : memref<32x32xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_rows_bf16
-// CHECK: cf.assert {{.*}}, "tensor.concat: the inputs' row counts differ"
+// CHECK: func.call @dsa_cpu_fail(%c66_i32) : (i32) -> ()
+// (code 66, ConcatRows: tensor.concat: the inputs' row counts differ")
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_cols_i32
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_sparse_attn
 // The returned state (new compressor states, both caches) and slots are not freed; the step's scratch is.
@@ -84,7 +101,9 @@
 // CHECK-LABEL: func.func @attention_L4(
 // Ratio 1: no compressor state, no pooling; the candidate source's level-one top-k over blocks of 2.
 // CHECK-NOT: dsa_compress_pool
-// CHECK: cf.assert {{.*}}, "dsa.select_candidate_blocks: operand 'scores' has a width that differs from (start_pos + s) // ratio"
+// The width check (code 29) is proved (the scores are indexer_scores' new buffer), the step checks stay.
+// CHECK-NOT: call @dsa_cpu_fail(%c29_i32)
+// CHECK: call @dsa_cpu_fail(%c26_i32)
 // CHECK: %[[NB:.*]] = arith.ceildivui %{{.*}}, %c2 : index
 // CHECK: %[[KB:.*]] = arith.minui %[[NB]], %c3 : index
 // CHECK: %[[BS:.*]] = gpu.alloc (%{{.*}}, %[[NB]]) : memref<?x?xf32>
@@ -92,7 +111,8 @@
 // CHECK: %[[BHV:.*]] = memref.alloc(%{{.*}}, %[[NB]]) : memref<?x?xf32>
 // CHECK-NEXT: gpu.memcpy %[[BHV]], %[[BS]] : memref<?x?xf32>, memref<?x?xf32>
 // CHECK: call @dsa_cpu_topk_set(%[[BHV]], %{{.*}}, %{{.*}}) : (memref<?x?xf32>, i64, memref<?x?xi64>) -> i32
-// CHECK: cf.assert {{.*}}, "dsa.select_candidate_blocks: the host top-k (the runtime's dsa_cpu_topk_set, torch's CPU tie order) failed"
+// CHECK: func.call @dsa_cpu_fail(%c35_i32) : (i32) -> ()
+// (code 35, TopkRuntimeFailed: dsa.select_candidate_blocks: the host top-k (the runtime's dsa_cpu_topk_set, torch's CPU tie order) failed)
 // CHECK: %[[MASK:.*]] = gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xi1>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_candidate_mask {{.*}} : memref<?xi1>, {{.*}}, %[[NB]] : index, %[[KB]] : index, %c2 : index)
 // CHECK: call @dsa_cpu_topk_set(
@@ -103,11 +123,13 @@
 // CHECK-LABEL: func.func @attention_L5(
 // A reader of L4's slots: its scores lose the blocks outside the published candidates; its compressed rows are the
 // leading rows of the published compress_kv slot (an argument: viewed, not copied, not freed).
-// CHECK: cf.assert {{.*}}, "dsa.apply_candidates: operand 'mask' has a row count that differs from the scores'"
-// CHECK: cf.assert {{.*}}, "dsa.apply_candidates: operand 'mask' has a width that differs from the scores'"
+// CHECK: func.call @dsa_cpu_fail(%c30_i32) : (i32) -> ()
+// (code 30, ApplyCandidatesMaskShape: dsa.apply_candidates: operand 'mask' has a row count that differs from the scores'")
+// CHECK: func.call @dsa_cpu_fail(%c30_i32) : (i32) -> ()
+// (code 30, ApplyCandidatesMaskShape: dsa.apply_candidates: operand 'mask' has a width that differs from the scores'")
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_apply_candidates {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xi1>, {{.*}} : memref<?xbf16>, {{.*}} : index)
 // CHECK: call @dsa_cpu_topk_set(
-// CHECK: memref.reinterpret_cast %arg13 to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<?x32xbf16> to memref<?x32xbf16>
+// CHECK: memref.subview %arg13[0, 0] [%{{.*}}, 32] [1, 1] : memref<?x32xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 // CHECK-NOT: gpu.dealloc %arg13
 // CHECK: return
 
@@ -115,7 +137,7 @@
 // A reader: no compressor, no indexer; the leading rows of L2's compress_kv slot and L2's top-k indices, both
 // arguments, read in place and passed through.
 // CHECK-NOT: call @dsa_cpu_topk_set
-// CHECK: memref.reinterpret_cast %arg11 to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<?x32xbf16> to memref<?x32xbf16>
+// CHECK: memref.subview %arg11[0, 0] [%{{.*}}, 32] [1, 1] : memref<?x32xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_rows_bf16
 // CHECK: %[[TOPK:.*]] = memref.collapse_shape %arg13 {{\[}}[0, 1]] : memref<?x?xi32> into memref<?xi32>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_concat_cols_i32 {{.*}}, %[[TOPK]] : memref<?xi32>,

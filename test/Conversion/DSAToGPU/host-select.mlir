@@ -1,19 +1,23 @@
-// RUN: dsa-opt %s --dsa-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: dsa-opt %s --dsa-gpu-host-pipeline | FileCheck %s
 
 // A returned select of two buffers (the index_k slot republication: cond ? the new cache : the argument slot; see
-// docs/gpu-backend.md) frees the side it did not choose when the function allocated that side, under the condition
-// that leaves it unselected; an argument buffer is never freed; a buffer also returned directly is never freed.
+// docs/gpu-backend.md) frees the side it did not choose when the function allocated that side, when it is not the
+// returned buffer (upstream ownership-based deallocation: a run-time comparison of the buffers' pointers); an
+// argument buffer is never freed (nor cloned: dsa-gpu-share-returned-buffers); a buffer also returned directly is
+// never freed.
 
 // CHECK-LABEL: func.func @one_side(
 // CHECK-SAME: %[[C:.*]]: i1, %{{.*}}: memref<4x32xbf16>, %[[A:.*]]: memref<4x32xf32>)
-// CHECK-DAG: %[[TRUE:.*]] = arith.constant true
 // CHECK: %[[Y:.*]] = gpu.alloc () : memref<4x32xf32>
 // CHECK: %[[Z:.*]] = arith.select %[[C]], %[[Y]], %[[A]] : memref<4x32xf32>
-// CHECK-NEXT: %[[NC:.*]] = arith.xori %[[C]], %[[TRUE]] : i1
-// CHECK-NEXT: scf.if %[[NC]] {
+// CHECK-NEXT: %[[PY:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK-NEXT: %[[PZ:.*]] = memref.extract_aligned_pointer_as_index %[[Z]]
+// CHECK-NEXT: %[[NOTY:.*]] = arith.cmpi ne, %[[PY]], %[[PZ]] : index
+// CHECK-NEXT: scf.if %[[NOTY]] {
 // CHECK-NEXT: gpu.dealloc %[[Y]] : memref<4x32xf32>
 // CHECK-NEXT: }
 // CHECK-NOT: gpu.dealloc
+// CHECK-NOT: gpu.memcpy
 // CHECK: return %[[Z]] : memref<4x32xf32>
 func.func @one_side(%c: i1, %x: tensor<4x32xbf16>, %a: tensor<4x32xf32>) -> tensor<4x32xf32> {
   %y = arith.extf %x : tensor<4x32xbf16> to tensor<4x32xf32>
@@ -28,10 +32,16 @@ func.func @one_side(%c: i1, %x: tensor<4x32xbf16>, %a: tensor<4x32xf32>) -> tens
 // CHECK: %[[Y2:.*]] = gpu.alloc () : memref<4x32xf32>
 // CHECK: %[[Z:.*]] = arith.select %[[C]], %[[Y]], %[[Y2]] : memref<4x32xf32>
 // CHECK-NEXT: %[[V:.*]] = memref.cast %[[Z]] : memref<4x32xf32> to memref<?x32xf32>
-// CHECK-NEXT: scf.if %[[C]] {
-// CHECK-NEXT: gpu.dealloc %[[Y2]] : memref<4x32xf32>
-// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[PY:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK-NEXT: %[[PV:.*]] = memref.extract_aligned_pointer_as_index %[[V]]
+// CHECK-NEXT: %[[NOTY:.*]] = arith.cmpi ne, %[[PY]], %[[PV]] : index
+// CHECK-NEXT: scf.if %[[NOTY]] {
 // CHECK-NEXT: gpu.dealloc %[[Y]] : memref<4x32xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[PY2:.*]] = memref.extract_aligned_pointer_as_index %[[Y2]]
+// CHECK-NEXT: %[[NOTY2:.*]] = arith.cmpi ne, %[[PY2]], %[[PV]] : index
+// CHECK-NEXT: scf.if %[[NOTY2]] {
+// CHECK-NEXT: gpu.dealloc %[[Y2]] : memref<4x32xf32>
 // CHECK-NEXT: }
 // CHECK-NOT: gpu.dealloc
 // CHECK: return %[[V]] : memref<?x32xf32>
@@ -58,16 +68,18 @@ func.func @also_returned(%c: i1, %x: tensor<4x32xbf16>,
 }
 
 // Two returned selects reach the same buffer (d's true side is an argument): it is live when c or not d, so it is
-// freed when not (c or not d).
+// freed when it is neither returned buffer.
 // CHECK-LABEL: func.func @two_selects(
 // CHECK-SAME: %[[C:[^:]*]]: i1, %[[D:[^:]*]]: i1,
-// CHECK-DAG: %[[TRUE:.*]] = arith.constant true
 // CHECK: %[[Y:.*]] = gpu.alloc () : memref<4x32xf32>
 // CHECK: %[[Z:.*]] = arith.select %[[C]], %[[Y]], %{{.*}} : memref<4x32xf32>
 // CHECK-NEXT: %[[W:.*]] = arith.select %[[D]], %{{.*}}, %[[Y]] : memref<4x32xf32>
-// CHECK-NEXT: %[[ND:.*]] = arith.xori %[[D]], %[[TRUE]] : i1
-// CHECK-NEXT: %[[LIVE:.*]] = arith.ori %[[C]], %[[ND]] : i1
-// CHECK-NEXT: %[[DEAD:.*]] = arith.xori %[[LIVE]], %[[TRUE]] : i1
+// CHECK-NEXT: %[[PY:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK-NEXT: %[[PZ:.*]] = memref.extract_aligned_pointer_as_index %[[Z]]
+// CHECK-NEXT: %[[NOTZ:.*]] = arith.cmpi ne, %[[PY]], %[[PZ]] : index
+// CHECK-NEXT: %[[PW:.*]] = memref.extract_aligned_pointer_as_index %[[W]]
+// CHECK-NEXT: %[[NOTW:.*]] = arith.cmpi ne, %[[PY]], %[[PW]] : index
+// CHECK-NEXT: %[[DEAD:.*]] = arith.andi %[[NOTZ]], %[[NOTW]] : i1
 // CHECK-NEXT: scf.if %[[DEAD]] {
 // CHECK-NEXT: gpu.dealloc %[[Y]] : memref<4x32xf32>
 // CHECK-NEXT: }
@@ -97,14 +109,16 @@ func.func @not_returned(%c: i1, %x: tensor<4x32xbf16>, %a: tensor<4x32xf32>) -> 
 }
 
 // window_kv returned: the step's kv (prefill, start_pos == 0) or the ring; the kv rows the function made are freed
-// in decode only.
+// when they are not the returned rows (decode).
 // CHECK-LABEL: func.func @window_rows(
 // CHECK-SAME: %{{.*}}: memref<?x32xf32>, %[[RING:[^:]*]]: memref<8x32xbf16>, %[[SP:[^:]*]]: i64)
 // CHECK: %[[KV:.*]] = gpu.alloc (%{{.*}}) : memref<?x32xbf16>
 // CHECK: %[[PREFILL:.*]] = arith.cmpi eq, %[[SP]], %c0_i64 : i64
 // CHECK: %[[RINGD:.*]] = memref.cast %[[RING]] : memref<8x32xbf16> to memref<?x32xbf16>
 // CHECK-NEXT: %[[ROWS:.*]] = arith.select %[[PREFILL]], %[[KV]], %[[RINGD]] : memref<?x32xbf16>
-// CHECK-NEXT: %[[DECODE:.*]] = arith.cmpi ne, %[[SP]], %c0_i64 : i64
+// CHECK-NEXT: %[[PKV:.*]] = memref.extract_aligned_pointer_as_index %[[KV]]
+// CHECK-NEXT: %[[PROWS:.*]] = memref.extract_aligned_pointer_as_index %[[ROWS]]
+// CHECK-NEXT: %[[DECODE:.*]] = arith.cmpi ne, %[[PKV]], %[[PROWS]] : index
 // CHECK-NEXT: scf.if %[[DECODE]] {
 // CHECK-NEXT: gpu.dealloc %[[KV]] : memref<?x32xbf16>
 // CHECK-NEXT: }

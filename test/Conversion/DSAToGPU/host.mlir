@@ -1,4 +1,4 @@
-// RUN: dsa-opt %S/Inputs/window-layer.mlir --dsa-decompose-attention --dsa-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: dsa-opt %S/Inputs/window-layer.mlir --dsa-gpu-host-pipeline | FileCheck %s
 
 // dsa-to-gpu on one window-only layer (L0 of the tiny golden: dim 64, 4 heads of 32, rope 8, q_lora 16, 2 output
 // groups of rank 16, window 8): host code on memrefs launching the kernel library, in the order of the
@@ -19,7 +19,8 @@
 // CHECK: %[[S:.+]] = memref.dim %[[X]], %c0 : memref<?x64xbf16>
 
 // Positions: start_pos >= 0 is checked at run time; one thread per token in blocks of 256.
-// CHECK: cf.assert %{{.+}}, "dsa.positions: operand 'start' must be >= 0"
+// CHECK: func.call @dsa_cpu_fail(%c1_i32) : (i32) -> ()
+// (code 1, PositionsNegativeStart: dsa.positions: operand 'start' must be >= 0")
 // CHECK: %[[POS:.+]] = gpu.alloc (%[[S]]) : memref<?xi64>
 // CHECK: scf.if
 // CHECK-NEXT: gpu.launch_func @dsa_kernels::@dsa_positions blocks in (%{{.+}}, %c1, %c1) threads in (%c256, %c1, %c1)
@@ -42,7 +43,8 @@
 // CHECK: %[[HT:.+]] = memref.get_global @__dsa_rope_freqs_0 : memref<4xf32>
 // CHECK: %[[DT:.+]] = gpu.alloc () : memref<4xf32>
 // CHECK: gpu.memcpy %[[DT]], %[[HT]] : memref<4xf32>, memref<4xf32>
-// CHECK: cf.assert %{{.+}}, "dsa.apply_rope: operand 'positions' has a length that differs from x's row count"
+// CHECK: func.call @dsa_cpu_fail(%c2_i32) : (i32) -> ()
+// (code 2, RopePositionsLength: dsa.apply_rope: operand 'positions' has a length that differs from x's row count")
 // RoPE on q: 4 rows per token of hd 32, rope_dim 8, forward (inverse = 0).
 // CHECK: %[[Q:.+]] = gpu.alloc (%{{.+}}) : memref<?x4x32xbf16>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_apply_rope
@@ -62,13 +64,15 @@
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_act_quant_fp8 blocks in (%{{.+}}, %c1, %c1) threads in (%c128, %c1, %c1)
 // CHECK-SAME: %c32 : index)
 // The new ring is a new buffer: W = 8 slots of 32 = 256 elements, one block.
-// CHECK: cf.assert %{{.+}}, "dsa.ring_update: operand 'start_pos' must be >= 0"
+// CHECK: func.call @dsa_cpu_fail(%c4_i32) : (i32) -> ()
+// (code 4, RingUpdateNegativeStart: dsa.ring_update: operand 'start_pos' must be >= 0")
 // CHECK: %[[NRING:.+]] = gpu.alloc () : memref<8x32xbf16>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_ring_update blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK-SAME: %[[KVF]] : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %c8 : index, %c32 : index, %[[S]] : index, %[[SP]] : i64)
 // window_kv picks the chunk's rows in prefill, the new ring in decode, on the host.
 // CHECK: %[[PREFILL:.+]] = arith.cmpi eq, %[[SP]], %c0_i64 : i64
-// CHECK: cf.assert %{{.+}}, "dsa.window_kv: a step of several tokens at start_pos > 0 (operand 'kv'): multi-token steps at start_pos > 0 are split into decode steps by the runtime"
+// CHECK: func.call @dsa_cpu_fail(%c6_i32) : (i32) -> ()
+// (code 6, WindowKvMultiTokenDecode: dsa.window_kv: a step of several tokens at start_pos > 0 (operand 'kv'): multi-token steps at start_pos > 0 are split into decode steps by the runtime")
 // CHECK: %[[RINGD:.+]] = memref.cast %[[NRING]] : memref<8x32xbf16> to memref<?x32xbf16>
 // CHECK: %[[ROWS:.+]] = arith.select %[[PREFILL]], %[[KV]], %[[RINGD]] : memref<?x32xbf16>
 // Window indices: width min(s, 8) in prefill, 8 in decode.

@@ -1,4 +1,4 @@
-// RUN: dsa-opt %s --split-input-file --dsa-to-gpu --nvvm-attach-target="chip=sm_90" --convert-scf-to-cf \
+// RUN: dsa-opt %s --split-input-file --dsa-gpu-host-pipeline --nvvm-attach-target="chip=sm_90" --convert-scf-to-cf \
 // RUN:   --convert-gpu-to-nvvm --reconcile-unrealized-casts | FileCheck %s
 
 // The NVVM IR of the compressed-attention kernel families (compiler/lib/Conversion/DSAToGPU/Kernels.mlir), one function per
@@ -71,7 +71,8 @@ func.func @fp4(%x: tensor<?x32xbf16>) -> (tensor<?x32xbf16>, tensor<?x32xbf16>) 
 // indexer_scores in the kernel's order: a sequential dot (fmul + fadd per element, NOT dotF32's lanes), then
 // w' = bf16(w * scale), relu(bf16(dot)) as fmaxf, bf16 of the product, the sum over heads, a last bf16 rounding.
 // CHECK-LABEL: func.func @scores(
-// CHECK: cf.assert %{{.+}}, "dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio"
+// CHECK: call @dsa_cpu_fail(%c21_i32) : (i32) -> ()
+// (code 21, IndexerScoresKeysRows: dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio")
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_indexer_scores
 // CHECK: llvm.func @dsa_indexer_scores(
 // CHECK: %[[PR:.+]] = llvm.fmul %{{.+}}, %{{.+}} : f32

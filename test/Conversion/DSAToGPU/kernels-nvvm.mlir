@@ -1,4 +1,4 @@
-// RUN: dsa-opt %s --split-input-file --dsa-to-gpu --nvvm-attach-target="chip=sm_90" --convert-scf-to-cf \
+// RUN: dsa-opt %s --split-input-file --dsa-gpu-host-pipeline --nvvm-attach-target="chip=sm_90" --convert-scf-to-cf \
 // RUN:   --convert-gpu-to-nvvm --reconcile-unrealized-casts | FileCheck %s
 
 // The NVVM IR of each window-only kernel family (compiler/lib/Conversion/DSAToGPU/Kernels.mlir): one function per family,

@@ -4,6 +4,8 @@
 
 #include "mlir/Pass/Pass.h"
 
+#include <string>
+
 namespace mlir {
 class DialectRegistry;
 namespace arith { class ArithDialect; }
@@ -13,6 +15,8 @@ namespace math { class MathDialect; }
 namespace scf { class SCFDialect; }
 namespace gpu { class GPUDialect; }
 namespace memref { class MemRefDialect; }
+namespace bufferization { class BufferizationDialect; }
+namespace func { class FuncDialect; }
 namespace LLVM { class LLVMDialect; }
 } // namespace mlir
 
@@ -39,8 +43,20 @@ void registerDSACPUPipeline();
 /// into integer ops, the pipeline fails if one is left for LLVM (dsa-cpu-check-bf16), and the output has no bf16
 /// type at all (dsa-cpu-bf16-as-i16: bf16 values are carried as i16).
 void buildDSACPUPipeline(OpPassManager &pm, bool parallel = false, llvm::StringRef cpu = "");
-/// Registers --dsa-gpu-pipeline (compiler/lib/Conversion/DSAToGPU).
+/// Registers --dsa-gpu-pipeline and its host part --dsa-gpu-host-pipeline (compiler/lib/Conversion/DSAToGPU/Pipeline.cpp;
+/// their passes are registered by registerDSAConversionPasses and upstream's registerAllPasses).
 void registerDSAGPUPipeline();
+/// Adds the host part of --dsa-gpu-pipeline to `pm` (registered as --dsa-gpu-host-pipeline): dsa-decompose-attention,
+/// dsa-strip-probes, dsa-to-gpu, one-shot bufferization, ownership-based deallocation with
+/// dsa-gpu-share-returned-buffers, dsa-gpu-device-buffers, dsa-gpu-launch-kernels, canonicalize, cse: host code on
+/// memrefs launching the kernels of a gpu.module (not yet NVVM).
+void buildDSAGPUHostPipeline(OpPassManager &pm);
+/// Adds the passes of --dsa-gpu-pipeline to `pm` (on a ModuleOp): dsa -> host code in the LLVM dialect calling the
+/// GPU runtime (mgpu*) plus a gpu.binary of the kernels (docs/gpu-backend.md). `cudaPath` empty: resolveCudaPath.
+void buildDSAGPUPipeline(OpPassManager &pm, llvm::StringRef chip = "sm_90", llvm::StringRef features = "",
+                         llvm::StringRef format = "isa", int optLevel = 3, llvm::StringRef cudaPath = "");
+/// The CUDA toolkit: `option` when not empty, else $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH, else /usr/local/cuda.
+std::string resolveCudaPath(llvm::StringRef option);
 
 } // namespace mlir::dsa
 

@@ -3,9 +3,9 @@
 // emitGPUStepLibrary: the CPU backend's prepareModule (signatures, read-only arguments, probes as results), then
 // --dsa-gpu-pipeline (host code in the LLVM dialect + a gpu.binary), translation to LLVM IR (the gpu.binary becomes a
 // global blob and a constructor/destructor pair calling mgpuModuleLoad[JIT]/mgpuModuleUnload), then:
-//   - the assert hooks: calls of puts/abort (what convert-cf-to-llvm makes of a failed cf.assert) go through the
-//     internal dsa_gpu_assert_message/abort, which call the global function pointers dsa_gpu_assert_message_hook /
-//     dsa_gpu_assert_abort_hook when the loader set them, else puts/abort;
+//   - the run-time check hook: dsa_cpu_fail(code) (the codes of dsa/ABI/RuntimeErrors.h, shared with the CPU
+//     backend) is defined as a call through the global function pointer dsa_cpu_fail_hook, which the loader sets
+//     (runtime/cuda: ends the call with the code's message), then abort (no hook, or a hook that returns);
 //   - the packed entries (compiler/lib/Backend/Common/HostObject.h);
 // compiled for generic x86-64 and linked with `cc -shared`; the description via the MLIR-free runtime's writer.
 //
@@ -16,6 +16,7 @@
 #include "../Common/HostObject.h"
 
 #include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/Conversion/Passes.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
@@ -40,51 +41,36 @@ namespace dsa::gpu {
 
 namespace {
 
-/// Routes the calls of `libcName` (puts(ptr) or abort()) through an internal function that calls the global
-/// function pointer `hookName` when it is set, and `libcName` otherwise.
-void redirectThroughHook(llvm::Module &m, const char *libcName, const char *wrapperName, const char *hookName,
-                         bool takesMessage) {
+/// Defines the run-time check hook `dsa_cpu_fail(i32)` (dsa/ABI/RuntimeErrors.h) that the host code calls
+/// on a failed check: a call through the global function pointer `dsa_cpu_fail_hook` (the CUDA runtime points it at
+/// dsaGpuCheckFailed, which ends the call with the code's message), then abort(): the host code must not go on
+/// launching kernels with the sizes a check rejected, so a hook that returns, or no hook, ends the process.
+/// The hook pointer is defined in every library (the loader's mark of a dsa GPU step library), the function only
+/// where the host code has checks.
+void defineCheckHook(llvm::Module &m) {
   llvm::LLVMContext &ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
   llvm::PointerType *ptr = b.getPtrTy();
   auto *hook = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
-                                        llvm::ConstantPointerNull::get(ptr), hookName);
-  llvm::Function *libc = m.getFunction(libcName);
-  if (!libc)
+                                        llvm::ConstantPointerNull::get(ptr), "dsa_cpu_fail_hook");
+  llvm::Function *fail = m.getFunction(::dsa::abi::kFailSymbol);
+  if (!fail || !fail->isDeclaration())
     return;
-  llvm::FunctionType *type = libc->getFunctionType();
-  auto *wrapper = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, wrapperName, m);
-  libc->replaceUsesWithIf(wrapper, [&](llvm::Use &use) {
-    auto *inst = llvm::dyn_cast<llvm::Instruction>(use.getUser());
-    return !inst || inst->getFunction() != wrapper;
-  });
-  auto *entry = llvm::BasicBlock::Create(ctx, "entry", wrapper);
-  auto *call = llvm::BasicBlock::Create(ctx, "hook", wrapper);
-  auto *fallback = llvm::BasicBlock::Create(ctx, "libc", wrapper);
+  fail->setLinkage(llvm::GlobalValue::InternalLinkage);
+  llvm::FunctionType *type = fail->getFunctionType();
+  llvm::FunctionCallee abortFn = m.getOrInsertFunction("abort", llvm::FunctionType::get(b.getVoidTy(), false));
+  auto *entry = llvm::BasicBlock::Create(ctx, "entry", fail);
+  auto *call = llvm::BasicBlock::Create(ctx, "hook", fail);
+  auto *end = llvm::BasicBlock::Create(ctx, "abort", fail);
   b.SetInsertPoint(entry);
   llvm::Value *target = b.CreateLoad(ptr, hook);
-  b.CreateCondBr(b.CreateIsNotNull(target), call, fallback);
-  llvm::SmallVector<llvm::Value *> args;
-  for (llvm::Argument &a : wrapper->args())
-    args.push_back(&a);
+  b.CreateCondBr(b.CreateIsNotNull(target), call, end);
   b.SetInsertPoint(call);
-  llvm::FunctionType *hookType =
-      llvm::FunctionType::get(b.getVoidTy(), takesMessage ? llvm::ArrayRef<llvm::Type *>{ptr} : llvm::ArrayRef<llvm::Type *>{}, false);
-  b.CreateCall(hookType, target, takesMessage ? llvm::ArrayRef<llvm::Value *>{args.front()} : llvm::ArrayRef<llvm::Value *>{});
-  if (takesMessage) {
-    if (type->getReturnType()->isVoidTy())
-      b.CreateRetVoid();
-    else
-      b.CreateRet(llvm::Constant::getNullValue(type->getReturnType()));
-  } else {
-    b.CreateBr(fallback); // the abort hook does not return; if it did, abort anyway
-  }
-  b.SetInsertPoint(fallback);
-  llvm::Value *result = b.CreateCall(libc, args);
-  if (type->getReturnType()->isVoidTy())
-    b.CreateRetVoid();
-  else
-    b.CreateRet(result);
+  b.CreateCall(type, target, {fail->getArg(0)});
+  b.CreateBr(end);
+  b.SetInsertPoint(end);
+  b.CreateCall(abortFn);
+  b.CreateUnreachable();
 }
 
 /// --dsa-gpu-pipeline registered once per process (dsa-opt style tools may have registered it already).
@@ -157,8 +143,7 @@ Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string 
   if (!tm)
     return makeError(tm.error());
   backend::configureModule(*llvmModule, **tm);
-  redirectThroughHook(*llvmModule, "puts", "dsa_gpu_assert_message", "dsa_gpu_assert_message_hook", true);
-  redirectThroughHook(*llvmModule, "abort", "dsa_gpu_assert_abort", "dsa_gpu_assert_abort_hook", false);
+  defineCheckHook(*llvmModule);
   backend::addPackedEntries(*llvmModule, prepared->functions);
 
   const std::string objPath = directory + "/" + baseName + ".o";

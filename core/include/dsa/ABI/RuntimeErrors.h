@@ -1,16 +1,18 @@
 //===- RuntimeErrors.h - run-time checks of code compiled by dsa-to-cpu (MLIR-free) ---===//
 //
-// Code produced by `dsa-to-cpu` checks what only the run-time values can tell (start_pos, the dynamic token count,
-// index ranges; the checks of the interpreter's kernels, kernels/include/dsa/Kernels/Kernels.h). A failed check calls the
-// external C function
+// Code produced by `dsa-to-cpu` and the GPU host code of `dsa-to-gpu` checks what only the run-time values can tell
+// (start_pos, the dynamic token count, index ranges; the checks of the interpreter's kernels,
+// kernels/include/dsa/Kernels/Kernels.h). A failed check calls the external C function
 //
 //     void dsa_cpu_fail(int32_t code);   // kFailSymbol
 //
-// with one of the codes below, and the compiled function then carries on without ever reading or writing out of
-// bounds (an index is clamped, a step that cannot be computed yields zeros); its results are meaningless. The host
-// that runs the code (compiler/lib/Backend/CPU's JIT, or the MLIR-free runtime for an AOT object) defines `dsa_cpu_fail`,
-// records the first code of a call and turns it into an error naming the op and the check
-// (runtimeErrorMessage). Codes are stable: the compiled code and the host must agree on them.
+// with one of the codes below. CPU code then carries on without ever reading or writing out of bounds (an index is
+// clamped, a step that cannot be computed yields zeros); its results are meaningless. The host that runs the code
+// (compiler/lib/Backend/CPU's JIT, or the MLIR-free runtime for an AOT object) defines `dsa_cpu_fail`, records the first code
+// of a call and turns it into an error naming the op and the check (runtimeErrorMessage). GPU host code does not go
+// on (its kernels index by the checked sizes): a GPU step library's dsa_cpu_fail ends the call through the CUDA
+// runtime's hook (runtime/cuda MgpuRuntime: the same message, the call's device memory freed), or aborts when no
+// hook is set. Codes are stable: the compiled code and the host must agree on them.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_ABI_RUNTIMEERRORS_H

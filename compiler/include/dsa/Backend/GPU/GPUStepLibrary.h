@@ -8,8 +8,9 @@
 //
 //   <dir>/<base>.o     the host code for a generic x86-64 CPU (it only marshals and launches: the GPU machine's CPU
 //                      may differ from this one), the packed entry `_mlir_<name>` of every public function, and the
-//                      assert hooks (a failed host `cf.assert` calls dsa_gpu_assert_message_hook/abort_hook when
-//                      the loader has set them, else libc's puts/abort);
+//                      run-time check hook (a failed check calls dsa_cpu_fail(code) with the codes of
+//                      dsa/ABI/RuntimeErrors.h, defined as a call of dsa_cpu_fail_hook, which the loader
+//                      sets, then libc's abort);
 //   <dir>/<base>.so    linked with `cc -shared`; undefined symbols: the mgpu* entry points and libc's;
 //   <dir>/<base>.json  the step description: the CPU step library's signature format (runtime/cpu StepLibrary.h)
 //                      with "format": "dsa-gpu-step-library", "backend": "cuda", "chip", "binary_format".

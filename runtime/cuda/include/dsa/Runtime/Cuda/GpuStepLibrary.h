@@ -4,10 +4,11 @@
 // for a module:
 //   <base>.so    the host code of --dsa-gpu-pipeline (format=bin: a cubin, or isa: PTX, embedded; its constructor
 //                loads it with mgpuModuleLoad[JIT]) compiled for generic x86-64, with the packed entry `_mlir_<name>`
-//                of every function (runtime/cpu Values.h convention) and two hook pointers,
-//                dsa_gpu_assert_message_hook / dsa_gpu_assert_abort_hook, that its failed host asserts call instead
-//                of puts/abort when set. Its undefined symbols are MLIR's GPU runtime entry points (mgpu*,
-//                MgpuRuntime.h) and libc's: the loading executable provides the former (link DSAGpuStepRuntime).
+//                of every function (runtime/cpu Values.h convention) and the hook pointer `dsa_cpu_fail_hook` that
+//                its failed run-time checks (dsa_cpu_fail(code), the codes of dsa/ABI/RuntimeErrors.h) call;
+//                with no hook set they abort. Its undefined symbols are MLIR's GPU runtime entry points (mgpu*,
+//                MgpuRuntime.h) and libc's abort: the loading executable provides the former (link
+//                DSAGpuStepRuntime).
 //   <base>.json  the step description: the CPU step library's (runtime/cpu StepLibrary.h: library, target_cpu,
 //                functions with args/results/probes/state) with "format": "dsa-gpu-step-library",
 //                "backend": "cuda", "chip": "sm_90" and "binary_format": "bin" | "isa" | "fatbin".
@@ -21,8 +22,9 @@
 // message, e.g. "CUDA driver not available: dlopen(libcuda.so.1) failed: ..."); a device the kernels were not
 // compiled for; a library that does not load (the dynamic loader's message, e.g. an undefined mgpu* symbol) or whose
 // kernels do not load (the driver's JIT log); a missing `_mlir_<name>`; an argument of the wrong element type, rank
-// or static size (named: "argument #2 ..."); a failed mgpu* call or host assert during a run (the call's device
-// memory is freed, the sequence state unchanged).
+// or static size (named: "argument #2 ..."); a failed mgpu* call or run-time check during a run ("run-time check
+// failed: <message of the code>", as the CPU step libraries report it; the call's device memory is freed, the
+// sequence state unchanged).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_RUNTIME_CUDA_GPUSTEPLIBRARY_H
@@ -105,7 +107,7 @@ private:
 class GpuStepLibrary {
 public:
   /// Reads the description, checks the device against its chip, binds `runtime` and dlopens the library (its
-  /// constructor loads the kernels into the runtime's context), sets its assert hooks, resolves `_mlir_<name>`.
+  /// constructor loads the kernels into the runtime's context), sets its run-time check hook, resolves `_mlir_<name>`.
   static Result<std::unique_ptr<GpuStepLibrary>> open(std::shared_ptr<MgpuRuntime> runtime,
                                                       const std::string &descriptionPath);
   ~GpuStepLibrary();

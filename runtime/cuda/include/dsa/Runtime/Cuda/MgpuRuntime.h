@@ -25,9 +25,9 @@
 //   - inside MgpuRuntime::call() (a compiled function running), the first failing entry point records its error
 //     ("mgpuLaunchKernel(dsa_gemm_bf16): cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (1)") and unwinds the
 //     compiled code at once (longjmp back to call(): the generated host code has no cleanups to skip); call()
-//     frees every allocation and stream the call made and returns the error. A failed `cf.assert` of the host code
-//     (its puts + abort, redirected by the step library's hooks, see GpuStepLibrary.h) ends the call the same way,
-//     with the assert's message;
+//     frees every allocation and stream the call made and returns the error. A failed run-time check of the host
+//     code (its dsa_cpu_fail(code), redirected by the step library's hook to dsaGpuCheckFailed, see
+//     GpuStepLibrary.h) ends the call the same way, with the code's message (dsa/ABI/RuntimeErrors.h);
 //   - outside a call (a library's constructor), the error is kept as the runtime's deferred error (loading error,
 //     takeDeferredError) and the entry point returns null / does nothing;
 //   - with no runtime bound, the entry point returns null / does nothing and the error is kept per thread
@@ -115,10 +115,10 @@ public:
   struct CallOutcome {
     std::map<DevicePtr, size_t> liveAllocations;
   };
-  /// Runs `entry(args)` with this runtime bound. On an error of an mgpu* entry point or a failed host assert, the
+  /// Runs `entry(args)` with this runtime bound. On an error of an mgpu* entry point or a failed run-time check, the
   /// compiled code is unwound (see the file comment), every allocation, stream and event of the call is released,
-  /// and the error is returned ("<what>: <mgpu error or assert message>"). A call that frees memory it did not
-  /// allocate in this call (e.g. an argument) fails without freeing it.
+  /// and the error is returned ("<what>: <mgpu error>" or "<what>: run-time check failed: <message>"). A call that
+  /// frees memory it did not allocate in this call (e.g. an argument) fails without freeing it.
   Result<CallOutcome> call(PackedEntry entry, void **args, const std::string &what);
   /// Takes ownership of `ptr` (a live allocation of a CallOutcome).
   std::shared_ptr<DeviceAllocation> adopt(DevicePtr ptr, size_t bytes);
@@ -204,11 +204,11 @@ void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
 void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
 void mgpuSetDefaultDevice(int32_t device);
 
-/// The hooks a step library's failed host assert calls (GpuStepLibrary sets its dsa_gpu_assert_message_hook /
-/// dsa_gpu_assert_abort_hook to these): the message is kept, and the abort ends the running call with it (outside a
-/// call it aborts the process, as the unhooked assert does).
-void dsaGpuAssertMessage(const char *message);
-void dsaGpuAssertAbort();
+/// What a step library's failed run-time check calls (its dsa_cpu_fail(code), through the dsa_cpu_fail_hook that
+/// GpuStepLibrary points here): ends the running call with "run-time check failed: <message of the code>" (the
+/// codes and messages of dsa/ABI/RuntimeErrors.h, as the CPU runtime reports them); outside a call it
+/// aborts the process, as the library does with no hook set. Never returns.
+[[noreturn]] void dsaGpuCheckFailed(int32_t code);
 }
 
 #endif
