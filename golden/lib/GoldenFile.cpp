@@ -734,6 +734,12 @@ Result<Capture> parseCapture(const std::string &regime, const std::string &name,
                      " elements but n = " + std::to_string(c.n));
   if (c.stride < 1)
     return makeError(path + ".stride: must be >= 1, got " + std::to_string(c.stride));
+  if (c.stride > kMaxCaptureStride)
+    return makeError(path + ".stride: " + std::to_string(c.stride) + " is out of range [1, " +
+                     std::to_string(kMaxCaptureStride) + "]");
+  if (c.n > kMaxCaptureElements)
+    return makeError(path + ".n: " + std::to_string(c.n) + " is out of range [0, " +
+                     std::to_string(kMaxCaptureElements) + "]");
   const int64_t expected = ceilDivNonNegative(c.n, c.stride); // n >= 0 (== a shape product); no n + stride - 1
   if (static_cast<int64_t>(data->size()) != expected)
     return makeError(path + ".data: has " + std::to_string(data->size()) + " values, expected ceil(n/stride) = " +

@@ -514,5 +514,21 @@ TEST(GoldenFileHostile, WeightKindDtypeAndShapeAreChecked) {
     j["prefill12"]["L0.sa_q"]["shape"] = {std::numeric_limits<int64_t>::max()};
     j["prefill12"]["L0.sa_q"]["stride"] = 2;
   }));
-  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.data: has")) << err;
+  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.n: 9223372036854775807 is out of range")) << err;
+}
+
+TEST(GoldenFileHostile, CaptureStrideAndSizeAreBounded) {
+  // A stride near 2^62 with one sample used to load (ceil(n / stride) = 1) and made the comparator's n + stride - 1
+  // overflow for strides near INT64_MAX.
+  std::string err = loadError(editedGolden([](nlohmann::ordered_json &j) {
+    j["prefill12"]["L0.sa_q"]["stride"] = int64_t(1) << 62;
+    j["prefill12"]["L0.sa_q"]["data"] = {0.0};
+  }));
+  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.stride: 4611686018427387904 is out of range [1, 2147483648]")) << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) {
+    j["prefill12"]["L0.sa_q"]["shape"] = {int64_t(1) << 50};
+    j["prefill12"]["L0.sa_q"]["n"] = int64_t(1) << 50;
+    j["prefill12"]["L0.sa_q"]["stride"] = int64_t(1) << 31;
+  }));
+  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.n: 1125899906842624 is out of range [0, 281474976710656]")) << err;
 }

@@ -87,6 +87,7 @@ CLASSES = [
     ("weight-shape-negative", READER, weight("layers.0.attn.attn_sink", shape=[-1], n=-1)),
     ("weight-n-above-byte-limit", READER, weight("layers.0.attn.attn_sink", shape=[2 ** 40], n=2 ** 40)),
     ("capture-n-overflow", READER, capture("prefill12", "L0.sa_q", shape=[2 ** 62, 4], n=2 ** 62)),
+    ("capture-stride-2^62", READER, capture("prefill12", "L0.sa_q", stride=2 ** 62, data=[0.0])),
     ("rope-theta-zero", READER, fixture("rope_theta", 0.0)),
     # The golden's configuration against the step libraries (emitted from the unchanged golden).
     ("compiled-for-window-size", LIBRARIES, fixture("window_size", 16)),

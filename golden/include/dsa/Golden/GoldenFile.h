@@ -34,7 +34,9 @@
 // - weights_meta: a shape without negative extents whose product is n; kind one of "f32", "fp8", "e8m0" and dtype
 //   one of "bfloat16", "float32" (kind f32), "float8_e4m3fn" (fp8), "float8_e8m0fnu" (e8m0); regenerating a weight
 //   (Filler.h) refuses an n above the tensor byte limit before allocating;
-// - captures: a shape without negative extents, n its product, stride >= 1, data of ceil(n / stride) samples.
+// - captures: a shape without negative extents, n its product and at most kMaxCaptureElements = 2^48, stride in
+//   [1, kMaxCaptureStride = 2^31] (so that the comparator's n + stride never overflows), data of ceil(n / stride)
+//   samples.
 // What the step libraries were compiled for is checked against the fixture by the replays (tools/dsa-golden).
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -62,6 +64,8 @@ inline constexpr int64_t kMaxSinkhornIters = 1000;
 inline constexpr int64_t kMaxVocabSize = int64_t(1) << 24;
 inline constexpr int64_t kMaxOriginalSeqLen = int64_t(1) << 40;
 inline constexpr int64_t kMaxNgramSize = 64;
+inline constexpr int64_t kMaxCaptureStride = int64_t(1) << 31;
+inline constexpr int64_t kMaxCaptureElements = int64_t(1) << 48;
 
 /// `fixture.engram`: the tables of the engram hash and embedding (tiny-model-harness.md, `engram_hash`, `engram`).
 /// `e` indexes the engram layers in the order of `layerIds`. All integers are i64 as stored in the file.
