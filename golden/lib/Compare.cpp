@@ -8,12 +8,14 @@
 #include "dsa/Numerics/E2M1.h"
 #include "dsa/Numerics/E4M3.h"
 #include "dsa/Numerics/E8M0.h"
+#include "dsa/Support/CheckedArithmetic.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace dsa::golden {
@@ -429,11 +431,11 @@ Verdict compareCapture(const Capture &want, const dsa::Tensor &got, const Captur
   v.ckWant = want.ck;
 
   // The capture itself must be consistent (GoldenFile::load guarantees it; hand-made captures may not be).
-  int64_t prod = 1;
+  std::optional<int64_t> prod = 1;
   for (int64_t d : want.shape)
-    prod = d < 0 ? -1 : prod * d;
-  if (want.stride < 1 || prod != want.n ||
-      static_cast<int64_t>(want.data.size()) != (want.n + want.stride - 1) / std::max<int64_t>(want.stride, 1)) {
+    prod = prod && d >= 0 ? checkedMul(*prod, d) : std::nullopt;
+  if (want.stride < 1 || !prod || *prod != want.n ||
+      static_cast<int64_t>(want.data.size()) != ceilDivNonNegative(want.n, want.stride)) {
     v.status = Verdict::NotCompared;
     v.detail = "inconsistent capture: shape " + shapeString(want.shape) + ", n " + std::to_string(want.n) +
                ", stride " + std::to_string(want.stride) + ", " + std::to_string(want.data.size()) + " samples";

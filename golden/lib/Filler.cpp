@@ -8,6 +8,7 @@
 #include "dsa/Numerics/BF16.h"
 #include "dsa/Numerics/E4M3.h"
 #include "dsa/Numerics/E8M0.h"
+#include "dsa/Support/CheckedArithmetic.h"
 
 #include <cmath>
 #include <cstdio>
@@ -91,12 +92,18 @@ double weightedMass(const std::vector<float> &values) {
 }
 
 Result<std::vector<float>> regenerateValues(const WeightMeta &meta) {
-  int64_t prod = 1;
+  std::optional<int64_t> prod = 1;
   for (int64_t d : meta.shape)
-    prod *= d;
-  if (prod != meta.n || meta.n < 0)
+    prod = prod && d >= 0 ? checkedMul(*prod, d) : std::nullopt;
+  if (!prod || *prod != meta.n || meta.n < 0)
     return makeError("weight " + meta.name + ": n = " + std::to_string(meta.n) +
-                     " does not match its shape (product " + std::to_string(prod) + ")");
+                     " does not match its shape (product " + (prod ? std::to_string(*prod) : "overflows") + ")");
+  // Before allocating: 4 bytes per value (f32 storage), within the tensor byte limit.
+  const std::optional<int64_t> bytes = checkedMul(meta.n, 4);
+  if (!bytes || *bytes > dsa::Tensor::tensorByteLimit())
+    return makeError("weights_meta." + meta.name + ".n: " + std::to_string(meta.n) +
+                     " values are above the tensor byte limit " + std::to_string(dsa::Tensor::tensorByteLimit()) +
+                     " bytes ($DSA_MAX_TENSOR_BYTES, default the physical memory)");
   Result<std::vector<float>> rounded =
       roundToDtype(fillerValues(meta.name, meta.n, meta.scale, meta.offset), meta.dtype);
   if (!rounded)

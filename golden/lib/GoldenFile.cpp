@@ -6,10 +6,16 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Golden/GoldenFile.h"
 
+#include "dsa/Core/Tensor.h"
+#include "dsa/Support/CheckedArithmetic.h"
+
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <limits>
+#include <memory>
+#include <set>
 #include <sstream>
 
 namespace dsa::golden {
@@ -281,10 +287,15 @@ Status parseEngram(const Json &j, EngramTables &e) {
     return bad("max_ngram_size", "must be >= 1, got " + std::to_string(e.maxNgramSize));
   if (e.nHeads < 1)
     return bad("n_heads", "must be >= 1, got " + std::to_string(e.nHeads));
-  if (e.nHashCols != (e.maxNgramSize - 1) * e.nHeads)
-    return bad("n_hash_cols", "expected (max_ngram_size-1)*n_heads = " +
-                                  std::to_string((e.maxNgramSize - 1) * e.nHeads) + ", got " +
-                                  std::to_string(e.nHashCols));
+  if (e.maxNgramSize > kMaxNgramSize)
+    return bad("max_ngram_size", "must be <= " + std::to_string(kMaxNgramSize) + ", got " +
+                                     std::to_string(e.maxNgramSize));
+  if (e.nHeads > kMaxCount)
+    return bad("n_heads", "must be <= " + std::to_string(kMaxCount) + ", got " + std::to_string(e.nHeads));
+  const std::optional<int64_t> cols = checkedMul(e.maxNgramSize - 1, e.nHeads);
+  if (!cols || e.nHashCols != *cols)
+    return bad("n_hash_cols", "expected (max_ngram_size-1)*n_heads = " + (cols ? std::to_string(*cols) : "overflow") +
+                                  ", got " + std::to_string(e.nHashCols));
   if (e.numEmbeddings.size() != nE)
     return bad("num_embeddings", "has " + std::to_string(e.numEmbeddings.size()) + " entries, layer_ids has " +
                                      std::to_string(nE));
@@ -324,7 +335,7 @@ Status parseEngram(const Json &j, EngramTables &e) {
   return Status::success();
 }
 
-Status parseFixture(const Json &j, Fixture &f) {
+Status parseFixtureFields(const Json &j, Fixture &f) {
   ObjectReader r(j, "fixture");
   f.vocabSize = r.i64("vocab_size");
   f.dim = r.i64("dim");
@@ -507,6 +518,161 @@ Status parseFixture(const Json &j, Fixture &f) {
   return Status::success();
 }
 
+/// The bounds of GoldenFile.h ("Bounds"), checked after the fields have been read and cross-checked: every size,
+/// count and index the replays allocate or loop over. Errors name the JSON path and give the allowed range.
+Status checkFixtureBounds(const Fixture &f) {
+  auto range = [](const std::string &path, int64_t v, int64_t lo, int64_t hi) -> Status {
+    if (v < lo || v > hi)
+      return makeError(path + ": " + std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "]");
+    return Status::success();
+  };
+  struct Bound {
+    const char *key;
+    int64_t value, lo, hi;
+  };
+  const Bound bounds[] = {
+      {"vocab_size", f.vocabSize, 1, kMaxVocabSize},
+      {"dim", f.dim, 1, kMaxWidth},
+      {"n_layers", f.nLayers, 1, kMaxCount},
+      {"n_heads", f.nHeads, 1, kMaxCount},
+      {"head_dim", f.headDim, 1, kMaxWidth},
+      {"rope_head_dim", f.ropeHeadDim, 1, kMaxWidth},
+      {"q_lora_rank", f.qLoraRank, 1, kMaxWidth},
+      {"o_lora_rank", f.oLoraRank, 1, kMaxWidth},
+      {"o_groups", f.oGroups, 1, kMaxCount},
+      {"moe_inter_dim", f.moeInterDim, 1, kMaxWidth},
+      {"n_routed_experts", f.nRoutedExperts, 1, kMaxCount},
+      {"n_shared_experts", f.nSharedExperts, 0, kMaxCount},
+      {"n_activated_experts", f.nActivatedExperts, 1, kMaxCount},
+      {"window_size", f.windowSize, 1, kMaxWindowSize},
+      {"candidate_source_layer", f.candidateSourceLayer, -1, f.nLayers - 1},
+      {"candidate_topk_blocks", f.candidateTopkBlocks, 0, kMaxVocabSize},
+      {"candidate_block_size", f.candidateBlockSize, 0, kMaxWidth},
+      {"index_n_heads", f.indexNHeads, 0, kMaxCount},
+      {"index_head_dim", f.indexHeadDim, 0, kMaxWidth},
+      {"index_topk", f.indexTopk, 0, kMaxVocabSize},
+      {"hc_mult", f.hcMult, 1, kMaxHcMult},
+      {"hc_sinkhorn_iters", f.hcSinkhornIters, 1, kMaxSinkhornIters},
+      {"engram_max_ngram_size", f.engramMaxNgramSize, 0, kMaxNgramSize},
+      {"engram_vocab_size", f.engramVocabSize, 0, kMaxVocabSize},
+      {"engram_n_heads", f.engramNHeads, 0, kMaxCount},
+      {"engram_head_dim", f.engramHeadDim, 0, kMaxWidth},
+      {"engram_pad_id", f.engramPadId, 0, kMaxVocabSize},
+      {"engram_compressed_vocab_size", f.engramCompressedVocabSize, 0, kMaxVocabSize},
+      {"original_seq_len", f.originalSeqLen, 1, kMaxOriginalSeqLen},
+      {"vision_n_layers", f.visionNLayers, 0, kMaxCount},
+      {"n_mtp_layers", f.nMtpLayers, 0, kMaxCount},
+      {"dspark_block_size", f.dsparkBlockSize, 0, kMaxWidth},
+      {"max_batch_size", f.maxBatchSize, 1, kMaxCount},
+      {"max_seq_len", f.maxSeqLen, 1, kMaxSeqLen},
+      {"prefill_len", f.prefillLen, 0, f.maxSeqLen},
+  };
+  for (const Bound &b : bounds)
+    if (Status s = range(std::string("fixture.") + b.key, b.value, b.lo, b.hi); !s)
+      return s;
+  if (f.nTokens)
+    if (Status s = range("fixture.n_tokens", *f.nTokens, 1, kMaxVocabSize); !s)
+      return s;
+  for (size_t l = 0; l < f.compressRatios.size(); ++l)
+    if (Status s = range("fixture.compress_ratios[" + std::to_string(l) + "]", f.compressRatios[l], 0,
+                         kMaxCompressRatio);
+        !s)
+      return s;
+  for (size_t e = 0; e < f.engramNumEmbeddings.size(); ++e)
+    if (Status s = range("fixture.engram_num_embeddings[" + std::to_string(e) + "]", f.engramNumEmbeddings[e], 1,
+                         kMaxVocabSize);
+        !s)
+      return s;
+  if (f.hasEngram) {
+    const EngramTables &e = f.engram;
+    if (Status s = range("fixture.engram.head_dim", e.headDim, 1, kMaxWidth); !s)
+      return s;
+    if (Status s = range("fixture.engram.scale_block", e.scaleBlock, 1, kMaxWidth); !s)
+      return s;
+    for (size_t i = 0; i < e.numEmbeddings.size(); ++i)
+      if (Status s = range("fixture.engram.num_embeddings[" + std::to_string(i) + "]", e.numEmbeddings[i], 1,
+                           kMaxVocabSize);
+          !s)
+        return s;
+  }
+  for (size_t i = 0; i < f.steps.size(); ++i)
+    if (Status s = range("fixture.steps[" + std::to_string(i) + "].seqlen", f.steps[i].seqlen, 1, kMaxSeqLen); !s)
+      return s;
+
+  // One sequence (batch 1): the captures are [1, ...] and every replay runs one row.
+  if (f.batch != 1)
+    return makeError("fixture.batch: " + std::to_string(f.batch) +
+                     " is not supported: the harness and the replays run one sequence (batch 1)");
+  if (f.dtype != "bf16")
+    return makeError("fixture.dtype: '" + f.dtype + "' is not supported: the harness runs a bf16 model (\"bf16\")");
+  if (f.expertDtype && *f.expertDtype != "bf16")
+    return makeError("fixture.expert_dtype: '" + *f.expertDtype +
+                     "' is not supported: the harness runs bf16 experts (null or \"bf16\")");
+
+  // Real numbers the forward and the compiled attention compute with: finite (and positive where a base or a scale).
+  struct Real {
+    const char *key;
+    double value;
+    bool positive;
+  };
+  const Real reals[] = {{"rope_theta", f.ropeTheta, true},     {"compress_rope_theta", f.compressRopeTheta, true},
+                        {"rope_factor", f.ropeFactor, true},   {"beta_fast", f.betaFast, false},
+                        {"beta_slow", f.betaSlow, false},      {"norm_eps", f.normEps, false},
+                        {"hc_eps", f.hcEps, false},            {"route_scale", f.routeScale, false},
+                        {"swiglu_limit", f.swigluLimit, false}, {"gate_temp", f.gateTemp, false},
+                        {"temperature", f.temperature, false}};
+  for (const Real &x : reals)
+    if (!std::isfinite(x.value) || (x.positive && !(x.value > 0)))
+      return makeError(std::string("fixture.") + x.key + ": " + std::to_string(x.value) + " must be finite" +
+                       (x.positive ? " and > 0" : ""));
+
+  // The sizes the replays allocate from the fixture: overflow-checked products, each within the tensor byte limit
+  // (Tensor::tensorByteLimit, 4 bytes per stored float element).
+  struct Product {
+    const char *what;
+    std::vector<int64_t> factors;
+  };
+  int64_t maxRatio1Rows = f.maxSeqLen; // the compressed caches hold ceil(max_seq_len / ratio) rows, at most max_seq_len
+  const Product products[] = {
+      {"fixture.window_size * fixture.head_dim (the window ring)", {f.windowSize, f.headDim}},
+      {"fixture.max_seq_len * fixture.head_dim (a compressed-KV cache)", {maxRatio1Rows, f.headDim}},
+      {"fixture.max_seq_len * fixture.index_head_dim (an index-key cache)", {maxRatio1Rows, f.indexHeadDim}},
+      {"fixture.n_heads * fixture.head_dim", {f.nHeads, f.headDim}},
+      {"fixture.n_heads * fixture.head_dim * fixture.q_lora_rank (wq_b)", {f.nHeads, f.headDim, f.qLoraRank}},
+      {"fixture.o_groups * fixture.o_lora_rank * fixture.dim (wo_b)", {f.oGroups, f.oLoraRank, f.dim}},
+      {"fixture.index_n_heads * fixture.index_head_dim * fixture.q_lora_rank", {f.indexNHeads, f.indexHeadDim,
+                                                                                 f.qLoraRank}},
+      {"fixture.candidate_topk_blocks * fixture.candidate_block_size", {f.candidateTopkBlocks, f.candidateBlockSize}},
+      {"fixture.vocab_size * fixture.dim (embed, head)", {f.vocabSize, f.dim}},
+      {"(2 + fixture.hc_mult) * fixture.hc_mult * fixture.hc_mult * fixture.dim (hc_*_fn)",
+       {2 + f.hcMult, f.hcMult, f.hcMult, f.dim}},
+      {"fixture.n_shared_experts * fixture.moe_inter_dim * fixture.dim (shared expert)",
+       {std::max<int64_t>(f.nSharedExperts, 1), f.moeInterDim, f.dim}},
+      {"fixture.max_seq_len (the engram cache, i64)", {f.maxSeqLen, 2}},
+  };
+  const int64_t limit = dsa::Tensor::tensorByteLimit();
+  for (const Product &p : products) {
+    std::optional<int64_t> n = 4; // bytes per element
+    for (int64_t factor : p.factors)
+      if (n)
+        n = checkedMul(*n, factor);
+    if (!n)
+      return makeError(std::string(p.what) + ": the product overflows int64");
+    if (*n > limit)
+      return makeError(std::string(p.what) + ": " + std::to_string(*n / 4) + " elements (" + std::to_string(*n) +
+                       " bytes) are above the tensor byte limit " + std::to_string(limit) +
+                       " ($DSA_MAX_TENSOR_BYTES, default the physical memory)");
+  }
+  return Status::success();
+}
+
+Status parseFixture(const Json &j, Fixture &f) {
+  if (Status s = parseFixtureFields(j, f); !s)
+    return s;
+  return checkFixtureBounds(f);
+}
+
 Status parseWeights(const Json &j, std::vector<WeightMeta> &weights) {
   if (!j.is_object())
     return makeError("weights_meta: expected an object, got " + typeName(j));
@@ -524,9 +690,25 @@ Status parseWeights(const Json &j, std::vector<WeightMeta> &weights) {
     if (!r.ok())
       return makeError(r.error());
     int64_t prod = shapeProduct(w.shape);
+    if (prod < 0)
+      return makeError("weights_meta." + w.name + ".shape: " + joinInts(w.shape) +
+                       " has a negative extent or more than INT64_MAX elements");
     if (prod != w.n)
       return makeError("weights_meta." + w.name + ": shape " + joinInts(w.shape) + " has " + std::to_string(prod) +
                        " elements but n = " + std::to_string(w.n));
+    // kind names the filler's element kind, dtype the stored rounding (tiny-model-harness.md "Weights"): both are
+    // one of the known values, and they agree.
+    static const std::map<std::string, std::set<std::string>> kDtypesOfKind = {
+        {"f32", {"bfloat16", "float32"}}, {"fp8", {"float8_e4m3fn"}}, {"e8m0", {"float8_e8m0fnu"}}};
+    auto kind = kDtypesOfKind.find(w.kind);
+    if (kind == kDtypesOfKind.end())
+      return makeError("weights_meta." + w.name + ".kind: unknown kind '" + w.kind +
+                       "' (expected one of f32, fp8, e8m0)");
+    if (w.dtype != "bfloat16" && w.dtype != "float32" && w.dtype != "float8_e4m3fn" && w.dtype != "float8_e8m0fnu")
+      return makeError("weights_meta." + w.name + ".dtype: unknown dtype '" + w.dtype +
+                       "' (expected one of bfloat16, float32, float8_e4m3fn, float8_e8m0fnu)");
+    if (!kind->second.count(w.dtype))
+      return makeError("weights_meta." + w.name + ".dtype: '" + w.dtype + "' is not a dtype of kind '" + w.kind + "'");
     weights.push_back(std::move(w));
   }
   return Status::success();
@@ -545,12 +727,20 @@ Result<Capture> parseCapture(const std::string &regime, const std::string &name,
   if (!r.ok())
     return makeError(r.error());
   int64_t prod = shapeProduct(c.shape);
+  if (prod < 0)
+    return makeError(path + ".shape: " + joinInts(c.shape) + " has a negative extent or more than INT64_MAX elements");
   if (prod != c.n)
     return makeError(path + ": shape " + joinInts(c.shape) + " has " + std::to_string(prod) +
                      " elements but n = " + std::to_string(c.n));
   if (c.stride < 1)
     return makeError(path + ".stride: must be >= 1, got " + std::to_string(c.stride));
-  const int64_t expected = (c.n + c.stride - 1) / c.stride;
+  if (c.stride > kMaxCaptureStride)
+    return makeError(path + ".stride: " + std::to_string(c.stride) + " is out of range [1, " +
+                     std::to_string(kMaxCaptureStride) + "]");
+  if (c.n > kMaxCaptureElements)
+    return makeError(path + ".n: " + std::to_string(c.n) + " is out of range [0, " +
+                     std::to_string(kMaxCaptureElements) + "]");
+  const int64_t expected = ceilDivNonNegative(c.n, c.stride); // n >= 0 (== a shape product); no n + stride - 1
   if (static_cast<int64_t>(data->size()) != expected)
     return makeError(path + ".data: has " + std::to_string(data->size()) + " values, expected ceil(n/stride) = " +
                      std::to_string(expected) + " (n = " + std::to_string(c.n) + ", stride = " +
@@ -585,10 +775,72 @@ Result<GoldenFile> GoldenFile::load(const std::string &path) {
   return parse(text.str(), path);
 }
 
+namespace {
+
+/// Finds the first key an object of the document holds twice (nlohmann keeps the last one silently): a parser
+/// callback that tracks the path of objects and arrays the parser is in and the keys of each open object.
+class DuplicateKeys {
+public:
+  bool operator()(int /*depth*/, Json::parse_event_t event, Json &parsed) {
+    switch (event) {
+    case Json::parse_event_t::object_start:
+    case Json::parse_event_t::array_start:
+      stack_.push_back(Frame{event == Json::parse_event_t::object_start, {}, {}, 0});
+      break;
+    case Json::parse_event_t::key:
+      if (!stack_.empty() && parsed.is_string()) {
+        Frame &top = stack_.back();
+        top.key = parsed.get<std::string>();
+        if (!top.keys.insert(top.key).second && first_.empty())
+          first_ = path();
+      }
+      break;
+    case Json::parse_event_t::value:
+      if (!stack_.empty() && !stack_.back().object)
+        ++stack_.back().index;
+      break;
+    case Json::parse_event_t::object_end:
+    case Json::parse_event_t::array_end:
+      if (!stack_.empty())
+        stack_.pop_back();
+      if (!stack_.empty() && !stack_.back().object)
+        ++stack_.back().index;
+      break;
+    }
+    return true;
+  }
+  /// The JSON path of the first duplicate key (e.g. `fixture.window_size`), or empty.
+  const std::string &first() const { return first_; }
+
+private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;  // objects: the current key
+    size_t index = 0; // arrays: the current element
+  };
+  std::string path() const {
+    std::string p;
+    for (const Frame &f : stack_)
+      p += f.object ? (p.empty() ? "" : ".") + f.key : "[" + std::to_string(f.index) + "]";
+    return p;
+  }
+  std::vector<Frame> stack_;
+  std::string first_;
+};
+
+} // namespace
+
 Result<GoldenFile> GoldenFile::parse(const std::string &text, const std::string &origin) {
   Json root;
   try {
-    root = Json::parse(text);
+    auto duplicates = std::make_shared<DuplicateKeys>();
+    root = Json::parse(text, [duplicates](int depth, Json::parse_event_t event, Json &parsed) {
+      return (*duplicates)(depth, event, parsed);
+    });
+    if (!duplicates->first().empty())
+      return makeError(origin + ": " + duplicates->first() +
+                       ": duplicate key (an object holds it twice; which value is meant cannot be told)");
   } catch (const Json::parse_error &e) {
     return makeError(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
   } catch (const std::exception &e) {

@@ -11,7 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "dsa/Core/Tensor.h"
+
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <cstdio>
 #include <unistd.h>
@@ -417,4 +420,115 @@ TEST(GoldenFileFormat, EngramNull) {
   // Neither null nor an object.
   err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["engram"] = 3; }));
   EXPECT_TRUE(contains(err, "fixture.engram: expected an object, got number")) << err;
+}
+
+// Hostile input (issue 12, docs/robustness.md): every size, count and index is bounded on load, and the error names
+// the field by its JSON path with the allowed range; nothing is allocated or looped over first.
+TEST(GoldenFileHostile, SizesAndCountsAreBounded) {
+  struct Case {
+    std::string from, to, needle;
+  };
+  const Case cases[] = {
+      {"\"window_size\":8,", "\"window_size\":-1,", "fixture.window_size: -1 is out of range [1, 1048576]"},
+      {"\"max_seq_len\":64,", "\"max_seq_len\":-1,", "fixture.max_seq_len: -1 is out of range [1, 4194304]"},
+      {"\"max_seq_len\":64,", "\"max_seq_len\":1000000000000,",
+       "fixture.max_seq_len: 1000000000000 is out of range [1, 4194304]"},
+      {"\"head_dim\":32,", "\"head_dim\":1099511627776,", "fixture.head_dim: 1099511627776 is out of range [1, 65536]"},
+      {"\"dim\":64,", "\"dim\":4611686018427387904,", "fixture.dim: 4611686018427387904 is out of range [1, 65536]"},
+      {"\"o_lora_rank\":16,", "\"o_lora_rank\":4611686018427387904,", "fixture.o_lora_rank: 4611686018427387904"},
+      {"\"hc_sinkhorn_iters\":20,", "\"hc_sinkhorn_iters\":1000000000000,",
+       "fixture.hc_sinkhorn_iters: 1000000000000 is out of range [1, 1000]"},
+      {"\"compress_ratios\":[0,0,2,2,1,1]", "\"compress_ratios\":[0,0,1099511627776,2,1,1]",
+       "fixture.compress_ratios[2]: 1099511627776 is out of range [0, 65536]"},
+      {"\"candidate_source_layer\":4,", "\"candidate_source_layer\":-7,",
+       "fixture.candidate_source_layer: -7 is out of range [-1, 5]"},
+      {"\"prefill_len\":12,", "\"prefill_len\":65,", "fixture.prefill_len: 65 is out of range [0, 64]"},
+  };
+  for (const Case &c : cases) {
+    std::string err = loadError(replaceOnce(goldenText(), c.from, c.to));
+    EXPECT_TRUE(contains(err, c.needle)) << c.to << ": " << err;
+  }
+}
+
+TEST(GoldenFileHostile, ProductsAreOverflowCheckedAndWithinTheByteLimit) {
+  // Each factor within its bound, the ring [window_size, head_dim] above a 1 GB limit: named by both fields.
+  dsa::Tensor::setTensorByteLimit(int64_t(1) << 30);
+  std::string err = loadError(editedGolden([](nlohmann::ordered_json &j) {
+    j["fixture"]["window_size"] = 1 << 20;
+    j["fixture"]["head_dim"] = 1 << 14;
+  }));
+  dsa::Tensor::setTensorByteLimit(0);
+  EXPECT_TRUE(contains(err, "fixture.window_size * fixture.head_dim (the window ring): 17179869184 elements")) << err;
+  // engram.n_heads near 2^62: (max_ngram_size - 1) * n_heads would overflow; the bound catches it first.
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["engram"]["n_heads"] = int64_t(1) << 62; }));
+  EXPECT_TRUE(contains(err, "fixture.engram.n_heads: must be <= 4096")) << err;
+}
+
+TEST(GoldenFileHostile, DuplicateKeysAreErrorsNamingThePath) {
+  std::string err = loadError(replaceOnce(goldenText(), "\"window_size\":8,", "\"window_size\":8,\"window_size\":16,"));
+  EXPECT_TRUE(contains(err, "edited.json: fixture.window_size: duplicate key")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"kind\":\"f32\"", "\"kind\":\"f32\",\"kind\":\"fp8\""));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.kind: duplicate key")) << err;
+  // Inside a list: the element's index is in the path.
+  std::string steps = editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["steps"] = tinySteps(); });
+  err = loadError(replaceOnce(steps, "\"regime\":\"decode12\",", "\"regime\":\"decode12\",\"regime\":\"decode12\","));
+  EXPECT_TRUE(contains(err, "fixture.steps[1].regime: duplicate key")) << err;
+  // Top level.
+  err = loadError(replaceOnce(goldenText(), "{\"fixture\":", "{\"decode13\":{},\"fixture\":"));
+  EXPECT_TRUE(contains(err, "edited.json: decode13: duplicate key")) << err;
+}
+
+TEST(GoldenFileHostile, UnsupportedSettingsAreErrors) {
+  std::string err = loadError(replaceOnce(goldenText(), "\"batch\":1,", "\"batch\":2,"));
+  EXPECT_TRUE(contains(err, "fixture.batch: 2 is not supported: the harness and the replays run one sequence")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"dtype\":\"bf16\"", "\"dtype\":\"fp64\""));
+  EXPECT_TRUE(contains(err, "fixture.dtype: 'fp64' is not supported")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"expert_dtype\":null", "\"expert_dtype\":\"fp4\""));
+  EXPECT_TRUE(contains(err, "fixture.expert_dtype: 'fp4' is not supported")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"rope_theta\":10000.0", "\"rope_theta\":-1.0"));
+  EXPECT_TRUE(contains(err, "fixture.rope_theta: -1.000000 must be finite and > 0")) << err;
+}
+
+TEST(GoldenFileHostile, WeightKindDtypeAndShapeAreChecked) {
+  std::string err = loadError(replaceOnce(goldenText(), "\"kind\":\"f32\"", "\"kind\":\"fp4\""));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.kind: unknown kind 'fp4' (expected one of f32, fp8, e8m0)"))
+      << err;
+  err = loadError(replaceOnce(goldenText(), "\"dtype\":\"bfloat16\"", "\"dtype\":\"float64\""));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.dtype: unknown dtype 'float64'")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"dtype\":\"bfloat16\"", "\"dtype\":\"float8_e4m3fn\""));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.dtype: 'float8_e4m3fn' is not a dtype of kind 'f32'")) << err;
+  // shape [-1] with n -1: the product (-1, "negative") used to equal n.
+  err = loadError(replaceOnce(goldenText(), "\"embed.weight\":{\"shape\":[64,64],\"n\":4096,",
+                              "\"embed.weight\":{\"shape\":[-1],\"n\":-1,"));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.shape: [-1] has a negative extent")) << err;
+  // A capture whose n + stride - 1 overflowed: the shape's product is checked first.
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) {
+    j["prefill12"]["L0.sa_q"]["shape"] = {int64_t(1) << 62, 4};
+    j["prefill12"]["L0.sa_q"]["n"] = int64_t(1) << 62;
+  }));
+  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.shape: [4611686018427387904, 4] has a negative extent or more than "
+                            "INT64_MAX elements"))
+      << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) {
+    j["prefill12"]["L0.sa_q"]["n"] = std::numeric_limits<int64_t>::max();
+    j["prefill12"]["L0.sa_q"]["shape"] = {std::numeric_limits<int64_t>::max()};
+    j["prefill12"]["L0.sa_q"]["stride"] = 2;
+  }));
+  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.n: 9223372036854775807 is out of range")) << err;
+}
+
+TEST(GoldenFileHostile, CaptureStrideAndSizeAreBounded) {
+  // A stride near 2^62 with one sample used to load (ceil(n / stride) = 1) and made the comparator's n + stride - 1
+  // overflow for strides near INT64_MAX.
+  std::string err = loadError(editedGolden([](nlohmann::ordered_json &j) {
+    j["prefill12"]["L0.sa_q"]["stride"] = int64_t(1) << 62;
+    j["prefill12"]["L0.sa_q"]["data"] = {0.0};
+  }));
+  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.stride: 4611686018427387904 is out of range [1, 2147483648]")) << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) {
+    j["prefill12"]["L0.sa_q"]["shape"] = {int64_t(1) << 50};
+    j["prefill12"]["L0.sa_q"]["n"] = int64_t(1) << 50;
+    j["prefill12"]["L0.sa_q"]["stride"] = int64_t(1) << 31;
+  }));
+  EXPECT_TRUE(contains(err, "prefill12.L0.sa_q.n: 1125899906842624 is out of range [0, 281474976710656]")) << err;
 }

@@ -235,3 +235,22 @@ TEST(GoldenFiller, InputIdsPastPrefillLenPlusTwo) {
   EXPECT_FALSE(regimeInputIds(noN, later, 1).ok());
   EXPECT_TRUE(regimeInputIds(noN, g.regimes()[2], 1).ok());
 }
+
+// Hostile input (issue 12): a weight's n is checked against the tensor byte limit before anything is allocated, and
+// its shape's product is overflow-checked.
+TEST(GoldenFiller, HugeWeightIsAnErrorBeforeAllocating) {
+  WeightMeta meta;
+  meta.name = "layers.0.attn.attn_sink";
+  meta.shape = {int64_t(1) << 40};
+  meta.n = int64_t(1) << 40;
+  meta.dtype = "float32";
+  auto r = regenerateValues(meta);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(contains(r.error(), "weights_meta.layers.0.attn.attn_sink.n: 1099511627776 values are above the tensor "
+                                  "byte limit"))
+      << r.error();
+  meta.shape = {int64_t(1) << 32, int64_t(1) << 32}; // the product overflows int64
+  r = regenerateValues(meta);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(contains(r.error(), "does not match its shape (product overflows)")) << r.error();
+}

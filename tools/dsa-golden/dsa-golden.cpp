@@ -14,6 +14,12 @@
 // over the dlopen'd driver; makeSequenceRunner: weights uploaded once). Without a driver or device that is an
 // error naming it.
 //
+// Before anything is allocated or run, each layer's step function is checked against the golden's configuration as
+// far as its signature shows it (checkCompiledFor: dim, window_size, head_dim, index_head_dim, max_seq_len, the
+// layer's ratio and role, n_heads, the weights' shapes): a golden whose configuration is not what the libraries were
+// compiled for is an error naming the golden's field, never a replay of the libraries' own configuration. The golden
+// itself is bounded on load (dsa/Golden/GoldenFile.h).
+//
 // Prints what dsa-run --golden prints in whole-model mode: one verdict line per capture of the golden (section 12
 // tolerance; the stale decode `shared.L<l>.candidates` of layers before the candidate source not compared), then
 // `golden: N passed, M failed`. --force continues with the golden's value of every harness capture the golden stores
@@ -32,6 +38,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dsa/Support/CheckedArithmetic.h"
+
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -77,6 +86,186 @@ bool isGpuStepLibrary(const std::string &path) {
   text << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   return j.is_object() && j.contains("format") && j["format"] == dsa::cuda::kGpuStepLibraryFormat;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s + "]";
+}
+
+/// The golden weights of layer `l`'s attention, in the step function's argument order, for its role (what
+/// dsa-run --golden --emit-libraries lists; tiny-model-harness.md parameter names).
+std::vector<std::string> attentionWeightNames(int64_t l, const golden::LayerRole &role) {
+  std::vector<std::string> suffixes = {"attn_sink",        "wq_a.weight",    "q_norm.weight", "wq_b.weight",
+                                       "wkv.weight",       "kv_norm.weight", "wo_a.weight",   "wo_b.weight"};
+  if (role.isKvSource) {
+    suffixes.push_back("compressor.wkv.weight");
+    if (role.ratio >= 2)
+      suffixes.push_back("compressor.wgate.weight");
+    for (const char *s : {"compressor.norm.weight", "indexer.wk.weight", "indexer.k_norm.weight"})
+      suffixes.push_back(s);
+  }
+  if (role.isIndexSource)
+    for (const char *s : {"indexer.wq_b.weight", "indexer.weights_proj.weight"})
+      suffixes.push_back(s);
+  std::vector<std::string> names;
+  for (const std::string &s : suffixes)
+    names.push_back("layers." + std::to_string(l) + ".attn." + s);
+  return names;
+}
+
+/// Checks that layer `l`'s step function was compiled for the golden's configuration, as far as its signature
+/// shows it (the step description: argument and result shapes, step roles, state and shared slots, probe shapes),
+/// before anything is allocated or run: x and the output [?, dim]; the ring [window_size, head_dim]; a compressed
+/// layer (compress_ratios[l] > 0) has the four shared slots ([?, head_dim], [?, index_head_dim], ...) and the
+/// capacity max_seq_len, a window-only one neither; a kv source has the compressor state ([r, head_dim] twice for
+/// r >= 2) and the caches [ceil(max_seq_len / r), head_dim], [ceil(max_seq_len / r), index_head_dim]; the manifest's
+/// weights are those of the layer's role (kv_source_layers, index_source_layers) and each weight argument has the
+/// golden's weights_meta shape; the probe L<l>.sa_q is [?, n_heads, head_dim]. Errors name the golden's field, its
+/// value and what the library was compiled for. Not visible in a signature (and so not checked): rope_theta and
+/// the YaRN parameters, norm_eps, index_topk, the candidate sizes (docs/robustness.md).
+dsa::Status checkCompiledFor(const golden::GoldenFile &file, int64_t l, const runtime::FunctionSignature &sig,
+                             const nlohmann::json &manifestWeights, const std::string &description) {
+  const golden::Fixture &f = file.fixture();
+  const golden::LayerRole role = golden::layerRole(f, l);
+  const std::string lib = "layer " + std::to_string(l) + "'s step library " + description + " (@" + sig.name + ")";
+  auto mismatch = [&](const std::string &field, int64_t want, const std::string &compiled) {
+    return dsa::makeError(field + ": " + std::to_string(want) + " in the golden, but " + lib + " was compiled for " +
+                          compiled);
+  };
+  auto argKind = [&](int64_t a) -> const runtime::ValueKind * {
+    return a >= 0 && a < static_cast<int64_t>(sig.args.size()) ? &sig.args[static_cast<size_t>(a)] : nullptr;
+  };
+  // A tensor shape [d0, d1] against the golden's (field0, want0), (field1, want1); -1 = a dynamic size expected.
+  auto checkShape = [&](const runtime::ValueKind *k, const std::string &what, const std::string &field0,
+                        int64_t want0, const std::string &field1, int64_t want1) -> dsa::Status {
+    if (!k || !k->isTensor || k->shape.size() != 2)
+      return dsa::makeError(lib + ": " + what + " is not a rank-2 tensor (" + (k ? k->typeString : "absent") + ")");
+    const std::string compiled = what + " " + k->typeString;
+    if (k->shape[0] != want0)
+      return mismatch(field0, want0, compiled);
+    if (k->shape[1] != want1)
+      return mismatch(field1, want1, compiled);
+    return dsa::Status::success();
+  };
+  const std::string ratioField = "fixture.compress_ratios[" + std::to_string(l) + "]";
+
+  if (dsa::Status s = checkShape(argKind(sig.step.x), "x (argument #" + std::to_string(sig.step.x) + ")", "x rows",
+                                 -1, "fixture.dim", f.dim);
+      !s)
+    return s;
+  const runtime::ValueKind *out = sig.step.output >= 0 && sig.step.output < static_cast<int64_t>(sig.results.size())
+                                      ? &sig.results[static_cast<size_t>(sig.step.output)]
+                                      : nullptr;
+  if (dsa::Status s = checkShape(out, "the output (result #" + std::to_string(sig.step.output) + ")", "output rows",
+                                 -1, "fixture.dim", f.dim);
+      !s)
+    return s;
+
+  // Window-only or compressed: the capacity and the shared slots.
+  if (role.ratio == 0 && (sig.step.maxSeqLen >= 0 || !sig.step.shared.empty()))
+    return mismatch(ratioField, 0, "a compressed layer (" + std::to_string(sig.step.shared.size()) +
+                                       " shared slots, max_seq_len " + std::to_string(sig.step.maxSeqLen) + ")");
+  if (role.ratio > 0) {
+    if (sig.step.shared.size() != 4)
+      return mismatch(ratioField, role.ratio,
+                      "a window-only layer (" + std::to_string(sig.step.shared.size()) + " shared slots, not 4)");
+    if (sig.step.maxSeqLen != f.maxSeqLen)
+      return mismatch("fixture.max_seq_len", f.maxSeqLen, "max_seq_len " + std::to_string(sig.step.maxSeqLen));
+    if (dsa::Status s = checkShape(argKind(sig.step.shared[0].arg), "the compress_kv slot", "compress_kv rows", -1,
+                                   "fixture.head_dim", f.headDim);
+        !s)
+      return s;
+    if (dsa::Status s = checkShape(argKind(sig.step.shared[1].arg), "the index_k slot", "index_k rows", -1,
+                                   "fixture.index_head_dim", f.indexHeadDim);
+        !s)
+      return s;
+  }
+
+  // The state: the ring first (dsa.attention's operand order), then a kv source's compressor state and caches.
+  std::vector<int64_t> stateArgs;
+  for (const runtime::StateBinding &b : sig.state)
+    stateArgs.push_back(b.arg);
+  std::sort(stateArgs.begin(), stateArgs.end());
+  const size_t wantState = 1 + (role.isKvSource ? (role.ratio >= 2 ? 4 : 2) : 0);
+  if (stateArgs.size() != wantState)
+    return dsa::makeError("fixture.kv_source_layers / " + ratioField + ": layer " + std::to_string(l) + " is " +
+                          (role.isKvSource ? "a kv source of ratio " + std::to_string(role.ratio) : "not a kv source") +
+                          " in the golden (" + std::to_string(wantState) + " state arguments), but " + lib +
+                          " has " + std::to_string(stateArgs.size()));
+  if (dsa::Status s = checkShape(argKind(stateArgs[0]), "the ring (argument #" + std::to_string(stateArgs[0]) + ")",
+                                 "fixture.window_size", f.windowSize, "fixture.head_dim", f.headDim);
+      !s)
+    return s;
+  if (role.isKvSource) {
+    size_t next = 1;
+    if (role.ratio >= 2)
+      for (const char *what : {"the compressor's kv_state", "the compressor's score_state"})
+        if (dsa::Status s = checkShape(argKind(stateArgs[next++]), what, ratioField, role.ratio, "fixture.head_dim",
+                                       f.headDim);
+            !s)
+          return s;
+    const int64_t capacity = dsa::ceilDivNonNegative(f.maxSeqLen, role.ratio);
+    const std::string rows = "ceil(fixture.max_seq_len / " + ratioField + ")";
+    if (dsa::Status s = checkShape(argKind(stateArgs[next++]), "the compressed-KV cache", rows, capacity,
+                                   "fixture.head_dim", f.headDim);
+        !s)
+      return s;
+    if (dsa::Status s = checkShape(argKind(stateArgs[next++]), "the index-key cache", rows, capacity,
+                                   "fixture.index_head_dim", f.indexHeadDim);
+        !s)
+      return s;
+  }
+
+  // The weights: the role's, each of the golden's shape.
+  const std::vector<std::string> want = attentionWeightNames(l, role);
+  std::vector<std::string> listed;
+  for (const nlohmann::json &w : manifestWeights)
+    listed.push_back(w.is_string() ? w.get<std::string>() : std::string("<not a string>"));
+  if (listed != want) {
+    auto join = [](const std::vector<std::string> &v) {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i)
+        s += (i ? ", " : "") + v[i];
+      return s;
+    };
+    return dsa::makeError("fixture.kv_source_layers / fixture.index_source_layers / " + ratioField + ": layer " +
+                          std::to_string(l) + "'s role in the golden (ratio " + std::to_string(role.ratio) +
+                          (role.isKvSource ? ", kv source" : "") + (role.isIndexSource ? ", index source" : "") +
+                          ") takes the weights [" + join(want) + "], but " + lib + " takes [" + join(listed) + "]");
+  }
+  std::set<int64_t> roles = {sig.step.x, sig.step.startPos};
+  for (const runtime::StateBinding &b : sig.state)
+    roles.insert(b.arg);
+  for (const runtime::StateBinding &b : sig.step.shared)
+    roles.insert(b.arg);
+  size_t next = 0;
+  for (size_t a = 0; a < sig.args.size() && next < want.size(); ++a) {
+    if (roles.count(static_cast<int64_t>(a)))
+      continue;
+    const std::string &name = want[next++];
+    const golden::WeightMeta *meta = file.weight(name);
+    if (!meta)
+      continue; // named by the caller
+    if (!sig.args[a].isTensor || sig.args[a].shape != meta->shape)
+      return dsa::makeError("weights_meta." + name + ".shape: " + shapeText(meta->shape) + " in the golden, but " +
+                            lib + " was compiled for argument #" + std::to_string(a) + " " + sig.args[a].typeString);
+  }
+
+  // The queries' probe: [?, n_heads, head_dim].
+  const std::string saQ = "L" + std::to_string(l) + ".sa_q";
+  for (size_t p = 0; p < sig.probeNames.size(); ++p) {
+    if (sig.probeNames[p] != saQ || sig.numResults + p >= sig.results.size())
+      continue;
+    const runtime::ValueKind &k = sig.results[sig.numResults + p];
+    if (k.shape.size() == 3 && k.shape[1] >= 0 && k.shape[1] != f.nHeads)
+      return mismatch("fixture.n_heads", f.nHeads, "the probe " + saQ + " " + k.typeString);
+    if (k.shape.size() == 3 && k.shape[2] >= 0 && k.shape[2] != f.headDim)
+      return mismatch("fixture.head_dim", f.headDim, "the probe " + saQ + " " + k.typeString);
+  }
+  return dsa::Status::success();
 }
 
 /// Reads DIR/golden_layers.json (tools/dsa-run/EmitLibraries.h) and builds one sequence per layer of `file`.
@@ -145,6 +334,8 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
     if (!sig->step.present())
       return dsa::makeError("layer " + std::to_string(l) + ": @" + function +
                             " has no step roles (a version 1 description? re-emit the libraries)");
+    if (dsa::Status s = checkCompiledFor(file, l, *sig, lj["weights"], descriptionPath); !s)
+      return dsa::makeError(s.error());
     // The weight arguments: every argument that is not x, start_pos, state or a shared slot, in order.
     std::set<int64_t> roles = {sig->step.x, sig->step.startPos};
     for (const runtime::StateBinding &b : sig->state)

@@ -12,6 +12,7 @@
 #include "dsa/Golden/TinyModel.h"
 #include "dsa/Interpreter/Interpreter.h"
 #include "dsa/Numerics/BF16.h"
+#include "dsa/Support/CheckedArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +22,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -250,17 +252,41 @@ Result<Layer> makeLayer(const golden::GoldenFile &file, int64_t l) {
   layer.role = golden::layerRole(f, l);
   if (Status s = loadLayerWeights(file, layer); !s)
     return makeError(s.error());
-  layer.ring = Tensor(ElementType::BF16, {f.windowSize, f.headDim});
+  // The state's sizes come from the golden (bounded on load, GoldenFile.h): allocated with Tensor::zeros, so a
+  // size above the tensor byte limit is an error naming the fields rather than an abort.
+  auto zeros = [&](ElementType type, std::vector<int64_t> shape, const std::string &what) -> Result<Tensor> {
+    Result<Tensor> t = Tensor::zeros(type, std::move(shape));
+    if (!t)
+      return makeError("layer " + std::to_string(l) + ": " + what + ": " + t.error());
+    return t;
+  };
+  const std::string ratio = "fixture.compress_ratios[" + std::to_string(l) + "]";
+  Result<Tensor> ring = zeros(ElementType::BF16, {f.windowSize, f.headDim},
+                              "the ring [fixture.window_size, fixture.head_dim]");
+  if (!ring)
+    return makeError(ring.error());
+  layer.ring = ring.take();
   int64_t r = layer.role.ratio;
   if (layer.role.isKvSource) {
     if (r >= 2) {
-      layer.state.push_back(Tensor(ElementType::F32, {r, f.headDim}));
-      std::vector<float> negInf(static_cast<size_t>(r * f.headDim), -std::numeric_limits<float>::infinity());
-      layer.state.push_back(Tensor::fromFloats(ElementType::F32, {r, f.headDim}, negInf));
+      Result<Tensor> kvState = zeros(ElementType::F32, {r, f.headDim}, "the kv state [" + ratio + ", fixture.head_dim]");
+      if (!kvState)
+        return makeError(kvState.error());
+      Tensor scoreState = *kvState;
+      std::fill(scoreState.floats(), scoreState.floats() + scoreState.numElements(),
+                -std::numeric_limits<float>::infinity());
+      layer.state.push_back(kvState.take());
+      layer.state.push_back(std::move(scoreState));
     }
-    int64_t capacity = (f.maxSeqLen + r - 1) / r;
-    layer.state.push_back(Tensor(ElementType::BF16, {capacity, f.headDim}));
-    layer.state.push_back(Tensor(ElementType::BF16, {capacity, f.indexHeadDim}));
+    const int64_t capacity = ceilDivNonNegative(f.maxSeqLen, r);
+    for (auto [width, field] : {std::pair<int64_t, const char *>{f.headDim, "fixture.head_dim"},
+                                {f.indexHeadDim, "fixture.index_head_dim"}}) {
+      Result<Tensor> cache = zeros(ElementType::BF16, {capacity, width},
+                                   "a cache [ceil(fixture.max_seq_len / " + ratio + "), " + field + "]");
+      if (!cache)
+        return makeError(cache.error());
+      layer.state.push_back(cache.take());
+    }
   }
   return layer;
 }

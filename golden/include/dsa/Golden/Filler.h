@@ -48,7 +48,8 @@ double weightedMass(const std::vector<float> &values);
 /// Only f64 summation order may differ from the producer's, so this is far below one ulp of any element.
 inline constexpr double kWeightCkRelTol = 1e-12;
 
-/// filler + rounding for `meta` (no ck check). Errors: unknown dtype; n != product(shape).
+/// filler + rounding for `meta` (no ck check). Errors: unknown dtype; n != product(shape) (overflow-checked); n
+/// values of 4 bytes above dsa::Tensor::tensorByteLimit() (checked before allocating, naming weights_meta.<name>.n).
 Result<std::vector<float>> regenerateValues(const WeightMeta &meta);
 /// The weight as a tensor of meta.shape: BF16 for "bfloat16", F32 otherwise (e4m3/e8m0 values exact in f32).
 /// Checks the regenerated ck against meta.ck (kWeightCkRelTol); on mismatch the Error names the weight, got and

@@ -8,6 +8,37 @@
 // (e.g. `fixture.engram.primes`, `prefill12.L0.sa_q.data`). Nothing here throws; nlohmann_json stays private to
 // golden/lib.
 //
+// Hostile input (docs/robustness.md, issue 12): every size, count and index is checked on load, before anything is
+// allocated or looped over, and an impossible value is an Error naming its JSON path and the allowed range:
+// - a key that an object holds twice (JSON leaves it open; the parser would keep the last): `<path>: duplicate key`;
+// - the bounds below (far above DeepSeek-V4.1-Flash, attention-semantics.md section 1: dim 5120, head_dim 512,
+//   window 128, max_seq_len up to 1M, 20 Sinkhorn iterations):
+//     widths (kMaxWidth = 65536): dim, head_dim, rope_head_dim, q_lora_rank, o_lora_rank, moe_inter_dim,
+//       index_head_dim, candidate_block_size, engram_head_dim, engram.head_dim, engram.scale_block, dspark_block_size;
+//     counts (kMaxCount = 4096): n_layers, n_heads, o_groups, n_routed_experts, n_activated_experts,
+//       n_shared_experts (>= 0), index_n_heads, engram_n_heads, engram.n_heads, vision_n_layers, n_mtp_layers,
+//       max_batch_size;
+//     window_size in [1, kMaxWindowSize = 2^20]; max_seq_len in [1, kMaxSeqLen = 2^22]; prefill_len in
+//     [0, max_seq_len]; steps[i].seqlen in [1, kMaxSeqLen]; compress_ratios[l] in [0, kMaxCompressRatio = 65536];
+//     hc_mult in [1, kMaxHcMult = 64]; hc_sinkhorn_iters in [1, kMaxSinkhornIters = 1000] (each iteration is a
+//     loop over every token: an absurd count is a hang); candidate_source_layer in [-1, n_layers);
+//     vocab_size, index_topk, candidate_topk_blocks, n_tokens, the engram vocabulary sizes, pad id and
+//     num_embeddings at most kMaxVocabSize = 2^24; original_seq_len in [1, 2^40]; engram max_ngram_size <= 64;
+//   and the products the replays allocate from them (the ring window_size * head_dim, the caches
+//   max_seq_len * head_dim and max_seq_len * index_head_dim, n_heads * head_dim * q_lora_rank, vocab_size * dim,
+//   the hc and expert weights, ...), overflow-checked (dsa/Support/CheckedArithmetic.h) and each at most
+//   dsa::Tensor::tensorByteLimit() bytes (4 per element);
+// - batch must be 1 (the captures are [1, ...]; the harness and the replays run one sequence); dtype must be
+//   "bf16" and expert_dtype null or "bf16" (what the harness implements); the real numbers the forward and the
+//   compiled attention use are finite (rope_theta, compress_rope_theta, rope_factor > 0);
+// - weights_meta: a shape without negative extents whose product is n; kind one of "f32", "fp8", "e8m0" and dtype
+//   one of "bfloat16", "float32" (kind f32), "float8_e4m3fn" (fp8), "float8_e8m0fnu" (e8m0); regenerating a weight
+//   (Filler.h) refuses an n above the tensor byte limit before allocating;
+// - captures: a shape without negative extents, n its product and at most kMaxCaptureElements = 2^48, stride in
+//   [1, kMaxCaptureStride = 2^31] (so that the comparator's n + stride never overflows), data of ceil(n / stride)
+//   samples.
+// What the step libraries were compiled for is checked against the fixture by the replays (tools/dsa-golden).
+//
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_GOLDEN_GOLDENFILE_H
 #define DSA_GOLDEN_GOLDENFILE_H
@@ -21,6 +52,20 @@
 #include <vector>
 
 namespace dsa::golden {
+
+/// Bounds of the fixture's sizes and counts, checked on load (see the file comment).
+inline constexpr int64_t kMaxWidth = int64_t(1) << 16;
+inline constexpr int64_t kMaxCount = int64_t(1) << 12;
+inline constexpr int64_t kMaxWindowSize = int64_t(1) << 20;
+inline constexpr int64_t kMaxSeqLen = int64_t(1) << 22;
+inline constexpr int64_t kMaxCompressRatio = int64_t(1) << 16;
+inline constexpr int64_t kMaxHcMult = 64;
+inline constexpr int64_t kMaxSinkhornIters = 1000;
+inline constexpr int64_t kMaxVocabSize = int64_t(1) << 24;
+inline constexpr int64_t kMaxOriginalSeqLen = int64_t(1) << 40;
+inline constexpr int64_t kMaxNgramSize = 64;
+inline constexpr int64_t kMaxCaptureStride = int64_t(1) << 31;
+inline constexpr int64_t kMaxCaptureElements = int64_t(1) << 48;
 
 /// `fixture.engram`: the tables of the engram hash and embedding (tiny-model-harness.md, `engram_hash`, `engram`).
 /// `e` indexes the engram layers in the order of `layerIds`. All integers are i64 as stored in the file.
