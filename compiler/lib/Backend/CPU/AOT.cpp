@@ -37,33 +37,6 @@ namespace dsa::cpu {
 
 namespace {
 
-/// Defines dsa_cpu_fail(i32) as a call through `dsa_cpu_fail_hook` (a null hook ignores the failure).
-void defineFailHook(llvm::Module &m) {
-  llvm::LLVMContext &ctx = m.getContext();
-  llvm::IRBuilder<> b(ctx);
-  llvm::PointerType *ptr = b.getPtrTy();
-  auto *hook = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
-                                        llvm::ConstantPointerNull::get(ptr), "dsa_cpu_fail_hook");
-  llvm::FunctionType *type = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty()}, false);
-  llvm::Function *fail = m.getFunction(abi::kFailSymbol);
-  if (!fail)
-    fail = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, abi::kFailSymbol, m);
-  if (!fail->isDeclaration())
-    return;
-  fail->setLinkage(llvm::GlobalValue::InternalLinkage);
-  auto *entry = llvm::BasicBlock::Create(ctx, "entry", fail);
-  auto *call = llvm::BasicBlock::Create(ctx, "call", fail);
-  auto *done = llvm::BasicBlock::Create(ctx, "done", fail);
-  b.SetInsertPoint(entry);
-  llvm::Value *target = b.CreateLoad(ptr, hook);
-  b.CreateCondBr(b.CreateIsNotNull(target), call, done);
-  b.SetInsertPoint(call);
-  b.CreateCall(type, target, {fail->getArg(0)});
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
-  b.CreateRetVoid();
-}
-
 /// The index of `v` among `f`'s entry-block arguments, or -1.
 int64_t argumentIndex(mlir::func::FuncOp f, mlir::Value v) {
   auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
@@ -150,7 +123,8 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
     return makeError(tm.error());
   backend::configureModule(*llvmModule, **tm);
   backend::addPackedEntries(*llvmModule, lowered->functions);
-  defineFailHook(*llvmModule);
+  // dsa_cpu_fail calls through dsa_cpu_fail_hook (the loader points it at dsaCpuRecordFailure), then returns.
+  backend::defineFailHook(*llvmModule, backend::FailHookEnd::Return, /*always=*/true);
 
   const std::string objPath = directory + "/" + baseName + ".o";
   const std::string soPath = directory + "/" + baseName + ".so";

@@ -1,6 +1,8 @@
 //===- HostObject.cpp - shared AOT steps of the CPU and GPU step libraries --------------------------------===//
 #include "HostObject.h"
 
+#include "dsa/ABI/RuntimeErrors.h"
+
 #include "dsa/Conversion/CPUTarget.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -172,6 +174,37 @@ Status linkSharedObject(const std::string &objPath, const std::string &soPath, c
                      (execError.empty() ? "" : ": " + execError));
   }
   return Status::success();
+}
+
+void defineFailHook(llvm::Module &m, FailHookEnd end, bool always) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::PointerType *ptr = b.getPtrTy();
+  auto *hook = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+                                        llvm::ConstantPointerNull::get(ptr), "dsa_cpu_fail_hook");
+  llvm::FunctionType *type = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty()}, false);
+  llvm::Function *fail = m.getFunction(abi::kFailSymbol);
+  if (!fail && always)
+    fail = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, abi::kFailSymbol, m);
+  if (!fail || !fail->isDeclaration())
+    return;
+  fail->setLinkage(llvm::GlobalValue::InternalLinkage);
+  auto *entry = llvm::BasicBlock::Create(ctx, "entry", fail);
+  auto *call = llvm::BasicBlock::Create(ctx, "hook", fail);
+  auto *done = llvm::BasicBlock::Create(ctx, end == FailHookEnd::Abort ? "abort" : "done", fail);
+  b.SetInsertPoint(entry);
+  llvm::Value *target = b.CreateLoad(ptr, hook);
+  b.CreateCondBr(b.CreateIsNotNull(target), call, done);
+  b.SetInsertPoint(call);
+  b.CreateCall(fail->getFunctionType(), target, {fail->getArg(0)});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  if (end == FailHookEnd::Abort) {
+    b.CreateCall(m.getOrInsertFunction("abort", llvm::FunctionType::get(b.getVoidTy(), false)));
+    b.CreateUnreachable();
+  } else {
+    b.CreateRetVoid();
+  }
 }
 
 Result<std::vector<std::string>> runtimeArchives() {

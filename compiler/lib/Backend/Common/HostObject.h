@@ -58,6 +58,16 @@ Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned 
 Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what);
 
 /// Links `objPath` into the shared object `soPath` with `cc -shared`, then `extraArgs` (archives, -l options).
+/// What the run-time check hook dsa_cpu_fail does after calling through `dsa_cpu_fail_hook`.
+enum class FailHookEnd {
+  Return, ///< CPU code: the compiled function carries on (clamped indices, zeros) and the caller reports the code
+  Abort,  ///< GPU host code: must not go on launching kernels on sizes a check rejected, so it ends in abort()
+};
+/// Defines the run-time check hook `dsa_cpu_fail(i32)` (core's dsa/ABI/RuntimeErrors.h) of a step library as a call
+/// through the global function pointer `dsa_cpu_fail_hook` (defined, null, in every library: the loader sets it),
+/// then `end`. `always`: define the function even where the code declares no call of it.
+void defineFailHook(llvm::Module &m, FailHookEnd end, bool always);
+
 /// The static archives of the runtime functions compiled code may call (libDSACPURuntime.a, libDSANumerics.a),
 /// linked into every step library: $DSA_RUNTIME_ARCHIVE_DIR if set, else the build tree's (a build in place), else
 /// the installed ones (<prefix>/lib of `cmake --install`). Error: none of them exists, naming where it looked.

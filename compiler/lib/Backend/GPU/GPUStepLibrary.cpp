@@ -41,38 +41,6 @@ namespace dsa::gpu {
 
 namespace {
 
-/// Defines the run-time check hook `dsa_cpu_fail(i32)` (dsa/ABI/RuntimeErrors.h) that the host code calls
-/// on a failed check: a call through the global function pointer `dsa_cpu_fail_hook` (the CUDA runtime points it at
-/// dsaGpuCheckFailed, which ends the call with the code's message), then abort(): the host code must not go on
-/// launching kernels with the sizes a check rejected, so a hook that returns, or no hook, ends the process.
-/// The hook pointer is defined in every library (the loader's mark of a dsa GPU step library), the function only
-/// where the host code has checks.
-void defineCheckHook(llvm::Module &m) {
-  llvm::LLVMContext &ctx = m.getContext();
-  llvm::IRBuilder<> b(ctx);
-  llvm::PointerType *ptr = b.getPtrTy();
-  auto *hook = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
-                                        llvm::ConstantPointerNull::get(ptr), "dsa_cpu_fail_hook");
-  llvm::Function *fail = m.getFunction(::dsa::abi::kFailSymbol);
-  if (!fail || !fail->isDeclaration())
-    return;
-  fail->setLinkage(llvm::GlobalValue::InternalLinkage);
-  llvm::FunctionType *type = fail->getFunctionType();
-  llvm::FunctionCallee abortFn = m.getOrInsertFunction("abort", llvm::FunctionType::get(b.getVoidTy(), false));
-  auto *entry = llvm::BasicBlock::Create(ctx, "entry", fail);
-  auto *call = llvm::BasicBlock::Create(ctx, "hook", fail);
-  auto *end = llvm::BasicBlock::Create(ctx, "abort", fail);
-  b.SetInsertPoint(entry);
-  llvm::Value *target = b.CreateLoad(ptr, hook);
-  b.CreateCondBr(b.CreateIsNotNull(target), call, end);
-  b.SetInsertPoint(call);
-  b.CreateCall(type, target, {fail->getArg(0)});
-  b.CreateBr(end);
-  b.SetInsertPoint(end);
-  b.CreateCall(abortFn);
-  b.CreateUnreachable();
-}
-
 /// --dsa-gpu-pipeline registered once per process (dsa-opt style tools may have registered it already).
 void ensurePipelineRegistered() {
   static std::once_flag once;
@@ -143,7 +111,9 @@ Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string 
   if (!tm)
     return makeError(tm.error());
   backend::configureModule(*llvmModule, **tm);
-  defineCheckHook(*llvmModule);
+  // dsa_cpu_fail calls through dsa_cpu_fail_hook (the CUDA runtime points it at dsaGpuCheckFailed, which ends the
+  // call with the code's message), then abort(): host code must not launch kernels on sizes a check rejected.
+  backend::defineFailHook(*llvmModule, backend::FailHookEnd::Abort, /*always=*/false);
   backend::addPackedEntries(*llvmModule, prepared->functions);
 
   const std::string objPath = directory + "/" + baseName + ".o";
