@@ -132,14 +132,11 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   auto noBf16 = [&](llvm::Module &m) { return backend::checkNoBf16Conversions(m, what); };
   if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.optLevel, objPath, what, noBf16); !st)
     return makeError(st.error());
-  // The runtime functions the code may call (RuntimeFunctions.h: the top-k set) come from the runtime's static
-  // archives, kept out of the .so's dynamic symbol table (--exclude-libs): only members the object needs are pulled.
-  Result<std::vector<std::string>> archives = backend::runtimeArchives();
-  if (!archives)
-    return makeError(what + ": " + archives.error());
-  std::vector<std::string> linkArgs = archives.take();
-  for (const char *arg : {"-Wl,--exclude-libs,ALL", "-lstdc++", "-lm"})
-    linkArgs.push_back(arg);
+  // The runtime functions the code may call (the top-k set) from the runtime's archives (runtimeLinkArguments).
+  Result<std::vector<std::string>> runtime = backend::runtimeLinkArguments();
+  if (!runtime)
+    return makeError(what + ": " + runtime.error());
+  std::vector<std::string> linkArgs = runtime.take();
   if (!openmpLib.empty()) {
     linkArgs.push_back(openmpLib);
     linkArgs.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(openmpLib).str());

@@ -207,7 +207,7 @@ void defineFailHook(llvm::Module &m, FailHookEnd end, bool always) {
   }
 }
 
-Result<std::vector<std::string>> runtimeArchives() {
+Result<std::vector<std::string>> runtimeLinkArguments() {
   const char *names[] = {"libDSACPURuntime.a", "libDSANumerics.a"};
   auto in = [&](const std::string &dir) {
     return std::vector<std::string>{dir + "/" + names[0], dir + "/" + names[1]};
@@ -221,8 +221,12 @@ Result<std::vector<std::string>> runtimeArchives() {
   }
   std::string looked;
   for (const std::vector<std::string> &c : candidates) {
-    if (llvm::sys::fs::exists(c[0]) && llvm::sys::fs::exists(c[1]))
-      return c;
+    if (llvm::sys::fs::exists(c[0]) && llvm::sys::fs::exists(c[1])) {
+      std::vector<std::string> args = c;
+      for (const char *arg : {"-Wl,--exclude-libs,ALL", "-lstdc++", "-lm"})
+        args.push_back(arg);
+      return args;
+    }
     looked += (looked.empty() ? "" : ", ") + c[0] + " + " + c[1];
   }
   return makeError("the runtime archives for step libraries are missing (looked for " + looked +

@@ -68,10 +68,12 @@ enum class FailHookEnd {
 /// then `end`. `always`: define the function even where the code declares no call of it.
 void defineFailHook(llvm::Module &m, FailHookEnd end, bool always);
 
-/// The static archives of the runtime functions compiled code may call (libDSACPURuntime.a, libDSANumerics.a),
-/// linked into every step library: $DSA_RUNTIME_ARCHIVE_DIR if set, else the build tree's (a build in place), else
-/// the installed ones (<prefix>/lib of `cmake --install`). Error: none of them exists, naming where it looked.
-Result<std::vector<std::string>> runtimeArchives();
+/// The linker arguments that give a step library the runtime functions compiled code may call (core's
+/// dsa/ABI/RuntimeFunctions.h: the top-k set): the static archives libDSACPURuntime.a and libDSANumerics.a, kept out
+/// of the .so's dynamic symbol table (--exclude-libs: only members the object needs are pulled), and libstdc++/libm.
+/// The archives: $DSA_RUNTIME_ARCHIVE_DIR if set, else the build tree's (a build in place), else the installed ones
+/// (<prefix>/lib of `cmake --install`). Error: none of them exists, naming where it looked.
+Result<std::vector<std::string>> runtimeLinkArguments();
 
 /// Errors: no `cc` on PATH; a failed link, with its exit status and the command line.
 Status linkSharedObject(const std::string &objPath, const std::string &soPath, const std::vector<std::string> &extraArgs,

@@ -121,14 +121,11 @@ Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string 
   const std::string jsonPath = directory + "/" + baseName + ".json";
   if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.hostOptLevel, objPath, what); !st)
     return makeError(st.error());
-  // The runtime functions compressed layers call on the host (the top-k set) come from the CPU runtime's static
-  // archives, kept out of the .so's dynamic symbol table; nothing is pulled for a window-only layer.
-  Result<std::vector<std::string>> archives = backend::runtimeArchives();
-  if (!archives)
-    return makeError(what + ": " + archives.error());
-  std::vector<std::string> linkArgs = archives.take();
-  for (const char *arg : {"-Wl,--exclude-libs,ALL", "-lstdc++", "-lm"})
-    linkArgs.push_back(arg);
+  // The runtime functions the code may call (the top-k set) from the runtime's archives (runtimeLinkArguments).
+  Result<std::vector<std::string>> runtime = backend::runtimeLinkArguments();
+  if (!runtime)
+    return makeError(what + ": " + runtime.error());
+  const std::vector<std::string> linkArgs = runtime.take();
   if (Status st = backend::linkSharedObject(objPath, soPath, linkArgs, what); !st)
     return makeError(st.error());
 
