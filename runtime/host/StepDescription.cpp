@@ -144,11 +144,6 @@ Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const F
   return roles;
 }
 
-std::string directoryOf(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
-}
-
 } // namespace
 
 std::string describeStepLibrary(const StepLibraryDescription &d) {
