@@ -3,8 +3,8 @@
 # prefix, then builds and runs the two example consumers against it:
 #   examples/runtime-step   links only DSA::CPURuntime, configured with MLIR made unfindable, links no MLIR/LLVM, runs a
 #                           layer's CPU step library (emitted by the build's dsa-run) through a prefill and two decodes;
-#   examples/pass-pipeline  links DSA::ConversionCPU, runs the CPU pipeline in its own PassManager: output identical
-#                           to dsa-opt --dsa-cpu-pipeline.
+#   examples/pass-pipeline  links DSA::ConversionCPU, runs the CPU pipeline in its own PassManager and a textual
+#                           pipeline naming dsa passes: output identical to dsa-opt's; no GPU conversion in its binary.
 # Usage: consume-installed-package.sh BUILD_DIR SOURCE_DIR. Exit 0 and "installed package: OK" on success.
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
@@ -36,4 +36,14 @@ input=$src/test/Conversion/DSAToCPU/pipeline.mlir
 "$build/bin/dsa-opt" "$input" --dsa-cpu-pipeline | grep -v '^$' >"$work/dsa-opt.mlir"
 diff "$work/example.mlir" "$work/dsa-opt.mlir"
 grep -q "llvm.func" "$work/example.mlir"
+# dsa passes by name in the consumer's textual pipeline (the CPU conversion's registration), same IR as dsa-opt's.
+pipeline='builtin.module(dsa-decompose-attention,dsa-strip-probes,dsa-to-cpu)'
+"$work/pass-pipeline/dsa-pass-pipeline-example" "$input" --pass-pipeline="$pipeline" | grep -v '^$' >"$work/example2.mlir"
+"$build/bin/dsa-opt" "$input" --pass-pipeline="$pipeline" | grep -v '^$' >"$work/dsa-opt2.mlir"
+diff "$work/example2.mlir" "$work/dsa-opt2.mlir"
+# Linking the CPU path did not pull in the GPU one (registration split: DSAToCPU/Passes.td apart from DSAToGPU's).
+if nm -C "$work/pass-pipeline/dsa-pass-pipeline-example" | grep -E 'DSAToGPU|dsa-to-gpu|DSAGPU'; then
+  echo "the CPU-only consumer contains the GPU conversion" >&2
+  exit 1
+fi
 echo "installed package: OK"

@@ -53,7 +53,7 @@ inline constexpr llvm::StringLiteral kHostCPU = "host";
 /// list the known ones.
 FailureOr<CPUTarget> resolveCPUTarget(llvm::StringRef cpu, std::string &error);
 
-// The passes (compiler/include/dsa/Conversion/Passes.td, created by createDSACPU*() of dsa/Conversion/Passes.h):
+// The passes (compiler/include/dsa/Conversion/DSAToCPU/Passes.td, created by createDSACPU*() of dsa/Conversion/DSAToCPU/Passes.h):
 //   dsa-cpu-set-target{cpu=NAME}: target_cpu / target_features of resolveCPUTarget(NAME) on every llvm.func
 //     definition of the module (an unknown name fails the pass with resolveCPUTarget's message);
 //   dsa-cpu-expand-bf16: arith.truncf f32 -> bf16 and arith.extf bf16 -> f32 (scalar or vector, any op) as integer

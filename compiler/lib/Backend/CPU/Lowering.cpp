@@ -8,7 +8,7 @@
 #include "Lowering.h"
 
 #include "dsa/Conversion/DSAToCPU/InPlaceResults.h"
-#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/DSAToCPU/Passes.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 

@@ -17,7 +17,7 @@
 
 #include "dsa/Backend/CPU/CPUModule.h"
 #include "dsa/ABI/RuntimeErrors.h"
-#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/DSAToGPU/Passes.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Conversion/CPUTarget.h"
-#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/DSAToCPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -30,7 +30,7 @@ namespace mlir::dsa {
 #define GEN_PASS_DEF_DSACPUEXPANDBF16
 #define GEN_PASS_DEF_DSACPUCHECKBF16
 #define GEN_PASS_DEF_DSACPUBF16ASI16
-#include "dsa/Conversion/Passes.h.inc"
+#include "dsa/Conversion/DSAToCPU/Passes.h.inc"
 
 //===----------------------------------------------------------------------------------------------------------===//
 // Target CPU

@@ -34,7 +34,7 @@
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/ABI/RuntimeFunctions.h"
 #include "dsa/Conversion/DSAToCPU/DSAToCPU.h"
-#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/DSAToCPU/Passes.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Dialect/DSA/IR/RopeParams.h"
@@ -59,7 +59,7 @@
 
 namespace mlir::dsa {
 #define GEN_PASS_DEF_CONVERTDSATOCPU
-#include "dsa/Conversion/Passes.h.inc"
+#include "dsa/Conversion/DSAToCPU/Passes.h.inc"
 
 namespace {
 

@@ -19,7 +19,7 @@
 // of threads.
 //
 //===----------------------------------------------------------------------------------------------------------===//
-#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/DSAToCPU/Passes.h"
 #include "dsa/Conversion/DSAToCPU/InPlaceResults.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
@@ -56,7 +56,7 @@ namespace mlir::dsa {
 
 #define GEN_PASS_DEF_DSACPUSTRIDEDCOPIESTOLINALG
 #define GEN_PASS_DEF_DSACPUDROPINPLACERESULTS
-#include "dsa/Conversion/Passes.h.inc"
+#include "dsa/Conversion/DSAToCPU/Passes.h.inc"
 
 //===----------------------------------------------------------------------------------------------------------===//
 // The in-place attributes (dsa/Conversion/DSAToCPU/InPlaceResults.h)
@@ -369,13 +369,7 @@ void registerDSACPUPipeline() {
   // pipeline-replay.test). Registering a pass twice (dsa-opt's registerDSAConversionPasses too) is harmless.
   registerDSADecomposeAttention();
   registerDSAStripProbes();
-  registerConvertDSAToCPU();
-  registerDSACPUDropInPlaceResults();
-  registerDSACPUStridedCopiesToLinalg();
-  registerDSACPUExpandBf16();
-  registerDSACPUSetTarget();
-  registerDSACPUCheckBf16();
-  registerDSACPUBf16AsI16();
+  registerDSAToCPUPasses();
 }
 
 } // namespace mlir::dsa

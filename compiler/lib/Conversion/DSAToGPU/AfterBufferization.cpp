@@ -14,7 +14,7 @@
 
 #include "dsa/ABI/RuntimeFunctions.h"
 #include "dsa/ABI/GpuKernels.h"
-#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/DSAToGPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -30,7 +30,7 @@ namespace mlir::dsa {
 #define GEN_PASS_DEF_DSAGPUDEVICEBUFFERS
 #define GEN_PASS_DEF_DSAGPULAUNCHKERNELS
 #define GEN_PASS_DEF_DSAGPUSHARERETURNEDBUFFERS
-#include "dsa/Conversion/Passes.h.inc"
+#include "dsa/Conversion/DSAToGPU/Passes.h.inc"
 
 LogicalResult declareFunction(ModuleOp module, StringRef name, FunctionType type, StringRef what,
                               bool cInterface) {

@@ -65,7 +65,7 @@
 #include "dsa/ABI/RuntimeFunctions.h"
 #include "dsa/ABI/GpuKernels.h"
 #include "dsa/Conversion/DSAToGPU.h"
-#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/DSAToGPU/Passes.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Dialect/DSA/IR/RopeParams.h"
 #include "dsa/Core/Rope.h"
@@ -93,7 +93,7 @@
 
 namespace mlir::dsa {
 #define GEN_PASS_DEF_CONVERTDSATOGPU
-#include "dsa/Conversion/Passes.h.inc"
+#include "dsa/Conversion/DSAToGPU/Passes.h.inc"
 
 namespace {
 

@@ -8,13 +8,13 @@
 // dsa-gpu-device-buffers (every buffer is device memory: gpu.alloc/dealloc/memcpy), dsa-gpu-launch-kernels
 // (gpu.launch_func of the embedded kernels, the host top-k round trips), canonicalize/cse; then gpu-async-region and
 // upstream's NVVM lowering written out (nvvm-attach-target, convert-gpu-to-nvvm on the gpu.module, gpu-to-llvm on the
-// host, gpu-module-to-binary with the toolkit path). Every pass here is registered (dsa-opt's registerAllPasses and
-// registerDSAConversionPasses), and the toolkit path is resolved once, when the pipeline is built, and passed to the
+// host, gpu-module-to-binary with the toolkit path). Every pass here is registered (upstream's by registerAllPasses,
+// dsa's by registerDSAGPUPipeline itself), and the toolkit path is resolved once, when the pipeline is built, and passed to the
 // passes as an option: `dsa-opt --dsa-gpu-pipeline --dump-pass-pipeline` prints a pipeline that
 // `dsa-opt --pass-pipeline=...` replays to the same IR (test/Conversion/DSAToGPU/pipeline-replay.test).
 //
 //===----------------------------------------------------------------------------------------------------------===//
-#include "dsa/Conversion/Passes.h"
+#include "dsa/Conversion/DSAToGPU/Passes.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -36,7 +36,7 @@
 
 namespace mlir::dsa {
 #define GEN_PASS_DEF_DSACHECKLIBDEVICE
-#include "dsa/Conversion/Passes.h.inc"
+#include "dsa/Conversion/DSAToGPU/Passes.h.inc"
 
 std::string resolveCudaPath(llvm::StringRef option) {
   if (!option.empty())
@@ -156,6 +156,10 @@ void registerDSAGPUPipeline() {
       "The host part of --dsa-gpu-pipeline: dsa -> host code on memrefs launching the kernels of a gpu.module "
       "(bufferized, deallocated; not yet NVVM)",
       buildDSAGPUHostPipeline);
+  // Every dsa pass the pipelines run, so that their --dump-pass-pipeline output replays. Idempotent.
+  registerDSADecomposeAttention();
+  registerDSAStripProbes();
+  registerDSAToGPUPasses();
 }
 
 } // namespace mlir::dsa
