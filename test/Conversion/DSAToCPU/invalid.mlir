@@ -85,3 +85,27 @@ func.func @dynamic_k(%x: tensor<?x?xbf16>, %w: tensor<2x?xbf16>) -> tensor<?x2xb
   %y = dsa.linear %x, %w : (tensor<?x?xbf16>, tensor<2x?xbf16>) -> tensor<?x2xbf16>
   return %y : tensor<?x2xbf16>
 }
+
+// -----
+
+// A runtime function's name taken by a declaration of another type (found by the compiler fuzzer,
+// fuzz/regressions/compiler/topk-symbol-taken.mlir): an error, not calls that fail verification later.
+// expected-error @+1 {{'func.func' op dsa-to-cpu: the symbol 'dsa_cpu_topk_set' is taken by something other than the top-k runtime's declaration}}
+func.func private @dsa_cpu_topk_set(i64) -> i32
+
+func.func @topk(%sc: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xi32> {
+  %t = dsa.indexer_topk %sc, %sp {ratio = 1 : i64, index_topk = 6 : i64, window_size = 8 : i64,
+                                  tie_order = #dsa.tie_order<torch_cpu>} : (tensor<?x?xbf16>, i64) -> tensor<?x?xi32>
+  return %t : tensor<?x?xi32>
+}
+
+// -----
+
+// The run-time check hook's name taken by a function of another type.
+// expected-error @+1 {{'func.func' op dsa-to-cpu: the symbol 'dsa_cpu_fail' is taken by something other than the run-time check hook's declaration}}
+func.func private @dsa_cpu_fail(i64)
+
+func.func @positions(%sp: i64, %n: index) -> tensor<?xi64> {
+  %p = dsa.positions %sp, %n {stride = 1 : i64} : (i64, index) -> tensor<?xi64>
+  return %p : tensor<?xi64>
+}

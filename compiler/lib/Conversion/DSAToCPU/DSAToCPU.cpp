@@ -763,7 +763,30 @@ void configureDSAToCPUConversionLegality(ConversionTarget &target) {
       [](Operation *op) { return !isa<RankedTensorType>(op->getResult(0).getType()); });
 }
 
-void declareDSAToCPURuntimeFunctions(ModuleOp module) {
+namespace {
+
+/// Declares `name` of `type` (private) unless a func.func of that type holds the name already; any other holder is
+/// an error on it.
+LogicalResult declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type, StringRef what,
+                                     bool cInterface) {
+  if (Operation *existing = module.lookupSymbol(name)) {
+    auto f = dyn_cast<func::FuncOp>(existing);
+    if (!f || f.getFunctionType() != type)
+      return existing->emitOpError("dsa-to-cpu: the symbol '")
+             << name << "' is taken by something other than " << what << " " << type;
+    return success();
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
+  decl.setPrivate();
+  if (cInterface)
+    decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+  return success();
+}
+
+} // namespace
+
+LogicalResult declareDSAToCPURuntimeFunctions(ModuleOp module) {
   bool needsFail = false, needsTopk = false;
   module.walk([&](Operation *op) {
     if (isa<PositionsOp, ApplyRopeOp, RingUpdateOp, WindowKvOp, WindowIndicesOp, SparseAttnOp>(op) ||
@@ -772,24 +795,23 @@ void declareDSAToCPURuntimeFunctions(ModuleOp module) {
     if (cpu_lowering::compressedNeedsTopk(op))
       needsTopk = true;
   });
-  OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  // The run-time check hook, declared once (the host defines it, see RuntimeErrors.h).
-  if (needsFail && !module.lookupSymbol(::dsa::abi::kFailSymbol)) {
-    auto decl = func::FuncOp::create(b, module.getLoc(), ::dsa::abi::kFailSymbol,
-                                     b.getFunctionType({b.getI32Type()}, {}));
-    decl.setPrivate();
-  }
+  Builder b(module.getContext());
+  // The run-time check hook (the host defines it, see RuntimeErrors.h).
+  if (needsFail && failed(declareRuntimeFunction(module, ::dsa::abi::kFailSymbol,
+                                                 b.getFunctionType({b.getI32Type()}, {}),
+                                                 "the run-time check hook's declaration", /*cInterface=*/false)))
+    return failure();
   // The top-k runtime function (RuntimeFunctions.h), memref descriptors passed by pointer (C interface).
-  if (needsTopk && !module.lookupSymbol(::dsa::abi::kTopkSymbol)) {
+  if (needsTopk) {
     const int64_t dyn = ShapedType::kDynamic;
     auto values = MemRefType::get({dyn, dyn}, b.getF32Type());
     auto picks = MemRefType::get({dyn, dyn}, b.getI64Type());
-    auto decl = func::FuncOp::create(b, module.getLoc(), ::dsa::abi::kTopkSymbol,
-                                     b.getFunctionType({values, b.getI64Type(), picks}, {b.getI32Type()}));
-    decl.setPrivate();
-    decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+    if (failed(declareRuntimeFunction(module, ::dsa::abi::kTopkSymbol,
+                                      b.getFunctionType({values, b.getI64Type(), picks}, {b.getI32Type()}),
+                                      "the top-k runtime's declaration", /*cInterface=*/true)))
+      return failure();
   }
+  return success();
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
@@ -829,7 +851,8 @@ struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
     if (unsupported)
       return signalPassFailure();
 
-    declareDSAToCPURuntimeFunctions(module);
+    if (failed(declareDSAToCPURuntimeFunctions(module)))
+      return signalPassFailure();
     ConversionTarget target(*ctx);
     configureDSAToCPUConversionLegality(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

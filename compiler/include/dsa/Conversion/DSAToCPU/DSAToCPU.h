@@ -2,7 +2,7 @@
 //
 // The patterns of `dsa-to-cpu` (compiler/lib/Conversion/DSAToCPU; docs/cpu-backend.md), for a conversion of one's own:
 //
-//   mlir::dsa::declareDSAToCPURuntimeFunctions(module);      // before the conversion, on the module
+//   if (failed(mlir::dsa::declareDSAToCPURuntimeFunctions(module))) ...  // before the conversion, on the module
 //   mlir::ConversionTarget target(*ctx);
 //   mlir::dsa::configureDSAToCPUConversionLegality(target);
 //   mlir::RewritePatternSet patterns(ctx);
@@ -46,8 +46,11 @@ void configureDSAToCPUConversionLegality(ConversionTarget &target);
 /// Declares, at the start of `module`, the runtime functions the patterns call for the dsa ops `module` holds:
 /// `func.func private @dsa_cpu_fail(i32)` (core/include/dsa/ABI/RuntimeErrors.h) when an op has run-time
 /// checks, `func.func private @dsa_cpu_topk_set(memref<?x?xf32>, i64, memref<?x?xi64>) -> i32` with
-/// llvm.emit_c_interface (RuntimeFunctions.h) when one selects the top-k. A symbol already present is kept.
-void declareDSAToCPURuntimeFunctions(ModuleOp module);
+/// llvm.emit_c_interface (RuntimeFunctions.h) when one selects the top-k. A symbol already present is kept when it
+/// is a func.func of exactly that type; anything else holding the name (another type, another op) is an error on
+/// that op ("dsa-to-cpu: the symbol 'dsa_cpu_topk_set' is taken by something other than ...") and failure: calls
+/// to it would not verify.
+LogicalResult declareDSAToCPURuntimeFunctions(ModuleOp module);
 
 } // namespace mlir::dsa
 
