@@ -10,7 +10,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 
-#include "llvm/ADT/StringRef.h"
+#include <string>
 
 // The fuzz build instruments dsa's code but not Debian's libMLIR/libLLVM: LLVM's BumpPtrAllocator, inlined into
 // instrumented code, poisons the unused part of its slabs (__asan_poison_memory_region) and the uninstrumented
@@ -37,7 +37,9 @@ mlir::MLIRContext &context() {
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> parseAndVerify(const uint8_t *data, size_t size) {
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // A NUL-terminated copy: MLIR's lexer reads the byte after the buffer (files reach it through a MemoryBuffer
+  // with a terminator, as dsa-opt's and dsa-run's do); libFuzzer's data has none.
+  const std::string text(reinterpret_cast<const char *>(data), size);
   mlir::ParserConfig config(&context(), /*verifyAfterParse=*/true);
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(text, config, "<fuzz>");
   if (!module || mlir::failed(mlir::verify(*module)))
