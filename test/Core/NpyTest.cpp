@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 using dsa::ElementType;
@@ -98,11 +99,13 @@ int runPython(const std::string &dir, const std::string &script) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// Skips the test unless python3 with numpy (and ml_dtypes when `bf16`) is available.
-bool havePythonModules(const std::string &dir, bool bf16, std::string &why) {
-  const std::string modules = bf16 ? "numpy, ml_dtypes" : "numpy";
-  if (runPython(dir, "import sys\ntry:\n  import " + modules + "\nexcept ImportError:\n  sys.exit(3)\n") != 0) {
-    why = "python3 with " + modules + " is not available (scripts/install-deps.sh installs them)";
+/// Runs `script` after importing `modules`; false with `why` set when python3 or a module is missing (the caller
+/// skips), else the script's exit status is `status`.
+bool runWithModules(const std::string &dir, const std::string &modules, const std::string &script, int &status,
+                    std::string &why) {
+  status = runPython(dir, "import sys\ntry:\n  import " + modules + "\nexcept ImportError:\n  sys.exit(77)\n" + script);
+  if (status == 77 || status == 127 || status < 0) {
+    why = "python3 cannot import " + modules + " (scripts/install-deps.sh installs them)";
     return false;
   }
   return true;
@@ -282,17 +285,19 @@ TEST(Npy, FilesAndTheirErrors) {
 TEST(Npy, NumpyFilesReadAndThisWriterMatchesNumpyByteForByte) {
   TempDir dir;
   std::string why;
-  if (!havePythonModules(dir.path(), /*bf16=*/false, why))
-    GTEST_SKIP() << why;
+  int status = 0;
   const std::string d = dir.path();
-  ASSERT_EQ(0, runPython(d, "import numpy as np\n"
+  if (!runWithModules(d, "numpy", "import numpy as np\n"
                             "d = '" + d + "'\n"
                             "np.save(d + '/f32.npy', np.array([[1.5, -0.1], [3e38, 1e-45]], dtype=np.float32))\n"
                             "np.save(d + '/i32.npy', np.array([-2147483648, 7], dtype=np.int32))\n"
                             "np.save(d + '/i64.npy', np.arange(-3, 3, dtype=np.int64).reshape(2, 1, 3))\n"
                             "np.save(d + '/b1.npy', np.array([[True, False, True]]))\n"
                             "np.save(d + '/scalar.npy', np.int64(42))\n"
-                            "np.save(d + '/empty.npy', np.zeros((0, 4), dtype=np.float32))\n"));
+                            "np.save(d + '/empty.npy', np.zeros((0, 4), dtype=np.float32))\n",
+                      status, why))
+    GTEST_SKIP() << why;
+  ASSERT_EQ(status, 0) << "the numpy script failed";
   struct Case {
     const char *file;
     ElementType type;
@@ -327,15 +332,17 @@ TEST(Npy, NumpyFilesReadAndThisWriterMatchesNumpyByteForByte) {
 TEST(Npy, BF16FilesOfMlDtypes) {
   TempDir dir;
   std::string why;
-  if (!havePythonModules(dir.path(), /*bf16=*/true, why))
-    GTEST_SKIP() << why;
+  int status = 0;
   const std::string d = dir.path();
   // numpy + ml_dtypes write a bfloat16 array; the values are bf16-exact.
-  ASSERT_EQ(0, runPython(d, "import numpy as np, ml_dtypes\n"
+  if (!runWithModules(d, "numpy, ml_dtypes", "import numpy as np, ml_dtypes\n"
                             "d = '" + d + "'\n"
                             "a = np.array([[1.0, -2.5, 3.140625], [float('inf'), 2.0**-133, -0.0]], "
                             "dtype=ml_dtypes.bfloat16)\n"
-                            "np.save(d + '/numpy_bf16.npy', a)\n"));
+                            "np.save(d + '/numpy_bf16.npy', a)\n",
+                      status, why))
+    GTEST_SKIP() << why;
+  ASSERT_EQ(status, 0) << "the numpy + ml_dtypes script failed";
   dsa::Result<Tensor> t = dsa::readNpyFile(d + "/numpy_bf16.npy");
   ASSERT_TRUE(t.ok()) << t.error();
   EXPECT_EQ(t->elementType(), ElementType::BF16);
