@@ -13,3 +13,9 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# numpy and ml_dtypes for python3: .npy files in the tests (test/Core/NpyTest.cpp writes bf16 files with them;
+# test/Tools generates dsa-run's inputs). Installed only when missing.
+if command -v python3 >/dev/null && ! python3 -c "import numpy, ml_dtypes" 2>/dev/null; then
+  echo "install-deps: installing numpy ml_dtypes (pip, for python3)"
+  python3 -m pip install -q numpy ml_dtypes
+fi

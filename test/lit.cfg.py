@@ -25,7 +25,7 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.dsa_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["dsa-opt", "dsa-run"], tool_dirs)
+llvm_config.add_tool_substitutions(["dsa-opt", "dsa-run", "dsa-compile"], tool_dirs)
 # Upstream mlir-opt (the LLVM installation's, never dsa-opt) and the dsa plugin it loads (test/Plugin).
 config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.substitutions.append(("%dsa_plugin", os.path.join(config.dsa_obj_root, "lib",
@@ -55,3 +55,24 @@ if shutil.which("mlir-runner", path=config.llvm_tools_dir) and all(os.path.exist
     config.available_features.add("mlir-runner")
     config.substitutions.append(("%mlir_runner_utils", _runner_libs[0]))
     config.substitutions.append(("%mlir_c_runner_utils", _runner_libs[1]))
+
+# A python3 with numpy and ml_dtypes (test/Tools: .npy inputs and outputs of dsa-run; bf16 as ml_dtypes stores it):
+# %numpy_python, feature "numpy". lit's own interpreter may lack them; CMake's python3 (DSA_PYTHON3, where
+# scripts/install-deps.sh installs them) is tried first. The real executable is substituted (not a pyenv shim).
+import subprocess
+
+for _candidate in [getattr(config, "dsa_python3", ""), sys.executable, shutil.which("python3") or ""]:
+    if not _candidate or _candidate.endswith("NOTFOUND"):
+        continue
+    try:
+        _probe = subprocess.run([_candidate, "-c", "import sys, numpy, ml_dtypes; print(sys.executable)"],
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        continue
+    if _probe.returncode == 0 and _probe.stdout.strip():
+        config.available_features.add("numpy")
+        config.substitutions.append(("%numpy_python", _probe.stdout.strip()))
+        break
+else:
+    lit_config.note("no python3 with numpy and ml_dtypes: test/Tools tests that need them are UNSUPPORTED "
+                    "(scripts/install-deps.sh installs them)")

@@ -2,7 +2,8 @@
 // DeepSeek-V4.1-Flash window-only attention layer (compress_ratio 0), the geometry of bench/DsaBench.cpp: dim 5120,
 // 64 heads of 512, rope 64, q_lora 1280, 8 output groups of rank 1024, window 128, norm_eps 1e-20, rope theta 1e4.
 // The same dsa.attention op that mlir::dsa::buildAttentionFunction builds for this config, with a dynamic token
-// count. `scripts/gpu-check.sh --libs` compiles it with dsa-gpu-aot into .gpu-libs/flash-window-layer.{so,json}.
+// count. `scripts/gpu-check.sh --libs` compiles it with dsa-compile --target=gpu into
+// .gpu-libs/flash-window-layer.{so,json}.
 func.func @flash_window(%x: tensor<?x5120xbf16>, %start_pos: i64, %ring: tensor<128x512xbf16>,
                         %sink: tensor<64xf32>, %wq_a: tensor<1280x5120xbf16>, %q_norm: tensor<1280xbf16>,
                         %wq_b: tensor<32768x1280xbf16>, %wkv: tensor<512x5120xbf16>, %kv_norm: tensor<512xbf16>,

@@ -113,7 +113,7 @@ func.func @recursive() -> i64 {
   return %r : i64
 }
 
-// ARGS: errors.mlir:[[@LINE+1]]:1: error: dsa-run: --entry function 'takes_args' takes 1 arguments; interpret mode runs a zero-argument function
+// ARGS: errors.mlir:[[@LINE+1]]:1: error: dsa-run: --entry function 'takes_args' takes 1 argument (i64), got 0 --input (one per argument, in order: --input=@FILE.npy or --input=NUMBER)
 func.func @takes_args(%x: i64) -> i64 {
   return %x : i64
 }

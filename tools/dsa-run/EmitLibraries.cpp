@@ -77,14 +77,15 @@ Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLi
                        " weight arguments, the golden layer " + std::to_string(layer.weights.size()));
     manifest["layers"].push_back(
         {{"layer", layer.layer}, {"description", name + ".json"}, {"function", name}, {"weights", layer.weights}});
-    llvm::outs() << "wrote " << *json << " (" << name << ".so)\n";
+    // Progress on stderr (unbuffered): each line as its library is written, also through a pipe.
+    llvm::errs() << "wrote " << *json << " (" << name << ".so)\n";
   }
   const std::string path = directory + "/" + kGoldenLayersManifest;
   std::ofstream out(path);
   out << manifest.dump(2) << "\n";
   if (!out)
     return makeError("--emit-libraries: cannot write '" + path + "'");
-  llvm::outs() << "wrote " << path << "\n";
+  llvm::errs() << "wrote " << path << "\n";
   return Status::success();
 }
 

@@ -32,10 +32,10 @@ struct LayerLibrary {
 inline constexpr const char *kGoldenLayersManifest = "golden_layers.json";
 
 /// Emits the step library of every layer in `layers` from `module` (which holds `@attention_L<l>` for each) into
-/// `directory` and writes the manifest. Prints one line per library written on stdout. Errors: the compiler's, a
-/// weight count that does not match the function's non-role arguments, an unwritable directory.
-/// With `gpu`, the libraries are GPU step libraries (dsa::gpu::emitGPUStepLibrary, sm_90 cubin, probes kept as
-/// results) for the replay on a GPU machine; the manifest is the same. `cpu`: the CPU step libraries' target
+/// `directory` and writes the manifest. Prints one line per library on stderr (unbuffered) as it is written.
+/// Errors: the compiler's, a weight count that does not match the function's non-role arguments, an unwritable
+/// directory. With `gpu`, the libraries are GPU step libraries (dsa::gpu::emitGPUStepLibrary, sm_90 cubin, probes
+/// kept as results) for the replay on a GPU machine; the manifest is the same. `cpu`: the CPU step libraries' target
 /// (dsa::cpu::CPUCompileOptions::targetCpu; empty: $DSA_CPU, else the host).
 Status emitGoldenLayerLibraries(mlir::ModuleOp module, const std::vector<LayerLibrary> &layers, int64_t nLayers,
                                 const std::string &directory, bool gpu = false, const std::string &cpu = "");

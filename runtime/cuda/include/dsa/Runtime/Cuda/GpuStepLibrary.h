@@ -1,7 +1,7 @@
 //===- GpuStepLibrary.h - AOT-compiled dsa GPU steps: description, loader, device-resident sequences (MLIR-free) ===//
 //
-// A GPU step library is what dsa::gpu::emitGPUStepLibrary (compiler/lib/Backend/GPU, MLIR side; tools/dsa-gpu-aot) writes
-// for a module:
+// A GPU step library is what dsa::gpu::emitGPUStepLibrary (compiler/lib/Backend/GPU, MLIR side; `dsa-compile
+// --target=gpu`) writes for a module:
 //   <base>.so    the host code of --dsa-gpu-pipeline (format=bin: a cubin, or isa: PTX, embedded; its constructor
 //                loads it with mgpuModuleLoad[JIT]) compiled for generic x86-64, with the packed entry `_mlir_<name>`
 //                of every function (runtime/cpu Values.h convention) and the hook pointer `dsa_cpu_fail_hook` that
