@@ -909,4 +909,8 @@ TEST_F(KernelsOnCpu, BadLaunchesAreErrors) {
   st = emu->launch("planted_broadcast", LaunchShape{{1, 1, 1}, {1, 1, 1}}, few);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().find("1 parameters packed, the kernel reads 6"), std::string::npos) << st.error();
+  std::vector<float> out2(4, 0.0f);
+  st = planted("planted_big_workgroup", out2, 1, 4);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find("52000 bytes of workgroup memory"), std::string::npos) << st.error();
 }

@@ -27,6 +27,7 @@ namespace {
 
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kMaxItems = 1024;
+constexpr int64_t kStaticSharedBytes = 48 * 1024; // static __shared__ per block on every CUDA architecture
 constexpr int64_t kNoBlock = -1, kManyBlocks = -2;
 constexpr uint32_t kManyItems = UINT32_MAX;
 
@@ -60,6 +61,7 @@ struct Workgroup {
 struct Launch {
   void (*entry)(void **) = nullptr;
   void **params = nullptr;
+  size_t numParams = 0;
   const std::string *kernel = nullptr;
   const char *layout = nullptr; // GpuKernels.def's parameter layout, when the kernel is in the table
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
@@ -131,6 +133,8 @@ std::string describe(const Launch &L, uint64_t a) {
     uint64_t bestBase = 0;
     for (const char *c = L.layout; *c; ++c) {
       if (*c == 'm') {
+        if (slot + 1 >= L.numParams)
+          break;
         uint64_t base;
         std::memcpy(&base, L.params[slot + 1], 8);
         if (base <= a && (best < 0 || base > bestBase)) {
@@ -246,6 +250,14 @@ void *dsa_emu_workgroup(int32_t index, int64_t bytes) {
     L.workgroup.resize(index + 1);
   Workgroup &w = L.workgroup[index];
   if (!w.data) {
+    int64_t total = bytes;
+    for (const Workgroup &o : L.workgroup)
+      total += o.bytes;
+    if (total > kStaticSharedBytes) {
+      L.error = *L.kernel + ": " + std::to_string(total) + " bytes of workgroup memory per block, more than CUDA's " +
+                std::to_string(kStaticSharedBytes) + " of static shared memory";
+      abandon(L);
+    }
     // First request of this block: fresh storage, poisoned (0xFF bytes: NaN as f32, -1 as integers).
     w.storage.assign(static_cast<size_t>(bytes) + abi::kEmuWorkgroupAlign, 0xFF);
     const uintptr_t p = reinterpret_cast<uintptr_t>(w.storage.data());
@@ -371,6 +383,7 @@ Status HostEmulator::launch(const std::string &kernel, const LaunchShape &shape,
   Launch L;
   L.entry = entry;
   L.params = args.params();
+  L.numParams = args.size();
   L.kernel = &kernel;
   for (const abi::GpuKernelInfo &k : abi::kGpuKernels) {
     const std::string sym = k.symbol;

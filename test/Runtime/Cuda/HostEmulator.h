@@ -9,6 +9,7 @@
 // (NaN as f32) at the start of every block.
 //
 // What a launch reports as an error (never a hang or a crash), naming kernel, block, work items and barrier sites:
+//   - workgroup memory beyond CUDA's 48 KiB of static shared memory per block;
 //   - a divergent barrier: items of a block waiting at different barriers, or some waiting while others returned;
 //   - with race checks on (the default), a data race: two work items of the same block accessing one byte in the
 //     same barrier interval with at least one write, or two blocks accessing one byte with at least one write (blocks

@@ -73,4 +73,9 @@ gpu.module @dsa_emulator_negative {
     }
     gpu.return
   }
+  // 52000 bytes of workgroup memory: more than a CUDA block's 48 KiB of static shared memory.
+  gpu.func @planted_big_workgroup(%out: memref<?xf32>, %n: index)
+      workgroup(%sh: memref<13000xf32, #gpu.address_space<workgroup>>) kernel {
+    gpu.return
+  }
 }
