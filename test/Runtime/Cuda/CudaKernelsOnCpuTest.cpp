@@ -19,8 +19,8 @@
 // value that crosses blocks (a phi of two loads, e.g. dsa_concat_rows_bf16) by widening it to f32 and rounding it
 // back. The objects are therefore compiled for a fixed CPU, the x86-64 baseline (llc -mcpu=x86-64: no AVX512_BF16,
 // whose vcvtneps2bf16 flushes denormals, whatever the host), where that rounding is a call of __truncsfbf2: defined
-// here with core/lib/Numerics' rule (round to nearest even, denormals rounded, NaN quiet with its sign and top payload),
-// checked bit for bit by Truncsfbf2ShimIsNumericsRounding. libdevice's __nv_fsqrt_rn is llvm.sqrt (both IEEE
+// here with core/lib/Numerics' rule (round to nearest even, denormals rounded, NaN quiet with its sign and top
+// payload), checked bit for bit by Truncsfbf2ShimIsNumericsRounding. libdevice's __nv_fsqrt_rn is llvm.sqrt (both IEEE
 // round-to-nearest). exp/cos/sin are evaluated in f64 as on the GPU, here by glibc (libdevice there).
 //
 // Skipped (GTEST_SKIP) when the tools are not found: dsa-opt (this build's, or $DSA_OPT), mlir-translate and llc
@@ -229,16 +229,16 @@ public:
       return;
     }
     emu = e.take().release();
-    lib_ = new KernelLibrary(KernelLibrary::withLauncher(
-        [](dsa::abi::GpuKernel k, const LaunchShape &shape, KernelArgs &args) -> Status {
+    lib_ = new KernelLibrary(
+        KernelLibrary::withLauncher([](dsa::abi::GpuKernel k, const LaunchShape &shape, KernelArgs &args) -> Status {
           const dsa::abi::GpuKernelInfo &info = dsa::abi::gpuKernel(k);
           LaunchRecord &r = records[static_cast<size_t>(k)];
           ++r.launches;
           r.maxBlocks = std::max<uint64_t>(r.maxBlocks, uint64_t(shape.grid[0]) * shape.grid[1] * shape.grid[2]);
           for (int d = 0; d < 3; ++d)
             r.tableBlock = r.tableBlock && shape.block[d] == info.block[d];
-          return emu->launch(redirect.empty() ? std::string(info.symbol) : std::string(info.symbol) + redirect,
-                             shape, args);
+          return emu->launch(redirect.empty() ? std::string(info.symbol) : std::string(info.symbol) + redirect, shape,
+                             args);
         }));
   }
   static void TearDownTestSuite() {
@@ -276,10 +276,10 @@ std::vector<std::pair<std::string, int>> KernelsOnCpu::mutants;
 
 DevicePtr P(const void *p) { return static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(p)); }
 
-#define OK(call)                                                                                                 \
-  do {                                                                                                           \
-    Status st_ = (call);                                                                                         \
-    ASSERT_TRUE(st_.ok()) << st_.error();                                                                        \
+#define OK(call)                                                                                                       \
+  do {                                                                                                                 \
+    Status st_ = (call);                                                                                               \
+    ASSERT_TRUE(st_.ok()) << st_.error();                                                                              \
   } while (0)
 
 bool sameBits(float a, float b) {
@@ -418,10 +418,10 @@ void applyRopeTest() {
       std::vector<uint16_t> xb = toBits(x), y(s * H * hd, 0xFFFF);
       OK(KernelsOnCpu::lib().applyRope(P(xb.data()), P(positions.data()), P(freqs.data()), P(y.data()), s, H, hd,
                                        p.ropeDim, inverse));
-      expectBitExact(fromBits(y),
-                     ok(kernels::applyRope(bf16({s, H, hd}, x), Tensor::fromInts(ElementType::I64, {s}, positions), p,
-                                           inverse)),
-                     std::string("apply_rope") + (inverse ? " inverse" : ""));
+      expectBitExact(
+          fromBits(y),
+          ok(kernels::applyRope(bf16({s, H, hd}, x), Tensor::fromInts(ElementType::I64, {s}, positions), p, inverse)),
+          std::string("apply_rope") + (inverse ? " inverse" : ""));
     }
 }
 
@@ -546,13 +546,13 @@ void compressPoolTest() {
             sc[hd + 1] = -std::numeric_limits<float>::infinity();
           const I groups = KernelLibrary::pooledRows(s, start, r);
           std::vector<float> nk(r * hd), ns(r * hd), pooled(std::max<I>(1, groups * hd));
-          OK(KernelsOnCpu::lib().compressPool(P(kv.data()), P(sc.data()), P(ks.data()), P(ss.data()),
-                                              P(pooled.data()), P(nk.data()), P(ns.data()), s, hd, r, start));
-          auto want = kernels::compressPool(f32({s, hd}, kv), f32({s, hd}, sc), f32({r, hd}, ks), f32({r, hd}, ss),
-                                           start, r);
+          OK(KernelsOnCpu::lib().compressPool(P(kv.data()), P(sc.data()), P(ks.data()), P(ss.data()), P(pooled.data()),
+                                              P(nk.data()), P(ns.data()), s, hd, r, start));
+          auto want =
+              kernels::compressPool(f32({s, hd}, kv), f32({s, hd}, sc), f32({r, hd}, ks), f32({r, hd}, ss), start, r);
           ASSERT_TRUE(want.ok()) << want.error();
-          const std::string what = "r=" + std::to_string(r) + " hd=" + std::to_string(hd) + " start=" +
-                                   std::to_string(start) + " s=" + std::to_string(s);
+          const std::string what = "r=" + std::to_string(r) + " hd=" + std::to_string(hd) +
+                                   " start=" + std::to_string(start) + " s=" + std::to_string(s);
           ASSERT_EQ(want->pooled.dim(0), groups) << what;
           expectBitExact(nk, want->kvState, what + " kv_state");
           expectBitExact(ns, want->scoreState, what + " score_state");
@@ -618,11 +618,11 @@ void indexerScoresTest() {
     const float scale = static_cast<float>(1.0 / std::sqrt(double(c.ihd)) / std::sqrt(double(c.IH)));
     const I width = KernelLibrary::scoresWidth(c.s, c.start, c.ratio);
     std::vector<uint16_t> qb = toBits(iq), wb = toBits(wt), kb = toBits(keys), out(c.s * width, 0xFFFF);
-    OK(KernelsOnCpu::lib().indexerScores(P(qb.data()), P(wb.data()), P(kb.data()), P(out.data()), c.s, c.IH, c.ihd,
-                                         c.n, c.start, c.ratio, scale));
+    OK(KernelsOnCpu::lib().indexerScores(P(qb.data()), P(wb.data()), P(kb.data()), P(out.data()), c.s, c.IH, c.ihd, c.n,
+                                         c.start, c.ratio, scale));
     expectBitExact(fromBits(out),
                    ok(kernels::indexerScores(bf16({c.s, c.IH, c.ihd}, iq), bf16({c.s, c.IH}, wt),
-                                            bf16({c.n, c.ihd}, keys), c.start, c.ratio, scale)),
+                                             bf16({c.n, c.ihd}, keys), c.start, c.ratio, scale)),
                    "indexer_scores s=" + std::to_string(c.s) + " IH=" + std::to_string(c.IH));
   }
 }
@@ -631,8 +631,11 @@ void indexerScoresTest() {
 /// indexer_topk (the widened scores, the host set, the mapping): as dsa-to-gpu chains them.
 void candidatesChainTest() {
   uint32_t seed = 300;
-  for (auto [s, start, ratio, bs, topk] : {std::tuple<I, I, I, I, I>{12, 0, 1, 2, 3}, {12, 0, 2, 2, 3}, {1, 600, 1, 3, 4},
-                                           {13, 0, 4, 1, 2}, {40, 0, 1, 4, 5}}) {
+  for (auto [s, start, ratio, bs, topk] : {std::tuple<I, I, I, I, I>{12, 0, 1, 2, 3},
+                                           {12, 0, 2, 2, 3},
+                                           {1, 600, 1, 3, 4},
+                                           {13, 0, 4, 1, 2},
+                                           {40, 0, 1, 4, 5}}) {
     const I width = KernelLibrary::scoresWidth(s, start, ratio), window = 8;
     const std::string what = "s=" + std::to_string(s) + " start=" + std::to_string(start);
     std::vector<float> raw = tied(s * width, seed++, 3, 0.3);
@@ -754,18 +757,18 @@ TEST_F(KernelsOnCpu, Truncsfbf2ShimIsNumericsRounding) {
   auto bits = reinterpret_cast<uint32_t (*)(uint32_t)>(emu->symbol("dsa_test_truncsfbf2_bits"));
   ASSERT_NE(bits, nullptr);
   const std::pair<uint32_t, uint32_t> cases[] = {
-      {0x00000001u, 0x0000}, // the smallest denormal rounds to +0
-      {0x00008000u, 0x0000}, // denormal tie, even: down
-      {0x00018000u, 0x0002}, // denormal tie, odd: up
-      {0x00008001u, 0x0001}, // above a denormal tie
-      {0x80018000u, 0x8002}, // negative denormal tie
-      {0x007FFFFFu, 0x0080}, // the largest denormal rounds to the smallest normal
+      {0x00000001u, 0x0000},                        // the smallest denormal rounds to +0
+      {0x00008000u, 0x0000},                        // denormal tie, even: down
+      {0x00018000u, 0x0002},                        // denormal tie, odd: up
+      {0x00008001u, 0x0001},                        // above a denormal tie
+      {0x80018000u, 0x8002},                        // negative denormal tie
+      {0x007FFFFFu, 0x0080},                        // the largest denormal rounds to the smallest normal
       {0x3F808000u, 0x3F80}, {0x3F818000u, 0x3F82}, // ties to even
       {0x7F7F8000u, 0x7F80}, {0xFF7FFFFFu, 0xFF80}, // overflow to +-inf
-      {0x7F800000u, 0x7F80}, {0xFF800000u, 0xFF80}, {0x80000000u, 0x8000},
-      {0xFFC00000u, 0xFFC0}, // negative quiet NaN keeps its sign
-      {0x7F800001u, 0x7FC0}, // signalling NaN, payload in the dropped bits: quiet NaN, not inf
-      {0xFF812345u, 0xFFC1}, // sign and top payload kept, quieted
+      {0x7F800000u, 0x7F80}, {0xFF800000u, 0xFF80},
+      {0x80000000u, 0x8000}, {0xFFC00000u, 0xFFC0}, // negative quiet NaN keeps its sign
+      {0x7F800001u, 0x7FC0},                        // signalling NaN, payload in the dropped bits: quiet NaN, not inf
+      {0xFF812345u, 0xFFC1},                        // sign and top payload kept, quieted
       {0x7FFFFFFFu, 0x7FFF},
   };
   for (const auto &[in, want] : cases) {
@@ -804,8 +807,8 @@ TEST_F(KernelsOnCpu, MutantsWithoutABarrierAreReportedAsRaces) {
                             o(s * H * hd);
       std::vector<int32_t> idx = {0, 3, -1, 7, 2, 2};
       std::vector<float> sink = {0.0f, 1.0f}, scratch(s * H * k);
-      st = lib().sparseAttn(P(q.data()), P(kv.data()), P(idx.data()), P(sink.data()), P(o.data()), P(scratch.data()),
-                            s, H, hd, n, k, 0.25f);
+      st = lib().sparseAttn(P(q.data()), P(kv.data()), P(idx.data()), P(sink.data()), P(o.data()), P(scratch.data()), s,
+                            H, hd, n, k, 0.25f);
     } else {
       ADD_FAILURE() << "no launch for the mutants of " << kernel;
       continue;
@@ -823,9 +826,9 @@ namespace {
 Status planted(const std::string &kernel, std::vector<float> &out, unsigned blocks, unsigned block) {
   KernelArgs args;
   args.memref(P(out.data()), static_cast<int64_t>(out.size())).index(static_cast<int64_t>(out.size()));
-  return KernelsOnCpu::emu == nullptr ? makeError("no emulator")
-                                      : KernelsOnCpu::emu->launch(kernel, LaunchShape{{blocks, 1, 1}, {block, 1, 1}},
-                                                                  args);
+  return KernelsOnCpu::emu == nullptr
+             ? makeError("no emulator")
+             : KernelsOnCpu::emu->launch(kernel, LaunchShape{{blocks, 1, 1}, {block, 1, 1}}, args);
 }
 } // namespace
 

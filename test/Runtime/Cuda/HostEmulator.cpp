@@ -243,7 +243,8 @@ void dsa_emu_barrier(int32_t site) {
 void *dsa_emu_workgroup(int32_t index, int64_t bytes) {
   Launch &L = current();
   if (index < 0 || bytes < 0) {
-    L.error = *L.kernel + ": workgroup attribution " + std::to_string(index) + " of " + std::to_string(bytes) + " bytes";
+    L.error =
+        *L.kernel + ": workgroup attribution " + std::to_string(index) + " of " + std::to_string(bytes) + " bytes";
     abandon(L);
   }
   if (static_cast<size_t>(index) >= L.workgroup.size())
@@ -261,7 +262,8 @@ void *dsa_emu_workgroup(int32_t index, int64_t bytes) {
     // First request of this block: fresh storage, poisoned (0xFF bytes: NaN as f32, -1 as integers).
     w.storage.assign(static_cast<size_t>(bytes) + abi::kEmuWorkgroupAlign, 0xFF);
     const uintptr_t p = reinterpret_cast<uintptr_t>(w.storage.data());
-    w.data = reinterpret_cast<unsigned char *>((p + abi::kEmuWorkgroupAlign - 1) & ~uintptr_t(abi::kEmuWorkgroupAlign - 1));
+    w.data =
+        reinterpret_cast<unsigned char *>((p + abi::kEmuWorkgroupAlign - 1) & ~uintptr_t(abi::kEmuWorkgroupAlign - 1));
     w.bytes = bytes;
   } else if (w.bytes != bytes) {
     L.error = *L.kernel + ": workgroup attribution " + std::to_string(index) + " requested with " +

@@ -5,8 +5,8 @@
 // of blocks, a block is block.x * block.y * block.z work items, each work item runs the kernel as a coroutine of its
 // own (ucontext, a private stack with a guard page), `gpu.barrier` suspends the item until every item of its block
 // has arrived. Blocks run one after another on the calling thread; items of a block in thread-id order (or reversed:
-// setReverseOrder), each until it reaches a barrier or returns. Workgroup memory is one buffer per attribution per block, filled with 0xFF
-// (NaN as f32) at the start of every block.
+// setReverseOrder), each until it reaches a barrier or returns. Workgroup memory is one buffer per attribution per
+// block, filled with 0xFF (NaN as f32) at the start of every block.
 //
 // What a launch reports as an error (never a hang or a crash), naming kernel, block, work items and barrier sites:
 //   - workgroup memory beyond CUDA's 48 KiB of static shared memory per block;

@@ -8,9 +8,11 @@
 //
 // The math of each kernel is the reference's (attention-semantics.md; kernels/include/dsa/Kernels/Kernels.h); the
 // section is named per function. The block of every launch is core's kernel table's (GpuKernels.def), as
-// dsa-gpu-launch-kernels emits it; 1-D kernels get ceil(items / itemsPerBlock) blocks. All launches go to the default stream; call Context::synchronize() to wait and
-// to collect errors raised by the kernels. Errors: a kernel missing from the module, a size that does not fit the
-// kernel's parameters or grid (e.g. more than 2^31-1 blocks), the driver's launch errors.
+// dsa-gpu-launch-kernels emits it; 1-D kernels get ceil(items / itemsPerBlock) blocks. On a device all launches go
+// to the default stream; call Context::synchronize() to wait and to collect errors raised by the kernels. Without
+// one, withLauncher() sends them to the host emulator (HostEmulator.h). Errors: a kernel missing from the module, a
+// size that does not fit the kernel's parameters or grid (e.g. more than 2^31-1 blocks), the driver's (or the
+// emulator's) launch errors.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_RUNTIME_CUDA_KERNELLIBRARY_H

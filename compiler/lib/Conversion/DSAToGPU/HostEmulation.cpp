@@ -41,9 +41,7 @@ int64_t elementBytes(Type t) {
 }
 
 /// The memref type without a gpu address space (the host has one memory).
-MemRefType hostType(MemRefType t) {
-  return MemRefType::get(t.getShape(), t.getElementType(), t.getLayout());
-}
+MemRefType hostType(MemRefType t) { return MemRefType::get(t.getShape(), t.getElementType(), t.getLayout()); }
 
 bool hasGpuAddressSpace(Type t) {
   auto m = dyn_cast<MemRefType>(t);
@@ -177,8 +175,8 @@ struct GpuToHostEmulation : impl::DSAGPUToHostEmulationBase<GpuToHostEmulation> 
     return success();
   }
 
-  /// A gpu.func of `gm` as a func.func of the host module (before gm) with the same body: workgroup attributions from dsa_emu_workgroup, private ones as
-  /// allocas; a kernel is marked for addPackedEntry.
+  /// A gpu.func of `gm` as a func.func of the host module (before gm) with the same body: workgroup attributions from
+  /// dsa_emu_workgroup, private ones as allocas; a kernel is marked for addPackedEntry.
   func::FuncOp convertFunc(gpu::GPUFuncOp gf, gpu::GPUModuleOp gm) {
     MLIRContext *ctx = gf.getContext();
     for (Type t : gf.getFunctionType().getInputs())
@@ -382,7 +380,7 @@ struct GpuToHostEmulation : impl::DSAGPUToHostEmulationBase<GpuToHostEmulation> 
     Value params = body->getArgument(0);
     int64_t slot = 0;
     auto param = [&](Type t) -> Value {
-      Value gep = LLVM::GEPOp::create(eb, loc, ptr, ptr, params, ArrayRef<LLVM::GEPArg>{slot++});
+      Value gep = LLVM::GEPOp::create(eb, loc, ptr, ptr, params, ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(slot++)});
       Value p = LLVM::LoadOp::create(eb, loc, ptr, gep);
       return LLVM::LoadOp::create(eb, loc, t, p);
     };
