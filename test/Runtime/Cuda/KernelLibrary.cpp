@@ -11,18 +11,16 @@
 
 #include <climits>
 #include <cmath>
+#include <memory>
 
 namespace dsa::cuda {
 
 namespace {
 
 using abi::GpuKernel;
-// The launch geometry of core's kernel table (dsa/ABI/GpuKernels.h), as the lowering uses it.
-constexpr unsigned kElementwiseBlock = abi::kGpuElementwiseBlock;
-constexpr unsigned kQuantBlock = abi::kGpuQuantBlock;
-constexpr unsigned kGemmTile = abi::kGpuGemmTile;
-constexpr unsigned kRowBlock = abi::kGpuRowBlock;
-constexpr unsigned kAttnBlock = abi::kGpuAttnBlock;
+// The GEMM's tile: one output per thread of its (x, y) block (core's kernel table, dsa/ABI/GpuKernels.def).
+constexpr unsigned kGemmTileN = abi::gpuKernel(GpuKernel::GemmBf16).block[0];
+constexpr unsigned kGemmTileM = abi::gpuKernel(GpuKernel::GemmBf16).block[1];
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -75,31 +73,52 @@ Result<KernelLibrary> KernelLibrary::load(const Context &ctx, const std::string 
   Result<Module> m = ctx.loadModule(image);
   if (!m.ok())
     return makeError(m.error());
-  KernelLibrary lib(&ctx, m.take());
+  struct Loaded {
+    const Context *ctx;
+    Module module;
+    std::vector<Function> functions;
+  };
+  auto loaded = std::make_shared<Loaded>(Loaded{&ctx, m.take(), {}});
   for (const std::string &name : kernelNames()) {
-    Result<Function> f = lib.module_.function(name);
+    Result<Function> f = loaded->module.function(name);
     if (!f.ok())
       return makeError("the dsa kernel module is incomplete: " + f.error());
-    lib.functions_.push_back(*f);
+    loaded->functions.push_back(*f);
   }
-  return lib;
+  return KernelLibrary([loaded](abi::GpuKernel k, const LaunchShape &shape, KernelArgs &args) {
+    return loaded->ctx->launch(loaded->functions[static_cast<size_t>(k)], shape, args);
+  });
 }
 
-Status KernelLibrary::run(abi::GpuKernel which, const LaunchShape &shape, KernelArgs &args) const {
+KernelLibrary KernelLibrary::withLauncher(Launcher launch) { return KernelLibrary(std::move(launch)); }
+
+Status KernelLibrary::runGrid(abi::GpuKernel which, std::array<unsigned, 3> grid, KernelArgs &args) const {
   const size_t kernel = static_cast<size_t>(which);
-  const std::vector<unsigned> want = parameterBytes(kernelNames()[kernel]);
+  const abi::GpuKernelInfo &info = abi::kGpuKernels[kernel];
+  const std::vector<unsigned> want = parameterBytes(info.symbol);
   bool same = want.size() == args.size();
   for (size_t i = 0; same && i < want.size(); ++i)
     same = want[i] == args.slotBytes(i);
   if (!same)
-    return makeError("internal error: the arguments packed for " + kernelNames()[kernel] +
+    return makeError("internal error: the arguments packed for " + std::string(info.symbol) +
                      " do not match its signature (" + std::to_string(args.size()) + " parameters, expected " +
                      std::to_string(want.size()) + ")");
   // An empty problem launches nothing (CUDA rejects an empty grid), as the MLIR host code does.
-  for (unsigned g : shape.grid)
+  for (unsigned g : grid)
     if (g == 0)
       return Status::success();
-  return ctx_->launch(functions_[kernel], shape, args);
+  // The block is the kernel table's (GpuKernels.def), as dsa-gpu-launch-kernels emits it.
+  return launch_(which, LaunchShape{grid, {info.block[0], info.block[1], info.block[2]}}, args);
+}
+
+Status KernelLibrary::runItems(abi::GpuKernel which, const char *what, int64_t items, KernelArgs &args) const {
+  const abi::GpuKernelInfo &info = abi::gpuKernel(which);
+  if (info.itemsPerBlock == 0)
+    return makeError(std::string("internal error: ") + info.symbol + " takes its grid per launch, not work items");
+  Result<unsigned> gx = gridDim(what, ceilDiv(items, info.itemsPerBlock), INT_MAX);
+  if (!gx.ok())
+    return makeError(gx.error());
+  return runGrid(which, {*gx, 1, 1}, args);
 }
 
 Status KernelLibrary::positions(DevicePtr out, int64_t start, int64_t count, int64_t stride) const {
@@ -107,25 +126,22 @@ Status KernelLibrary::positions(DevicePtr out, int64_t start, int64_t count, int
     return makeError("positions: start is " + std::to_string(start) + ", expected >= 0");
   if (Status st = negative("positions", {count}); !st.ok())
     return st;
-  Result<unsigned> gx = gridDim("positions", ceilDiv(count, kElementwiseBlock), INT_MAX);
-  if (!gx.ok())
-    return makeError(gx.error());
   KernelArgs args;
   args.memref(out, count).i64(start).index(count).i64(stride);
-  return run(GpuKernel::Positions, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
+  return runItems(GpuKernel::Positions, "positions", count, args);
 }
 
 Status KernelLibrary::linearBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t M, int64_t N, int64_t K) const {
   if (Status st = negative("linear", {M, N, K}); !st.ok())
     return st;
-  Result<unsigned> gx = gridDim("linear", ceilDiv(N, kGemmTile), INT_MAX);
-  Result<unsigned> gy = gridDim("linear", ceilDiv(M, kGemmTile), 65535);
+  Result<unsigned> gx = gridDim("linear", ceilDiv(N, kGemmTileN), INT_MAX);
+  Result<unsigned> gy = gridDim("linear", ceilDiv(M, kGemmTileM), 65535);
   if (!gx.ok() || !gy.ok())
     return makeError(!gx.ok() ? gx.error() : gy.error());
   KernelArgs args;
   args.memref(x, M * K).memref(w, N * K).memref(y, M * N);
   args.index(M).index(N).index(K).index(K).index(N).index(0).index(0).index(0);
-  return run(GpuKernel::GemmBf16, {{*gx, *gy, 1}, {kGemmTile, kGemmTile, 1}}, args);
+  return runGrid(GpuKernel::GemmBf16, {*gx, *gy, 1}, args);
 }
 
 Status KernelLibrary::groupedOutput(DevicePtr o, DevicePtr woA, DevicePtr y, int64_t s, int64_t H, int64_t hd,
@@ -136,15 +152,15 @@ Status KernelLibrary::groupedOutput(DevicePtr o, DevicePtr woA, DevicePtr y, int
     return makeError("grouped_output: groups " + std::to_string(G) + " must be >= 1 and divide n_heads " +
                      std::to_string(H));
   const int64_t gw = H * hd / G;
-  Result<unsigned> gx = gridDim("grouped_output", ceilDiv(R, kGemmTile), INT_MAX);
-  Result<unsigned> gy = gridDim("grouped_output", ceilDiv(s, kGemmTile), 65535);
+  Result<unsigned> gx = gridDim("grouped_output", ceilDiv(R, kGemmTileN), INT_MAX);
+  Result<unsigned> gy = gridDim("grouped_output", ceilDiv(s, kGemmTileM), 65535);
   Result<unsigned> gz = gridDim("grouped_output", G, 65535);
   if (!gx.ok() || !gy.ok() || !gz.ok())
     return makeError(!gx.ok() ? gx.error() : !gy.ok() ? gy.error() : gz.error());
   KernelArgs args;
   args.memref(o, s * H * hd).memref(woA, G * R * gw).memref(y, s * G * R);
   args.index(s).index(R).index(gw).index(H * hd).index(G * R).index(gw).index(R * gw).index(R);
-  return run(GpuKernel::GemmBf16, {{*gx, *gy, *gz}, {kGemmTile, kGemmTile, 1}}, args);
+  return runGrid(GpuKernel::GemmBf16, {*gx, *gy, *gz}, args);
 }
 
 Status KernelLibrary::rmsNormBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t rows, int64_t D, float eps) const {
@@ -157,7 +173,7 @@ Status KernelLibrary::rmsNormBf16(DevicePtr x, DevicePtr w, DevicePtr y, int64_t
     return makeError(gx.error());
   KernelArgs args;
   args.memref(x, rows * D).memref(w, D).memref(y, rows * D).index(rows).index(D).f32(eps);
-  return run(GpuKernel::RmsNormBf16, {{*gx, 1, 1}, {kRowBlock, 1, 1}}, args);
+  return runGrid(GpuKernel::RmsNormBf16, {*gx, 1, 1}, args);
 }
 
 Status KernelLibrary::applyRope(DevicePtr x, DevicePtr pos, DevicePtr freqs, DevicePtr y, int64_t s,
@@ -168,13 +184,10 @@ Status KernelLibrary::applyRope(DevicePtr x, DevicePtr pos, DevicePtr freqs, Dev
     return makeError("apply_rope: rope_dim " + std::to_string(rd) + " must be positive, even and <= head_dim " +
                      std::to_string(hd));
   const int64_t total = s * rowsPerToken * hd;
-  Result<unsigned> gx = gridDim("apply_rope", ceilDiv(total, kElementwiseBlock), INT_MAX);
-  if (!gx.ok())
-    return makeError(gx.error());
   KernelArgs args;
   args.memref(x, total).memref(pos, s).memref(freqs, rd / 2).memref(y, total);
   args.index(s).index(rowsPerToken).index(hd).index(rd).i32(inverse ? 1 : 0);
-  return run(GpuKernel::ApplyRope, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
+  return runItems(GpuKernel::ApplyRope, "apply_rope", total, args);
 }
 
 Status KernelLibrary::actQuantFp8(DevicePtr x, DevicePtr y, int64_t nblocks, int64_t block) const {
@@ -182,12 +195,9 @@ Status KernelLibrary::actQuantFp8(DevicePtr x, DevicePtr y, int64_t nblocks, int
     return st;
   if (block <= 0)
     return makeError("act_quant_fp8: block_size is " + std::to_string(block) + ", expected > 0");
-  Result<unsigned> gx = gridDim("act_quant_fp8", ceilDiv(nblocks, kQuantBlock), INT_MAX);
-  if (!gx.ok())
-    return makeError(gx.error());
   KernelArgs args;
   args.memref(x, nblocks * block).memref(y, nblocks * block).index(nblocks).index(block);
-  return run(GpuKernel::ActQuantFp8, {{*gx, 1, 1}, {kQuantBlock, 1, 1}}, args);
+  return runItems(GpuKernel::ActQuantFp8, "act_quant_fp8", nblocks, args);
 }
 
 Status KernelLibrary::ringUpdate(DevicePtr ring, DevicePtr kv, DevicePtr out, int64_t W, int64_t hd, int64_t s,
@@ -198,12 +208,9 @@ Status KernelLibrary::ringUpdate(DevicePtr ring, DevicePtr kv, DevicePtr out, in
     return makeError("ring_update: the ring has " + std::to_string(W) + " slots, expected >= 1");
   if (start < 0)
     return makeError("ring_update: start_pos is " + std::to_string(start) + ", expected >= 0");
-  Result<unsigned> gx = gridDim("ring_update", ceilDiv(W * hd, kElementwiseBlock), INT_MAX);
-  if (!gx.ok())
-    return makeError(gx.error());
   KernelArgs args;
   args.memref(ring, W * hd).memref(kv, s * hd).memref(out, W * hd).index(W).index(hd).index(s).i64(start);
-  return run(GpuKernel::RingUpdate, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
+  return runItems(GpuKernel::RingUpdate, "ring_update", W * hd, args);
 }
 
 Status KernelLibrary::windowIndices(DevicePtr out, int64_t start, int64_t count, int64_t W, int64_t width) const {
@@ -219,12 +226,9 @@ Status KernelLibrary::windowIndices(DevicePtr out, int64_t start, int64_t count,
   if (width != want)
     return makeError("window_indices: width is " + std::to_string(width) + ", this step's is " +
                      std::to_string(want));
-  Result<unsigned> gx = gridDim("window_indices", ceilDiv(count * width, kElementwiseBlock), INT_MAX);
-  if (!gx.ok())
-    return makeError(gx.error());
   KernelArgs args;
   args.memref(out, count * width).i64(start).index(count).index(W).index(width);
-  return run(GpuKernel::WindowIndices, {{*gx, 1, 1}, {kElementwiseBlock, 1, 1}}, args);
+  return runItems(GpuKernel::WindowIndices, "window_indices", count * width, args);
 }
 
 Status KernelLibrary::sparseAttn(DevicePtr q, DevicePtr kv, DevicePtr idx, DevicePtr sink, DevicePtr o,
@@ -241,7 +245,7 @@ Status KernelLibrary::sparseAttn(DevicePtr q, DevicePtr kv, DevicePtr idx, Devic
   args.memref(q, s * H * hd).memref(kv, n * hd).memref(idx, s * k).memref(sink, H).memref(o, s * H * hd);
   args.memref(scratch, std::max<int64_t>(1, s * H * k));
   args.index(s).index(H).index(hd).index(n).index(k).f32(scale);
-  return run(GpuKernel::SparseAttn, {{*gx, 1, 1}, {kAttnBlock, 1, 1}}, args);
+  return runGrid(GpuKernel::SparseAttn, {*gx, 1, 1}, args);
 }
 
 //===----------------------------------------------------------------------===//
@@ -261,46 +265,30 @@ Status stepCheck(const char *what, int64_t s, int64_t start) {
   return Status::success();
 }
 
-/// A 1-D elementwise launch of `total` threads.
-Result<LaunchShape> elementwise(const char *what, int64_t total, unsigned block = kElementwiseBlock) {
-  Result<unsigned> gx = gridDim(what, ceilDiv(total, block), INT_MAX);
-  if (!gx.ok())
-    return makeError(gx.error());
-  return LaunchShape{{*gx, 1, 1}, {block, 1, 1}};
-}
 } // namespace
 
 Status KernelLibrary::linearF32(DevicePtr x, DevicePtr w, DevicePtr y, int64_t M, int64_t N, int64_t K) const {
   if (Status st = negative("linear_f32", {M, N, K}); !st.ok())
     return st;
-  Result<LaunchShape> shape = elementwise("linear_f32", M * N);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(x, M * K).memref(w, N * K).memref(y, M * N).index(M).index(N).index(K);
-  return run(GpuKernel::LinearF32, *shape, args);
+  return runItems(GpuKernel::LinearF32, "linear_f32", M * N, args);
 }
 
 Status KernelLibrary::extfBf16F32(DevicePtr x, DevicePtr y, int64_t n) const {
   if (Status st = negative("extf", {n}); !st.ok())
     return st;
-  Result<LaunchShape> shape = elementwise("extf", n);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(x, n).memref(y, n).index(n);
-  return run(GpuKernel::ExtfBf16F32, *shape, args);
+  return runItems(GpuKernel::ExtfBf16F32, "extf", n, args);
 }
 
 Status KernelLibrary::truncfF32Bf16(DevicePtr x, DevicePtr y, int64_t n) const {
   if (Status st = negative("truncf", {n}); !st.ok())
     return st;
-  Result<LaunchShape> shape = elementwise("truncf", n);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(x, n).memref(y, n).index(n);
-  return run(GpuKernel::TruncfF32Bf16, *shape, args);
+  return runItems(GpuKernel::TruncfF32Bf16, "truncf", n, args);
 }
 
 int64_t KernelLibrary::pooledRows(int64_t s, int64_t start, int64_t ratio) {
@@ -320,25 +308,19 @@ Status KernelLibrary::compressPool(DevicePtr kv, DevicePtr score, DevicePtr kvSt
     return st;
   if (Status st = stepCheck("compress_pool", s, start); !st.ok())
     return st;
-  Result<LaunchShape> stateShape = elementwise("compress_pool", ratio * hd);
-  if (!stateShape.ok())
-    return makeError(stateShape.error());
   KernelArgs state;
   state.memref(kv, s * hd).memref(score, s * hd).memref(kvState, ratio * hd).memref(scoreState, ratio * hd);
   state.memref(newKv, ratio * hd).memref(newScore, ratio * hd).index(ratio).index(hd).index(s).i64(start);
-  if (Status st = run(GpuKernel::CompressState, *stateShape, state); !st.ok())
+  if (Status st = runItems(GpuKernel::CompressState, "compress_pool", ratio * hd, state); !st.ok())
     return st;
   const int64_t g = pooledRows(s, start, ratio);
-  Result<LaunchShape> poolShape = elementwise("compress_pool", g * hd);
-  if (!poolShape.ok())
-    return makeError(poolShape.error());
   // Prefill pools the step's rows; decode pools the updated state (the launch above runs first on the stream).
   const bool prefill = start == 0;
   KernelArgs pool;
   pool.memref(prefill ? kv : newKv, prefill ? s * hd : ratio * hd);
   pool.memref(prefill ? score : newScore, prefill ? s * hd : ratio * hd);
   pool.memref(pooled, g * hd).index(g).index(ratio).index(hd);
-  return run(GpuKernel::CompressPool, *poolShape, pool);
+  return runItems(GpuKernel::CompressPool, "compress_pool", g * hd, pool);
 }
 
 Status KernelLibrary::fp4Quant(DevicePtr x, DevicePtr y, int64_t nblocks, int64_t block, bool e4m3Scale) const {
@@ -346,12 +328,9 @@ Status KernelLibrary::fp4Quant(DevicePtr x, DevicePtr y, int64_t nblocks, int64_
     return st;
   if (block <= 0)
     return makeError("fp4_quant: block_size is " + std::to_string(block) + ", expected > 0");
-  Result<LaunchShape> shape = elementwise("fp4_quant", nblocks, kQuantBlock);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(x, nblocks * block).memref(y, nblocks * block).index(nblocks).index(block).i32(e4m3Scale ? 1 : 0);
-  return run(GpuKernel::Fp4Quant, *shape, args);
+  return runItems(GpuKernel::Fp4Quant, "fp4_quant", nblocks, args);
 }
 
 Status KernelLibrary::cacheWrite(DevicePtr cache, DevicePtr rows, DevicePtr out, int64_t C, int64_t w, int64_t g,
@@ -365,12 +344,9 @@ Status KernelLibrary::cacheWrite(DevicePtr cache, DevicePtr rows, DevicePtr out,
   if (first + g > C)
     return makeError("cache_write: rows " + std::to_string(first) + ".." + std::to_string(first + g - 1) +
                      " overflow the cache capacity of " + std::to_string(C) + " rows");
-  Result<LaunchShape> shape = elementwise("cache_write", C * w);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(cache, C * w).memref(rows, g * w).memref(out, C * w).index(C).index(w).index(first).index(g);
-  return run(GpuKernel::CacheWrite, *shape, args);
+  return runItems(GpuKernel::CacheWrite, "cache_write", C * w, args);
 }
 
 Status KernelLibrary::indexerScores(DevicePtr iq, DevicePtr w, DevicePtr keys, DevicePtr out, int64_t s, int64_t IH,
@@ -386,13 +362,10 @@ Status KernelLibrary::indexerScores(DevicePtr iq, DevicePtr w, DevicePtr keys, D
   if (n < width)
     return makeError("indexer_scores: keys has " + std::to_string(n) + " rows, fewer than width " +
                      std::to_string(width));
-  Result<LaunchShape> shape = elementwise("indexer_scores", s * width);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(iq, s * IH * ihd).memref(w, s * IH).memref(keys, n * ihd).memref(out, s * width);
   args.index(s).index(IH).index(ihd).index(width).f32(weightScale);
-  return run(GpuKernel::IndexerScores, *shape, args);
+  return runItems(GpuKernel::IndexerScores, "indexer_scores", s * width, args);
 }
 
 namespace {
@@ -412,23 +385,17 @@ Status KernelLibrary::compressVisibility(DevicePtr scores, DevicePtr out, int64_
                                          int64_t ratio) const {
   if (Status st = scoresCheck("compress_visibility", s, width, start, ratio); !st.ok())
     return st;
-  Result<LaunchShape> shape = elementwise("compress_visibility", s * width);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(scores, s * width).memref(out, s * width).index(s).index(width).i64(start).i64(ratio);
-  return run(GpuKernel::CompressVisibility, *shape, args);
+  return runItems(GpuKernel::CompressVisibility, "compress_visibility", s * width, args);
 }
 
 Status KernelLibrary::applyCandidates(DevicePtr scores, DevicePtr mask, DevicePtr out, int64_t n) const {
   if (Status st = negative("apply_candidates", {n}); !st.ok())
     return st;
-  Result<LaunchShape> shape = elementwise("apply_candidates", n);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(scores, n).memref(mask, n).memref(out, n).index(n);
-  return run(GpuKernel::ApplyCandidates, *shape, args);
+  return runItems(GpuKernel::ApplyCandidates, "apply_candidates", n, args);
 }
 
 Status KernelLibrary::candidateBlockScores(DevicePtr scores, DevicePtr blockScores, int64_t s, int64_t width,
@@ -438,13 +405,10 @@ Status KernelLibrary::candidateBlockScores(DevicePtr scores, DevicePtr blockScor
   if (blockSize < 1)
     return makeError("select_candidate_blocks: block_size is " + std::to_string(blockSize) + ", expected >= 1");
   const int64_t nBlocks = ceilDiv(width, blockSize);
-  Result<LaunchShape> shape = elementwise("select_candidate_blocks", s * nBlocks);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(scores, s * width).memref(blockScores, s * nBlocks).index(s).index(width).index(nBlocks);
   args.index(blockSize).i64(start).i64(ratio);
-  return run(GpuKernel::CandidateBlockScores, *shape, args);
+  return runItems(GpuKernel::CandidateBlockScores, "select_candidate_blocks", s * nBlocks, args);
 }
 
 Status KernelLibrary::candidateMask(DevicePtr blockScores, DevicePtr picks, DevicePtr mask, int64_t s, int64_t width,
@@ -457,13 +421,10 @@ Status KernelLibrary::candidateMask(DevicePtr blockScores, DevicePtr picks, Devi
   if (k > nBlocks)
     return makeError("select_candidate_blocks: k " + std::to_string(k) + " exceeds the " + std::to_string(nBlocks) +
                      " blocks");
-  Result<LaunchShape> shape = elementwise("select_candidate_blocks", s * width);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(blockScores, s * nBlocks).memref(picks, s * k).memref(mask, s * width);
   args.index(s).index(width).index(nBlocks).index(k).index(blockSize);
-  return run(GpuKernel::CandidateMask, *shape, args);
+  return runItems(GpuKernel::CandidateMask, "select_candidate_blocks", s * width, args);
 }
 
 Status KernelLibrary::topkMap(DevicePtr picks, DevicePtr out, int64_t s, int64_t k, int64_t start, int64_t ratio,
@@ -475,36 +436,27 @@ Status KernelLibrary::topkMap(DevicePtr picks, DevicePtr out, int64_t s, int64_t
                      std::to_string(windowSize) + " must be >= 1");
   if (Status st = stepCheck("indexer_topk", s, start); !st.ok())
     return st;
-  Result<LaunchShape> shape = elementwise("indexer_topk", s * k);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(picks, s * k).memref(out, s * k).index(s).index(k).i64(start).i64(ratio);
   args.i64(start == 0 ? s : windowSize);
-  return run(GpuKernel::TopkMap, *shape, args);
+  return runItems(GpuKernel::TopkMap, "indexer_topk", s * k, args);
 }
 
 Status KernelLibrary::concatRowsBf16(DevicePtr a, DevicePtr b, DevicePtr out, int64_t na, int64_t nb) const {
   if (Status st = negative("concat", {na, nb}); !st.ok())
     return st;
-  Result<LaunchShape> shape = elementwise("concat", na + nb);
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(a, na).memref(b, nb).memref(out, na + nb).index(na).index(nb);
-  return run(GpuKernel::ConcatRowsBf16, *shape, args);
+  return runItems(GpuKernel::ConcatRowsBf16, "concat", na + nb, args);
 }
 
 Status KernelLibrary::concatColsI32(DevicePtr a, DevicePtr b, DevicePtr out, int64_t rows, int64_t wa,
                                     int64_t wb) const {
   if (Status st = negative("concat", {rows, wa, wb}); !st.ok())
     return st;
-  Result<LaunchShape> shape = elementwise("concat", rows * (wa + wb));
-  if (!shape.ok())
-    return makeError(shape.error());
   KernelArgs args;
   args.memref(a, rows * wa).memref(b, rows * wb).memref(out, rows * (wa + wb)).index(rows).index(wa).index(wb);
-  return run(GpuKernel::ConcatColsI32, *shape, args);
+  return runItems(GpuKernel::ConcatColsI32, "concat", rows * (wa + wb), args);
 }
 
 } // namespace dsa::cuda

@@ -7,9 +7,12 @@
 // MLIR: the host code MLIR generates calls MLIR's GPU runtime, which this project does not ship.
 //
 // The math of each kernel is the reference's (attention-semantics.md; kernels/include/dsa/Kernels/Kernels.h); the
-// section is named per function. All launches go to the default stream; call Context::synchronize() to wait and
-// to collect errors raised by the kernels. Errors: a kernel missing from the module, a size that does not fit the
-// kernel's parameters or grid (e.g. more than 2^31-1 blocks), the driver's launch errors.
+// section is named per function. The block of every launch is core's kernel table's (GpuKernels.def), as
+// dsa-gpu-launch-kernels emits it; 1-D kernels get ceil(items / itemsPerBlock) blocks. On a device all launches go
+// to the default stream; call Context::synchronize() to wait and to collect errors raised by the kernels. Without
+// one, withLauncher() sends them to the host emulator (HostEmulator.h). Errors: a kernel missing from the module, a
+// size that does not fit the kernel's parameters or grid (e.g. more than 2^31-1 blocks), the driver's (or the
+// emulator's) launch errors.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_RUNTIME_CUDA_KERNELLIBRARY_H
@@ -18,6 +21,8 @@
 #include "dsa/ABI/GpuKernels.h"
 #include "dsa/Runtime/Cuda/Driver.h"
 
+#include <array>
+#include <functional>
 #include <vector>
 
 namespace dsa::cuda {
@@ -28,6 +33,11 @@ public:
   /// Loads `image` (PTX text or a cubin) into `ctx` and resolves every dsa kernel.
   /// Errors: the module does not load (JIT log included), a kernel is missing.
   static Result<KernelLibrary> load(const Context &ctx, const std::string &image);
+  /// What runs one launch: the kernel, its grid and block (the kernel table's), the packed parameters.
+  using Launcher = std::function<Status(abi::GpuKernel kernel, const LaunchShape &shape, KernelArgs &args)>;
+  /// A library whose launches go to `launch` instead of a CUDA context: the host emulator (HostEmulator.h), whose
+  /// DevicePtr's are host addresses. Launches are then synchronous.
+  static KernelLibrary withLauncher(Launcher launch);
   /// The kernel names (the gpu.func symbols of Kernels.mlir), in a fixed order.
   static const std::vector<std::string> &kernelNames();
   /// The byte size of each kernel parameter as the launch functions below pack them (a memref<?xT> is five
@@ -116,11 +126,13 @@ public:
   Status concatColsI32(DevicePtr a, DevicePtr b, DevicePtr out, int64_t rows, int64_t wa, int64_t wb) const;
 
 private:
-  KernelLibrary(const Context *ctx, Module module) : ctx_(ctx), module_(std::move(module)) {}
-  Status run(abi::GpuKernel kernel, const LaunchShape &shape, KernelArgs &args) const;
-  const Context *ctx_ = nullptr;
-  Module module_;
-  std::vector<Function> functions_;
+  explicit KernelLibrary(Launcher launch) : launch_(std::move(launch)) {}
+  /// Launches a kernel of the table with a per-launch grid (GEMM, rms_norm, sparse_attn) / over `items` work items
+  /// (every other kernel: ceil(items / itemsPerBlock) blocks); both take the block from the kernel table
+  /// (GpuKernels.def) and check the packed arguments against its parameter layout.
+  Status runGrid(abi::GpuKernel kernel, std::array<unsigned, 3> grid, KernelArgs &args) const;
+  Status runItems(abi::GpuKernel kernel, const char *what, int64_t items, KernelArgs &args) const;
+  Launcher launch_;
 };
 
 } // namespace dsa::cuda

@@ -8,7 +8,8 @@ Every `gpu.func @k(ARGS) kernel` without workgroup memory or barriers becomes `f
 A kernel that synchronises but is written for any block size (it strides by `gpu.block_dim x`) becomes
 `func.func @k(%dsa_bid: index, ARGS)` run as a ONE-thread block: thread id 0, block size 1, barriers dropped (with one
 thread they order nothing), workgroup/private memory as allocas; a driver calls it once per block. Kernels tied to a
-block shape (the 16x16 GEMM) are left out: they need a GPU (test/Runtime/Cuda/CudaKernelsTest.cpp). libdevice's
+block shape (the 16x16 GEMM) are left out here; every kernel, the GEMM included, runs at its real block and grid
+sizes on the host emulator (dsa-gpu-to-host-emulation, test/Runtime/Cuda/CudaKernelsOnCpuTest.cpp). libdevice's
 __nv_fsqrt_rn becomes math.sqrt (both IEEE round-to-nearest). The device helpers (func.func) are kept; the driver's
 text (its functions) is appended inside the same module.
 """

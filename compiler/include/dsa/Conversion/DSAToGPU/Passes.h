@@ -20,6 +20,7 @@ namespace memref { class MemRefDialect; }
 namespace bufferization { class BufferizationDialect; }
 namespace func { class FuncDialect; }
 namespace LLVM { class LLVMDialect; }
+namespace index { class IndexDialect; }
 } // namespace mlir
 
 namespace mlir::dsa {

@@ -68,6 +68,31 @@ def DSAGPULaunchKernels : Pass<"dsa-gpu-launch-kernels", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def DSAGPUToHostEmulation : Pass<"dsa-gpu-to-host-emulation", "::mlir::ModuleOp"> {
+  let summary = "Turn the kernels of every gpu.module into host functions run by the host GPU emulator";
+  let description = [{
+    For running the GPU kernel library on a machine without a GPU, at the kernels' real block and grid sizes
+    (docs/gpu-backend.md, "Host emulation"; the C hooks are core/include/dsa/ABI/GpuHostEmulation.h). Upstream's
+    global-id rewrite expands `gpu.global_id`; then every `gpu.func` of a `gpu.module` becomes a `func.func` of the
+    top module (its device helpers move with it): `gpu.thread_id` / `block_id` / `block_dim` / `grid_dim` become calls
+    of the emulator's `dsa_emu_*` hooks, `gpu.barrier` a call of `dsa_emu_barrier(site)` (the emulator runs each work
+    item as a coroutine and resumes the block once every item has arrived), each workgroup attribution the block's
+    buffer from `dsa_emu_workgroup`, each private attribution a `memref.alloca` (on the work item's own stack), and
+    `gpu.return` a `func.return`. With `instrument-accesses` every memref.load / memref.store first reports its
+    address to `dsa_emu_access` (the emulator's race and uninitialised-shared-memory checks). Each kernel gets a
+    packed entry `<kernel>_dsa_emu(!llvm.ptr)` reading cuLaunchKernel's parameter array and a constant
+    `<kernel>_dsa_emu_params`. A gpu op it cannot emulate (shuffles, subgroup and all-reduce ops, host launches)
+    and memory accesses it does not see (atomics, copies, vector loads) are errors naming the op.
+  }];
+  let options = [
+    Option<"instrumentAccesses", "instrument-accesses", "bool", /*default=*/"true",
+           "report every memref.load / memref.store to dsa_emu_access (the emulator's race checks)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::index::IndexDialect"];
+}
+
 def DSACheckLibdevice : Pass<"dsa-check-libdevice", "::mlir::ModuleOp"> {
   let summary = "Fail unless the CUDA toolkit's libdevice is where the NVVM stage of --dsa-gpu-pipeline looks";
   let description = [{
