@@ -64,3 +64,24 @@ def test_compile_cpu_needs_a_name_for_two_functions(tmp_path):
     m = dsa.compiler.parse("func.func @a() { return }\nfunc.func @b() { return }")
     with pytest.raises(dsa.Error, match="base_name: the module has 2 functions"):
         dsa.compiler.compile_cpu(m, tmp_path)
+
+
+def cuda_toolkit():
+    import os
+    import shutil
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.exists(os.path.join(root, "bin", "ptxas")):
+            return True
+    return shutil.which("ptxas") is not None
+
+
+def test_compile_gpu_writes_a_gpu_step_library(layer0, tmp_path):
+    if not cuda_toolkit():
+        pytest.skip("no CUDA toolkit (ptxas): GPU step libraries embed a cubin")
+    import json
+    path = dsa.compiler.compile_gpu(layer0.module, tmp_path, chip="sm_90")
+    desc = json.loads(open(path).read())
+    assert path.endswith("attention_L0.json") and (tmp_path / "attention_L0.so").exists()
+    assert [f["name"] for f in desc["functions"]] == ["attention_L0"]
+    with pytest.raises(dsa.Error, match="sm_1"):
+        dsa.compiler.compile_gpu(layer0.module, tmp_path / "bad", chip="sm_1")
