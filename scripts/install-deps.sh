@@ -13,9 +13,13 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# numpy and ml_dtypes for python3: .npy files in the tests (test/Core/NpyTest.cpp writes bf16 files with them;
-# test/Tools generates dsa-run's inputs). Installed only when missing.
-if command -v python3 >/dev/null && ! python3 -c "import numpy, ml_dtypes" 2>/dev/null; then
-  echo "install-deps: installing numpy ml_dtypes (pip, for python3)"
-  python3 -m pip install -q numpy ml_dtypes
+# The Python package (python/, docs/embedding.md): nanobind and scikit-build-core to build it, numpy, ml_dtypes and
+# pytest to use and test it, for python3 (the CMake option DSA_ENABLE_PYTHON is ON when python3 has nanobind);
+# numpy and ml_dtypes also write the .npy inputs of test/Core/NpyTest.cpp and test/Tools.
+if command -v python3 >/dev/null; then
+  pips=(nanobind scikit-build-core numpy ml_dtypes pytest)
+  if ! python3 -c 'import nanobind, scikit_build_core, numpy, ml_dtypes, pytest' 2>/dev/null; then
+    echo "install-deps: pip-installing ${pips[*]} for $(command -v python3)"
+    python3 -m pip install -q "${pips[@]}" || echo "install-deps: pip failed: the Python package is not built" >&2
+  fi
 fi

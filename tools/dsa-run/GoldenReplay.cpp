@@ -428,11 +428,12 @@ Result<Tensor> runLayer(Layer &layer, SharedSlots &shared, const Tensor &x, int6
 
 } // namespace
 
-int runGoldenReplay(const GoldenReplayOptions &options) {
+GoldenReplayReport replayGolden(const GoldenReplayOptions &options, llvm::raw_ostream &out) {
   auto fail = [](const std::string &message) {
-    llvm::outs().flush();
-    llvm::errs() << "dsa-run: error: " << message << "\n";
-    return 2;
+    GoldenReplayReport report;
+    report.exitStatus = 2;
+    report.error = message;
+    return report;
   };
   if (options.backend != "interpret" && options.backend != "cpu" && options.backend != "gpu")
     return fail("--backend must be 'interpret', 'cpu' or 'gpu', got '" + options.backend + "'");
@@ -509,14 +510,16 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
     layers.push_back(layer.take());
   }
   if (options.emit == "attention")
-    module->print(llvm::outs());
+    module->print(out);
   if (!options.emitLibraries.empty()) { // AOT step libraries of the layers (EmitLibraries.h), then stop
     std::vector<LayerLibrary> libraries;
     for (const Layer &layer : layers)
       libraries.push_back(LayerLibrary{layer.id, layer.weightNames});
     Status s = emitGoldenLayerLibraries(*module, libraries, fixture.nLayers, options.emitLibraries,
                                         options.backend == "gpu", options.cpu);
-    return s ? 0 : fail(s.error());
+    if (!s)
+      return fail(s.error());
+    return GoldenReplayReport{};
   }
 
   PassManager pm(&context);
@@ -529,7 +532,7 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
   if (failed(pm.run(*module)))
     return fail("dsa-decompose-attention failed (see the diagnostic above)");
   if (options.emit == "primitives")
-    module->print(llvm::outs());
+    module->print(out);
   std::unique_ptr<::dsa::cpu::CPUModule> cpuModule;
   if (options.backend == "cpu") {
     ::dsa::cpu::CPUCompileOptions cpuOptions;
@@ -653,31 +656,82 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
         if (!verdict)
           return fail(verdict.error());
         verdicts.push_back(verdict.take());
-        llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
+        out << golden::formatVerdict(verdicts.back()) << "\n";
       } else if (auto it = produced.find(name); it != produced.end()) {
         verdicts.push_back(golden::compareCapture(
             regime.name, **want, it->second, golden::captureRules(fixture, regime, name, it->second, produced)));
-        llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
+        out << golden::formatVerdict(verdicts.back()) << "\n";
       } else if (attentionCaptures.count(name)) {
         verdicts.push_back(golden::notCompared(regime.name, name, "nothing produced this capture"));
         verdicts.back().status = golden::Verdict::Fail;
-        llvm::outs() << golden::formatVerdict(verdicts.back()) << "\n";
+        out << golden::formatVerdict(verdicts.back()) << "\n";
       } else {
         notCompared.push_back(name);
       }
     }
     if (options.verbose) {
       for (const std::string &name : notCompared)
-        llvm::outs() << "NOT COMPARED " << regime.name << " " << name
+        out << "NOT COMPARED " << regime.name << " " << name
                      << " (outside the replayed layers' attention: replay the whole model)\n";
     } else if (!notCompared.empty()) {
-      llvm::outs() << "not compared in " << regime.name << ": " << notCompared.size()
+      out << "not compared in " << regime.name << ": " << notCompared.size()
                    << " captures outside the replayed layers' attention (--verbose lists them)\n";
     }
   }
-  golden::Summary summary = golden::summarize(verdicts);
-  llvm::outs() << golden::formatSummary(summary) << "\n";
-  return summary.allPassed() ? 0 : 1;
+  GoldenReplayReport report;
+  report.summary = golden::summarize(verdicts);
+  report.verdicts = std::move(verdicts);
+  out << golden::formatSummary(report.summary) << "\n";
+  report.exitStatus = report.summary.allPassed() ? 0 : 1;
+  return report;
+}
+
+int runGoldenReplay(const GoldenReplayOptions &options) {
+  GoldenReplayReport report = replayGolden(options, llvm::outs());
+  if (report.exitStatus == 2) {
+    llvm::outs().flush();
+    llvm::errs() << "dsa-run: error: " << report.error << "\n";
+  }
+  return report.exitStatus;
+}
+
+Result<GoldenLayer> buildGoldenLayer(mlir::ModuleOp module, const std::string &goldenPath, int64_t layer,
+                                     const std::string &indexKSource) {
+  std::optional<mlir::dsa::IndexKSource> source = mlir::dsa::symbolizeIndexKSource(indexKSource);
+  if (!source)
+    return makeError("index_k_source must be 'published_slot' or 'own_cache', got '" + indexKSource + "'");
+  Result<golden::GoldenFile> loaded = golden::GoldenFile::load(goldenPath);
+  if (!loaded)
+    return makeError(loaded.error());
+  const golden::Fixture &fixture = loaded->fixture();
+  if (Status s = golden::validateModelConfig(fixture); !s)
+    return makeError("invalid model configuration: " + s.error());
+  if (layer < 0 || layer >= fixture.nLayers)
+    return makeError("layer: " + std::to_string(layer) + " does not exist (the fixture has " +
+                     std::to_string(fixture.nLayers) + " layers)");
+  const std::string name = "attention_L" + std::to_string(layer);
+  if (module.lookupSymbol(name))
+    return makeError("layer: the module already holds @" + name);
+  module.getContext()->loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect,
+                                   tensor::TensorDialect>();
+  Result<Layer> made = makeLayer(*loaded, layer);
+  if (!made)
+    return makeError(made.error());
+  if (failed(buildLayerFunction(module, fixture, *made, *source)))
+    return makeError("could not build the attention function of layer " + std::to_string(layer) +
+                     " (see the diagnostic)");
+  GoldenLayer out;
+  out.layer = layer;
+  out.function = name;
+  out.dim = fixture.dim;
+  out.weightNames = made->weightNames;
+  for (auto *group : {&made->weights, &made->compressor, &made->indexKeys, &made->indexer})
+    for (Tensor &w : *group)
+      out.weights.push_back(std::move(w));
+  out.ring = std::move(made->ring);
+  out.state = std::move(made->state);
+  out.hasSharedSlots = made->role.ratio > 0;
+  return out;
 }
 
 } // namespace dsa::tools

@@ -16,9 +16,19 @@
 #ifndef DSA_TOOLS_DSA_RUN_GOLDENREPLAY_H
 #define DSA_TOOLS_DSA_RUN_GOLDENREPLAY_H
 
+#include "dsa/Core/Tensor.h"
+#include "dsa/Golden/Compare.h"
+#include "dsa/Support/Result.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
 
 namespace dsa::tools {
 
@@ -55,10 +65,50 @@ struct GoldenReplayOptions {
   std::string cpu;
 };
 
-/// Runs the replay; returns the process exit status (0 iff every compared capture passed, 1 if one failed,
-/// 2 on an error that stopped the replay: bad golden path, malformed JSON, invalid configuration, missing capture or
-/// weight, ...).
+/// What a replay found: every verdict in the order dsa-run prints them (NotCompared ones are the SKIP lines), their
+/// summary, and the exit status dsa-run returns for it.
+struct GoldenReplayReport {
+  std::vector<golden::Verdict> verdicts;
+  golden::Summary summary;
+  /// 0 iff every compared capture passed, 1 if one failed, 2 on an error that stopped the replay (bad golden path,
+  /// malformed JSON, invalid configuration or option, missing capture or weight, ...): then `error` says why (an
+  /// option's name as dsa-run spells it, e.g. "--layers: ...") and `verdicts` is empty.
+  int exitStatus = 0;
+  std::string error;
+};
+
+/// Runs the replay. `out` receives, in order, exactly what `dsa-run --golden` prints on stdout: the IR of --emit,
+/// one line per verdict (golden::formatVerdict), the not-compared lines of --layers, the summary line
+/// (golden::formatSummary); nothing on an error (exit status 2). Progress lines of large goldens and MLIR
+/// diagnostics go to stderr. With `emitLibraries` the libraries are written and the report has no verdicts.
+GoldenReplayReport replayGolden(const GoldenReplayOptions &options, llvm::raw_ostream &out);
+
+/// dsa-run's golden mode: replayGolden onto stdout, then on an error `dsa-run: error: <message>` on stderr; returns
+/// the report's exit status.
 int runGoldenReplay(const GoldenReplayOptions &options);
+
+/// One layer of a golden as the replay runs it: `@attention_L<l>` (one dsa.attention configured from the fixture,
+/// before decomposition) and its operands. The function's arguments are, in order: x [s, dim] bf16, start_pos i64,
+/// the ring [window_size, head_dim] bf16, `weights` (the golden's weights, regenerated and ck-checked, bf16 or f32
+/// as stored), `state` (a kv source's compressor state and caches, at their initial values), and for a layer with
+/// compress_ratio > 0 the four shared slots (compress_kv, index_k, topk_idxs, candidates). Its results: out
+/// [s, dim] bf16, the new ring, the new state, the slots after the layer.
+struct GoldenLayer {
+  int64_t layer = 0;
+  std::string function; ///< "attention_L<l>"
+  int64_t dim = 0;      ///< fixture.dim: x's row width
+  std::vector<std::string> weightNames; ///< golden weights_meta names, in argument order
+  std::vector<Tensor> weights;
+  Tensor ring;
+  std::vector<Tensor> state;
+  bool hasSharedSlots = false;
+};
+
+/// Adds layer `layer`'s function to `module` (loading the dialects it needs into its context) and returns its
+/// operands. Errors: those of the golden's loading and validation, a layer that does not exist ("layer: ..."),
+/// a module that already holds the function, an unknown `indexKSource` ("published_slot" or "own_cache").
+Result<GoldenLayer> buildGoldenLayer(mlir::ModuleOp module, const std::string &goldenPath, int64_t layer,
+                                     const std::string &indexKSource = "published_slot");
 
 } // namespace dsa::tools
 

@@ -1,0 +1,104 @@
+"""The MLIR-free runtime: CPU step libraries and sequences with resident state (dsa/Runtime/CPU/StepLibrary.h,
+dsa/Runtime/Host/Sequence.h).
+
+    lib = dsa.runtime.StepLibrary("DIR/attention_L0.json")     # what dsa.compiler.compile_cpu / dsa-run write
+    seq = lib.sequence(weights)                                  # the arguments other than x, start_pos, state, slots
+    y = seq.step(x, 0)                                           # prefill: x [s, dim] bf16 -> y [s, dim] bf16
+    y = seq.step(x[:1], seq.position)                            # decode
+
+A sequence owns its state (ring, compressor state, caches) and its position; a multi-token step at start_pos > 0 is
+split into decode steps. A layer with shared slots (compress_ratio > 0) takes slots= (lib.initial_slots(), passed
+from layer to layer). Errors raise dsa.Error naming the argument ("x: ...", "start_pos: ...", "weights[3] ...",
+"shared: ...", "max_seq_len: ..."); after an error the state, the position and the slots are as before the call.
+"""
+import numpy as np
+
+from . import _dsa
+from ._arrays import from_raw, to_raw
+
+Error = _dsa.Error
+Signature = _dsa.Signature
+
+
+def _weights(weights):
+    return [to_raw(w, f"weights[{i}]") for i, w in enumerate(weights)]
+
+
+class Slots:
+    """The shared slots (compress_kv, index_k, topk_idxs, candidates) threaded between a model's layers."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def tensors(self):
+        return [from_raw(t) for t in self._raw.tensors()]
+
+
+class Sequence:
+    def __init__(self, raw):
+        self._seq = raw
+
+    @property
+    def signature(self):
+        return self._seq.signature
+
+    @property
+    def position(self):
+        """The next start_pos step() accepts (tokens consumed so far)."""
+        return self._seq.position
+
+    def step(self, x, start_pos, slots=None, probes=False):
+        """Runs tokens x ([s, dim]) at start_pos .. start_pos + s - 1 and returns the output rows ([s, dim]);
+        with probes=True also the kept probes [(name, array)]."""
+        if isinstance(start_pos, bool) or not isinstance(start_pos, (int, np.integer)):
+            raise Error(f"start_pos: must be an integer, got {type(start_pos).__name__}")
+        if slots is not None and not isinstance(slots, Slots):
+            raise Error(f"slots: must be dsa.runtime.Slots (StepLibrary.initial_slots()), got {type(slots).__name__}")
+        out, probed = self._seq.step(to_raw(x, "x"), int(start_pos), slots._raw if slots is not None else None,
+                                     probes)
+        if probes:
+            return from_raw(out), [(name, from_raw(r)) for name, r in probed]
+        return from_raw(out)
+
+    def state(self):
+        """The state after the last successful step: {argument index: array} (ring, compressor state, caches)."""
+        return {arg: from_raw(r) for arg, r in self._seq.state()}
+
+    def reset(self):
+        """Back to the initial state at position 0."""
+        self._seq.reset()
+
+
+class StepLibrary:
+    """A loaded CPU step library (its JSON description; the host must have its CPU features)."""
+
+    def __init__(self, path):
+        self._lib = _dsa.StepLibrary(str(path))
+
+    @property
+    def path(self):
+        return self._lib.path
+
+    @property
+    def functions(self):
+        return self._lib.functions
+
+    @property
+    def target_cpu(self):
+        return self._lib.target_cpu
+
+    def signature(self, function=None):
+        """The function's signature (the only one when function is None): args, results, probes, state_args,
+        weight_args, x_arg, start_pos_arg, output, max_seq_len, has_shared_slots."""
+        return self._lib.signature(function)
+
+    def initial_slots(self, function=None):
+        return Slots(self._lib.initial_slots(function))
+
+    def sequence(self, weights, function=None):
+        """A new sequence at position 0 with `weights`: the arguments listed by signature().weight_args, in order."""
+        return Sequence(self._lib.sequence(_weights(weights), function))
+
+
+def load(path):
+    return StepLibrary(path)
