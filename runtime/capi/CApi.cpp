@@ -367,7 +367,8 @@ dsa_status_t dsa_library_open(uint32_t api_version, const char *description_path
       return fail(DSA_STATUS_VERSION_MISMATCH,
                   "api_version: the caller was compiled against the DSA C API version " +
                       std::to_string(api_version) + ", this libdsa_runtime_c implements version " +
-                      std::to_string(DSA_C_API_VERSION) + " (rebuild the caller against this library's dsa-c/runtime.h)");
+                      std::to_string(DSA_C_API_VERSION) +
+                      " (rebuild the caller against this library's dsa-c/runtime.h)");
     if (std::optional<Failure> f = requireNonNull(description_path, "description_path"))
       return f;
     if (std::optional<Failure> f = requireNonNull(out_library, "out_library"))
@@ -604,6 +605,10 @@ dsa_status_t dsa_sequence_step(dsa_sequence_t *sequence, const dsa_buffer_t *x, 
     CheckedBuffer xb;
     if (std::optional<Failure> f = checkBuffer(x, "x", xb))
       return f;
+    if (shared && sig.step.shared.empty())
+      return fail(DSA_STATUS_INVALID_ARGUMENT,
+                  "shared: @" + sig.name +
+                      " takes no shared slots (pass NULL; the slots go only to the layers that take them)");
     const int64_t startPos = start_pos == DSA_START_POS_NEXT ? seq.position() : start_pos;
     // The step's own checks (x, start_pos, max_seq_len, shared) first, so that they are reported before the
     // output's; Sequence::runValues makes them again.

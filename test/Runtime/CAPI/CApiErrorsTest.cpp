@@ -505,6 +505,13 @@ TEST_F(CApiTest, CompressedLayerSharedSlotsAndCapacity) {
   ASSERT_OK(dsa_sequence_step(seq, &one, 62, slots, &out1));
   ASSERT_OK(dsa_sequence_step(seq, &one, 63, slots, &out1));
   EXPECT_STATUS(dsa_sequence_step(seq, &one, 64, slots, &out1), DSA_STATUS_OUT_OF_RANGE, "max_seq_len");
+  // Slots passed to a layer that takes none are refused too.
+  dsa_library_t *window = open(0);
+  ASSERT_NE(window, nullptr);
+  dsa_sequence_t *l0 = create(window, functionOf(window));
+  ASSERT_NE(l0, nullptr);
+  EXPECT_STATUS(dsa_sequence_step(l0, &one, 0, slots, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "shared: @attention_L0 takes no shared slots");
   dsa_slots_release(slots);
 }
 

@@ -224,7 +224,8 @@ DSA_C_EXPORT void dsa_sequence_release(dsa_sequence_t *sequence);
  *  then replaced by what this layer published; NULL otherwise. On success the position becomes start_pos + s.
  *  Errors, each leaving position, state and slots unchanged: NULL sequence / x; a buffer check of x or output
  *  (output's shape must be [s, <the output's static dims>]); the C++ sequence's: "x: ..." (dtype, rank, static size,
- *  no rows), "start_pos: ..." (negative, not the next position, overflow), "shared: ..." (INVALID_ARGUMENT),
+ *  no rows), "start_pos: ..." (negative, not the next position, overflow), "shared: ..." (missing, given to a
+ *  layer without slots, a multi-token step at start_pos > 0 of a layer with slots): DSA_STATUS_INVALID_ARGUMENT;
  *  "max_seq_len: ..." (DSA_STATUS_OUT_OF_RANGE); the compiled code's failed run-time check (DSA_STATUS_RUN_FAILED). */
 DSA_C_EXPORT dsa_status_t dsa_sequence_step(dsa_sequence_t *sequence, const dsa_buffer_t *x, int64_t start_pos,
                                             dsa_slots_t *shared, const dsa_buffer_t *output);
