@@ -26,6 +26,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace runtime = ::dsa::runtime;
@@ -84,7 +85,9 @@ std::optional<Failure> requireNonNull(const void *p, const char *name) {
   return ok;
 }
 
-std::optional<ElementType> elementTypeOf(dsa_dtype_t d) {
+/// The element type of a dtype given as its integer (a C caller may pass any int: reading it as the C++ enum would be
+/// undefined for values outside the enumerators' range).
+std::optional<ElementType> elementTypeOf(int d) {
   switch (d) {
   case DSA_DTYPE_BF16:
     return ElementType::BF16;
@@ -132,10 +135,13 @@ struct CheckedBuffer {
 std::optional<Failure> checkBuffer(const dsa_buffer_t *b, const std::string &what, CheckedBuffer &out) {
   if (!b)
     return fail(DSA_STATUS_INVALID_ARGUMENT, what + " is NULL");
-  std::optional<ElementType> type = elementTypeOf(b->dtype);
+  std::underlying_type_t<dsa_dtype_t> rawDtype;
+  static_assert(sizeof rawDtype == sizeof b->dtype, "dsa_dtype_t is its underlying type's size");
+  std::memcpy(&rawDtype, &b->dtype, sizeof rawDtype);
+  std::optional<ElementType> type = elementTypeOf(static_cast<int>(rawDtype));
   if (!type)
     return fail(DSA_STATUS_INVALID_ARGUMENT,
-                what + ": dtype " + std::to_string(static_cast<int>(b->dtype)) + " is no dsa_dtype_t");
+                what + ": dtype " + std::to_string(static_cast<long long>(rawDtype)) + " is no dsa_dtype_t");
   if (b->rank < 0 || b->rank > DSA_MAX_RANK)
     return fail(DSA_STATUS_INVALID_ARGUMENT, what + ": rank " + std::to_string(b->rank) + " is outside 0.." +
                                                  std::to_string(DSA_MAX_RANK));

@@ -15,16 +15,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace {
 
-const std::string kLibraries = DSA_CAPI_LIBRARIES_DIR;
+/// The fixture's directory, or $DSA_CAPI_LIBRARIES (scripts/sanitize.sh runs the sanitized test on its own libraries).
+const std::string kLibraries = std::getenv("DSA_CAPI_LIBRARIES") ? std::getenv("DSA_CAPI_LIBRARIES")
+                                                                  : DSA_CAPI_LIBRARIES_DIR;
 
 /// A status owned by the test.
 struct Status {
@@ -328,7 +333,9 @@ TEST_F(CApiTest, CreateChecksEveryWeight) {
     b[0].rank = 17;
     EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, "rank 17 is outside 0..16");
     b = good;
-    b[0].dtype = static_cast<dsa_dtype_t>(42);
+    const int notADtype = 42; // what a C caller may pass (a C++ enum cast of 42 would be undefined)
+    static_assert(sizeof(dsa_dtype_t) == sizeof(int), "dsa_dtype_t is an int");
+    std::memcpy(&b[0].dtype, &notADtype, sizeof notADtype);
     EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, "dtype 42 is no dsa_dtype_t");
     b = good;
     shape.back() = -3;

@@ -18,8 +18,8 @@
  *
  * Errors. Every fallible function returns a dsa_status_t: NULL on success, else a status the caller owns and frees
  * with dsa_status_free, with a code (dsa_status_code) and a message (dsa_status_message) that names the bad
- * argument or field, e.g. "dsa_sequence_step: x: shape [3, 32] has rank 2 ..., expected tensor<?x64xbf16>
- * (dimension 1)". Nothing throws across this boundary (C++ exceptions, allocation failures included, become
+ * argument or field, e.g. "dsa_sequence_step: sequence @attention_L0: x: shape [3, 32], expected
+ * tensor<?x64xbf16> (dimension 1)". Nothing throws across this boundary (C++ exceptions, allocation failures included, become
  * statuses). Output parameters are written only on success. A failed call changes nothing: a failed step leaves
  * the sequence's position, state and shared slots as they were.
  *
@@ -34,7 +34,8 @@
  *
  * Ownership. Handles are opaque. dsa_library_t: from dsa_library_open, freed by dsa_library_release; sequences and
  * slot sets keep their library loaded, so it may be released before them. Strings returned by query functions
- * belong to the library handle and live as long as it. dsa_sequence_t / dsa_slots_t: freed by their release.
+ * (names, type spellings) belong to the library and stay valid while its handle or any of its sequences or slot
+ * sets lives (a state's name: while its sequence lives). dsa_sequence_t / dsa_slots_t: freed by their release.
  * Release functions accept NULL.
  *
  * Thread-safety. A library handle may be used from any number of threads at once (queries, sequence creation, and
