@@ -2,7 +2,8 @@
 #   find_package(DSA REQUIRED)                        # everything that was built (the compiler parts need MLIR 22)
 #   find_package(DSA REQUIRED COMPONENTS Runtime)     # only the MLIR-free libraries (e.g. on a GPU machine)
 # and link the namespaced targets. MLIR-free (export set DSARuntimeTargets): DSA::Numerics, DSA::Core, DSA::Kernels,
-# DSA::Golden, DSA::HostRuntime, DSA::CPURuntime, DSA::CudaRuntime, DSA::GpuStepRuntime. With MLIR (DSACompilerTargets):
+# DSA::Golden, DSA::HostRuntime, DSA::CPURuntime, DSA::CudaRuntime, DSA::GpuStepRuntime, and DSA::RuntimeC (the C API,
+# libdsa_runtime_c.so, header dsa-c/runtime.h: links nothing else of the package). With MLIR (DSACompilerTargets):
 # DSA::Dialect, DSA::Transforms, DSA::Interpreter, DSA::ConversionCPU, DSA::ConversionGPU, DSA::Conversion (both),
 # DSA::BackendCPU, DSA::BackendGPU. Headers (generated .inc included) under P/include, libraries under P/lib, the
 # package under P/lib/cmake/DSA, tools under P/bin, libDSAPlugin.so under P/lib.
@@ -10,7 +11,7 @@ include(CMakePackageConfigHelpers)
 
 set(DSA_RUNTIME_EXPORTS DSANumerics:Numerics DSACore:Core DSAKernels:Kernels DSAGolden:Golden
                         DSAHostRuntime:HostRuntime DSACPURuntime:CPURuntime DSACudaRuntime:CudaRuntime
-                        DSAGpuStepRuntime:GpuStepRuntime)
+                        DSAGpuStepRuntime:GpuStepRuntime DSARuntimeC:RuntimeC)
 set(DSA_COMPILER_EXPORTS DSACompilerHeaders:CompilerHeaders DSADialect:Dialect DSATransforms:Transforms
                          DSAInterpreter:Interpreter DSAToCPU:ConversionCPU DSAToGPU:ConversionGPU
                          DSAConversion:Conversion DSABackendCommon:BackendCommon DSABackendCPU:BackendCPU
@@ -33,7 +34,7 @@ endfunction()
 
 dsa_install_exports(DSARuntimeTargets "${DSA_RUNTIME_EXPORTS}")
 install(DIRECTORY core/include/ kernels/include/ golden/include/ runtime/host/include/ runtime/cpu/include/
-                  runtime/cuda/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+                  runtime/cuda/include/ runtime/capi/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS dsa-golden RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 if(DSA_ENABLE_MLIR)

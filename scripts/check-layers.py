@@ -7,6 +7,7 @@ The layers, lowest first, and what each may use (its own headers included):
     kernels   kernels/    the reference kernels                        -> core
     golden    golden/     golden files and the tiny-model harness     -> core, kernels
     runtime   runtime/    host/ (backend-neutral), cpu/, cuda/         -> core (cpu/ and cuda/ also -> runtime/host)
+              capi/ (the C API over the runtime)          -> core, runtime/host, runtime/cpu, runtime/cuda
     compiler  compiler/   dialect, transforms, conversions, backends  -> core, kernels, runtime
     tools, bench, test, examples, python: anything
 
@@ -30,6 +31,7 @@ LAYER_DIRS = {  # folder (relative to the root) -> layer name; runtime's sub-lay
     "runtime/host": "runtime/host",
     "runtime/cpu": "runtime/cpu",
     "runtime/cuda": "runtime/cuda",
+    "runtime/capi": "runtime/capi",
     "runtime": "runtime/host",  # runtime/CMakeLists.txt and anything directly under runtime/
     "compiler": "compiler",
 }
@@ -40,6 +42,7 @@ ALLOWED = {
     "runtime/host": {"core", "runtime/host"},
     "runtime/cpu": {"core", "runtime/host", "runtime/cpu"},
     "runtime/cuda": {"core", "runtime/host", "runtime/cuda"},
+    "runtime/capi": {"core", "runtime/host", "runtime/cpu", "runtime/cuda", "runtime/capi"},
     "compiler": {"core", "kernels", "runtime/host", "runtime/cpu", "runtime/cuda", "compiler"},
 }
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".c", ".def", ".inc")

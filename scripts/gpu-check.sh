@@ -24,7 +24,8 @@
 #                                        with .gpu-libs: the step library runtime (GpuStepRuntimeTest: the window
 #                                        layer's prefill + decodes with the ring resident vs the reference kernels)
 #                                        and the whole tiny golden replayed on the GPU step libraries (dsa-golden,
-#                                        section 12 tolerance: expects "golden: 441 passed, 0 failed"); last, the
+#                                        section 12 tolerance: expects "golden: 441 passed, 0 failed") and layer
+#                                        0 through the C API (CApiGoldenTest: "c api golden: N passed, 0 failed"); last, the
 #                                        decode benchmark (bin/dsa-gpu-bench, bench/gpu: a V4.1-Flash window-only
 #                                        layer's decode step at start_pos 1000 vs the HBM floor, ~30 s at most;
 #                                        docs/gpu-backend.md "GPU benchmark").
@@ -159,7 +160,7 @@ if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -
   finish
 fi
 if ! cmake --build "$build" --target CudaLoaderTest CudaKernelsTest GpuStepRuntimeTest dsa-golden \
-  dsa-gpu-bench -j "$(nproc)" \
+  dsa-gpu-bench CApiGoldenTest -j "$(nproc)" \
   >"$logs/build.log" 2>&1; then
   grep -E "error|Error" "$logs/build.log" | head -30
   verdict build 1
@@ -240,6 +241,19 @@ if [ -f "$root/.gpu-libs/golden/golden_layers.json" ]; then
 else
   echo "missing .gpu-libs/golden: run scripts/gpu-check.sh --libs on the MLIR machine and carry .gpu-libs"
   verdict "golden step libraries present" 1
+fi
+
+step "the C API on the GPU (CApiGoldenTest: layer 0's prefill and decodes vs the golden through dsa-c/runtime.h)"
+if [ -f "$root/.gpu-libs/golden/golden_layers.json" ]; then
+  timeout 120 "$build/test/Runtime/CAPI/CApiGoldenTest" "$root/test/Golden/ds41_tiny_golden.json" \
+    "$root/.gpu-libs/golden" >"$logs/capi-gpu.log" 2>&1
+  status=$?
+  grep -E '^(FAIL|CApiGoldenTest: )' "$logs/capi-gpu.log" | head -20
+  grep -E '^c api golden: ' "$logs/capi-gpu.log"
+  grep -qE '^c api golden: [0-9]+ passed, 0 failed' "$logs/capi-gpu.log" || status=1
+  verdict "C API on the GPU" $status
+else
+  verdict "golden step libraries present (C API)" 1
 fi
 
 step "decode benchmark (dsa-gpu-bench: V4.1-Flash window-only layer, start_pos 1000, vs the HBM floor)"

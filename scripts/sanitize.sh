@@ -4,7 +4,8 @@
 # ${DSA_SANITIZE_BUILD_DIR:-build-sanitize}, runs its CTest suite (unit tests of the kernels, golden reader/filler/
 # comparator/tiny model, CPU and GPU runtime on the test double driver), then the sanitized dsa-golden replays the
 # whole golden on the CPU step libraries and on the GPU step libraries (test double driver) that the main build
-# (${DSA_BUILD_DIR:-build}, built first) emits. Called by scripts/test.sh; a few minutes on 2 cores (ccache).
+# (${DSA_BUILD_DIR:-build}, built first) emits, and the C API's tests (test/Runtime/CAPI) on the CPU ones. Called by
+# scripts/test.sh; a few minutes on 2 cores (ccache).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 main=${DSA_BUILD_DIR:-$root/build}
@@ -35,6 +36,11 @@ echo "sanitize: dsa-golden (ASan + UBSan) on the CPU step libraries" >&2
 "$san/bin/dsa-golden" --golden "$golden" --libraries "$tmp/cpu" >"$tmp/cpu.log" 2>&1 ||
   { cat "$tmp/cpu.log"; echo "sanitize: FAILED (dsa-golden on the CPU step libraries)" >&2; exit 1; }
 grep -E '^golden: ' "$tmp/cpu.log" | sed 's/^/sanitize: /' >&2
+echo "sanitize: the C API (ASan + UBSan) on the CPU step libraries: CApiGoldenTest, CApiErrorsTest" >&2
+"$san/test/Runtime/CAPI/CApiGoldenTest" "$golden" "$tmp/cpu" >"$tmp/capi.log" 2>&1 &&
+  DSA_CAPI_LIBRARIES="$tmp/cpu" "$san/test/Runtime/CAPI/CApiErrorsTest" >>"$tmp/capi.log" 2>&1 ||
+  { cat "$tmp/capi.log"; echo "sanitize: FAILED (the C API tests)" >&2; exit 1; }
+grep -E '^c api golden: |^\[  PASSED  \]' "$tmp/capi.log" | sed 's/^/sanitize: /' >&2
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ -x "$cuda/bin/ptxas" ] && [ -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
   "$main/bin/dsa-run" --golden "$golden" --emit-libraries="$tmp/gpu" --backend=gpu >"$tmp/emit-gpu.log" 2>&1 ||

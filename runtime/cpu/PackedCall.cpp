@@ -65,23 +65,15 @@ Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, 
       return makeError(where + what + " is a null HostBuffer");
     const ElementType type = t ? t->elementType() : b->elementType();
     const std::vector<int64_t> &shape = t ? t->shape() : b->shape();
-    if (type != k.elem)
-      return makeError(where + what + " has element type " + dsa::elementTypeName(type) + ", expected " +
-                       dsa::elementTypeName(k.elem) + " (" + k.typeString + ")");
+    if (Status st = checkValueKind(k, type, shape, what); !st)
+      return makeError(where + st.error());
     if (!k.isTensor) {
-      if (!shape.empty() || !t)
+      if (!t) // a scalar travels by value: a Tensor, not a buffer
         return makeError(where + what + " has shape " + shapeString(shape) + ", expected a scalar (" +
                          k.typeString + ")");
       numSlots += 1;
       continue;
     }
-    if (shape.size() != k.shape.size())
-      return makeError(where + what + " has rank " + std::to_string(shape.size()) + " (shape " + shapeString(shape) +
-                       "), expected " + k.typeString);
-    for (size_t d = 0; d < k.shape.size(); ++d)
-      if (k.shape[d] >= 0 && shape[d] != k.shape[d])
-        return makeError(where + what + " has shape " + shapeString(shape) + ", expected " + k.typeString +
-                         " (dimension " + std::to_string(d) + ")");
     numSlots += 3 + 2 * k.shape.size();
   }
   for (size_t i = 0; i < args.size(); ++i)

@@ -41,6 +41,25 @@ int64_t loadInt(ElementType t, const uint8_t *src) {
   }
 }
 
+Status checkValueKind(const ValueKind &k, ElementType type, const std::vector<int64_t> &shape,
+                      const std::string &what) {
+  if (type != k.elem)
+    return makeError(what + " has element type " + dsa::elementTypeName(type) + ", expected " +
+                     dsa::elementTypeName(k.elem) + " (" + k.typeString + ")");
+  if (!k.isTensor) {
+    if (!shape.empty())
+      return makeError(what + " has shape " + shapeString(shape) + ", expected a scalar (" + k.typeString + ")");
+    return Status::success();
+  }
+  if (shape.size() != k.shape.size())
+    return makeError(what + " has rank " + std::to_string(shape.size()) + " (shape " + shapeString(shape) +
+                     "), expected " + k.typeString);
+  for (size_t d = 0; d < k.shape.size(); ++d)
+    if (k.shape[d] >= 0 && shape[d] != k.shape[d])
+      return makeError(what + " has shape " + shapeString(shape) + ", expected " + k.typeString + " (dimension " +
+                       std::to_string(d) + ")");
+  return Status::success();
+}
 
 //===----------------------------------------------------------------------------------------------------------===//
 // MemoryFormat.h

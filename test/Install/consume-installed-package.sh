@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The installed CMake package from a consumer's side (cmake/DSAInstall.cmake, examples/): installs BUILD into a fresh
-# prefix, then builds and runs the two example consumers against it:
+# prefix, then builds and runs the three example consumers against it:
 #   examples/runtime-step   links only DSA::CPURuntime, configured with MLIR made unfindable, links no MLIR/LLVM, runs a
 #                           layer's CPU step library (emitted by the build's dsa-run) through a prefill and two decodes;
+#   examples/c-api          a C99 program linking only DSA::RuntimeC (libdsa_runtime_c.so; configured with MLIR made
+#                           unfindable, project language C: no C++ runtime of its own), runs layers 0 and 2 (shared slots)
+#                           through the C API;
 #   examples/pass-pipeline  links DSA::ConversionCPU, runs the CPU pipeline in its own PassManager and a textual
 #                           pipeline naming dsa passes: output identical to dsa-opt's; no GPU conversion in its binary.
 # Usage: consume-installed-package.sh BUILD_DIR SOURCE_DIR. Exit 0 and "installed package: OK" on success.
@@ -11,11 +14,17 @@ build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
 work=$(mktemp -d /tmp/dsa-install-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
 test -f "$work/prefix/lib/cmake/DSA/DSAConfig.cmake"
 test -f "$work/prefix/include/dsa/Dialect/DSA/IR/DSAOps.h.inc" # generated headers are installed too
+test -f "$work/prefix/include/dsa-c/runtime.h"
+# The C API library exports its API (and the mgpu* entry points GPU step libraries resolve), nothing of C++.
+if nm -D --defined-only "$work/prefix/lib/libdsa_runtime_c.so" | awk '{print $3}' | grep -Ev '^(dsa_|mgpu)'; then
+  echo "libdsa_runtime_c.so exports symbols outside its C API" >&2
+  exit 1
+fi
 
 cmake -S "$src/examples/runtime-step" -B "$work/runtime-step" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON "${launcher[@]}" >"$work/cfg1.log"
@@ -27,6 +36,20 @@ fi
 "$build/bin/dsa-run" --golden "$src/test/Golden/ds41_tiny_golden.json" --emit-libraries="$work/libs" >"$work/emit.log" 2>&1
 "$work/runtime-step/dsa-runtime-step-example" "$work/libs/attention_L0.json" | tee "$work/run1.log"
 grep -q "step at start_pos 4: 1 tokens -> output 1x" "$work/run1.log"
+
+cmake -S "$src/examples/c-api" -B "$work/c-api" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON "${launcher[@]}" >"$work/cfg3.log"
+cmake --build "$work/c-api" >"$work/build3.log"
+needed=$(readelf -d "$work/c-api/dsa-c-api-example" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+if echo "$needed" | grep -Ei 'libMLIR|libLLVM|libstdc\+\+'; then
+  echo "the C API consumer links more than libdsa_runtime_c: $needed" >&2
+  exit 1
+fi
+"$work/c-api/dsa-c-api-example" "$work/libs/attention_L0.json" | tee "$work/run3.log"
+grep -q "step at start_pos 4: 1 tokens -> output 1x64 bf16, 64 of 64 values finite" "$work/run3.log"
+"$work/c-api/dsa-c-api-example" "$work/libs/attention_L2.json" | tee "$work/run4.log"
+grep -q "4 shared slots, max_seq_len 64" "$work/run4.log"
+grep -q "step at start_pos 4: 1 tokens -> output 1x64 bf16, 64 of 64 values finite" "$work/run4.log"
 
 cmake -S "$src/examples/pass-pipeline" -B "$work/pass-pipeline" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir "${launcher[@]}" >"$work/cfg2.log"

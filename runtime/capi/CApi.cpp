@@ -1,0 +1,754 @@
+//===- CApi.cpp - the C API of the MLIR-free runtime (dsa-c/runtime.h) over the C++ runtime ----------------------===//
+//
+// Every entry point is noexcept and runs its body under guard(): an exception (std::bad_alloc included) becomes a
+// status. The checks of a step are the C++ runtime's (runtime::planStep and Sequence::runValues, the packed call's
+// argument checks); what is checked here is only what C adds: NULL pointers and the buffer descriptors (rank, shape,
+// size), then weights against their arguments through runtime::checkValueKind (the packed call's own check).
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa-c/runtime.h"
+
+#include "dsa/Runtime/CPU/StepLibrary.h"
+#include "dsa/Runtime/Cuda/GpuStepLibrary.h"
+#include "dsa/Runtime/Host/MemoryFormat.h"
+#include "dsa/Runtime/Host/Sequence.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <new>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace runtime = ::dsa::runtime;
+using dsa::ElementType;
+using runtime::FunctionSignature;
+using runtime::HostBuffer;
+using runtime::HostValue;
+
+struct dsa_status_s {
+  dsa_status_code_t code;
+  std::string message;
+};
+
+namespace {
+
+/// Returned when even a status cannot be allocated; never freed.
+dsa_status_s gOutOfMemory{DSA_STATUS_RESOURCE_EXHAUSTED, "out of memory (while reporting an error)"};
+
+dsa_status_t makeStatus(dsa_status_code_t code, const std::string &message) noexcept {
+  try {
+    return new dsa_status_s{code, message};
+  } catch (...) {
+    return &gOutOfMemory;
+  }
+}
+
+/// A status carried through C++ code as a value (thrown nowhere).
+struct Failure {
+  dsa_status_code_t code;
+  std::string message;
+};
+
+template <typename F> dsa_status_t guard(const char *fn, F &&body) noexcept {
+  try {
+    std::optional<Failure> f = body();
+    if (!f)
+      return nullptr;
+    return makeStatus(f->code, std::string(fn) + ": " + f->message);
+  } catch (const std::bad_alloc &) {
+    return makeStatus(DSA_STATUS_RESOURCE_EXHAUSTED, std::string(fn) + ": out of memory");
+  } catch (const std::exception &e) {
+    return makeStatus(DSA_STATUS_INTERNAL, std::string(fn) + ": internal error: " + e.what());
+  } catch (...) {
+    return makeStatus(DSA_STATUS_INTERNAL, std::string(fn) + ": internal error: unknown exception");
+  }
+}
+
+std::optional<Failure> fail(dsa_status_code_t code, std::string message) {
+  return Failure{code, std::move(message)};
+}
+const std::optional<Failure> ok = std::nullopt;
+
+std::optional<Failure> requireNonNull(const void *p, const char *name) {
+  if (!p)
+    return fail(DSA_STATUS_INVALID_ARGUMENT, std::string(name) + " is NULL");
+  return ok;
+}
+
+/// The element type of a dtype given as its integer (a C caller may pass any int: reading it as the C++ enum would be
+/// undefined for values outside the enumerators' range).
+std::optional<ElementType> elementTypeOf(int d) {
+  switch (d) {
+  case DSA_DTYPE_BF16:
+    return ElementType::BF16;
+  case DSA_DTYPE_F32:
+    return ElementType::F32;
+  case DSA_DTYPE_I1:
+    return ElementType::I1;
+  case DSA_DTYPE_I32:
+    return ElementType::I32;
+  case DSA_DTYPE_I64:
+    return ElementType::I64;
+  case DSA_DTYPE_INDEX:
+    return ElementType::Index;
+  }
+  return std::nullopt;
+}
+
+dsa_dtype_t dtypeOf(ElementType t) {
+  switch (t) {
+  case ElementType::BF16:
+    return DSA_DTYPE_BF16;
+  case ElementType::F32:
+    return DSA_DTYPE_F32;
+  case ElementType::I1:
+    return DSA_DTYPE_I1;
+  case ElementType::I32:
+    return DSA_DTYPE_I32;
+  case ElementType::I64:
+    return DSA_DTYPE_I64;
+  case ElementType::Index:
+    return DSA_DTYPE_INDEX;
+  }
+  return DSA_DTYPE_F32;
+}
+
+/// A caller's buffer descriptor, checked: its element type, shape and byte size.
+struct CheckedBuffer {
+  ElementType type = ElementType::F32;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  void *data = nullptr;
+};
+
+/// The checks every buffer gets before it is used (header, "Buffers"); `what` names it in the message.
+std::optional<Failure> checkBuffer(const dsa_buffer_t *b, const std::string &what, CheckedBuffer &out) {
+  if (!b)
+    return fail(DSA_STATUS_INVALID_ARGUMENT, what + " is NULL");
+  std::underlying_type_t<dsa_dtype_t> rawDtype;
+  static_assert(sizeof rawDtype == sizeof b->dtype, "dsa_dtype_t is its underlying type's size");
+  std::memcpy(&rawDtype, &b->dtype, sizeof rawDtype);
+  std::optional<ElementType> type = elementTypeOf(static_cast<int>(rawDtype));
+  if (!type)
+    return fail(DSA_STATUS_INVALID_ARGUMENT,
+                what + ": dtype " + std::to_string(static_cast<long long>(rawDtype)) + " is no dsa_dtype_t");
+  if (b->rank < 0 || b->rank > DSA_MAX_RANK)
+    return fail(DSA_STATUS_INVALID_ARGUMENT, what + ": rank " + std::to_string(b->rank) + " is outside 0.." +
+                                                 std::to_string(DSA_MAX_RANK));
+  if (b->rank > 0 && !b->shape)
+    return fail(DSA_STATUS_INVALID_ARGUMENT, what + ": shape is NULL for rank " + std::to_string(b->rank));
+  out.type = *type;
+  out.shape.assign(b->shape, b->shape + b->rank);
+  int64_t elements = 1;
+  for (int32_t d = 0; d < b->rank; ++d) {
+    if (out.shape[d] < 0)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, what + ": dimension " + std::to_string(d) + " of shape " +
+                                                   runtime::shapeString(out.shape) + " is negative");
+    if (out.shape[d] != 0 && elements > std::numeric_limits<int64_t>::max() / out.shape[d])
+      return fail(DSA_STATUS_INVALID_ARGUMENT, what + ": shape " + runtime::shapeString(out.shape) +
+                                                   " has more elements than int64 counts");
+    elements *= out.shape[d];
+  }
+  const int64_t elemBytes = runtime::elementBytes(*type);
+  if (elements > std::numeric_limits<int64_t>::max() / elemBytes)
+    return fail(DSA_STATUS_INVALID_ARGUMENT,
+                what + ": shape " + runtime::shapeString(out.shape) + " has more bytes than int64 counts");
+  out.bytes = elements * elemBytes;
+  if (static_cast<uint64_t>(out.bytes) > static_cast<uint64_t>(b->size_bytes))
+    return fail(DSA_STATUS_INVALID_ARGUMENT,
+                what + ": size_bytes " + std::to_string(b->size_bytes) + " is less than the " +
+                    std::to_string(out.bytes) + " bytes of a " + dsa::elementTypeName(*type) + " tensor of shape " +
+                    runtime::shapeString(out.shape));
+  if (!b->data && out.bytes > 0)
+    return fail(DSA_STATUS_INVALID_ARGUMENT, what + ": data is NULL");
+  out.data = b->data;
+  return ok;
+}
+
+/// A copy of the caller's bytes as a buffer the runtime owns.
+std::shared_ptr<const HostBuffer> copyBuffer(const CheckedBuffer &b) {
+  std::shared_ptr<void> memory = runtime::allocateBytes(b.bytes);
+  if (b.bytes > 0)
+    std::memcpy(memory.get(), b.data, static_cast<size_t>(b.bytes));
+  void *data = memory.get();
+  return HostBuffer::adopt(b.type, b.shape, std::move(memory), data);
+}
+
+/// The caller's bytes as a Tensor (read now; nothing is kept).
+dsa::Tensor tensorOf(const CheckedBuffer &b) {
+  std::shared_ptr<HostBuffer> view = HostBuffer::adopt(b.type, b.shape, nullptr, b.data);
+  return view->toTensor();
+}
+
+/// The bytes of `v` in the compiled code's memory format (a buffer's own, or a Tensor converted).
+std::shared_ptr<const HostBuffer> bytesOf(const HostValue &v) {
+  if (v.buffer())
+    return v.sharedBuffer();
+  return HostBuffer::fromTensor(*v.tensor());
+}
+
+/// Copies `v` to the caller's checked buffer `dst` whose shape the caller was told; a value of another shape or
+/// type is an internal error (the runtime's own results are what the signature says).
+std::optional<Failure> copyOut(const HostValue &v, const CheckedBuffer &dst, const std::string &what) {
+  std::shared_ptr<const HostBuffer> b = bytesOf(v);
+  if (!b || b->elementType() != dst.type || b->shape() != dst.shape)
+    return fail(DSA_STATUS_INTERNAL, what + ": the runtime's value is " +
+                                         (b ? std::string(dsa::elementTypeName(b->elementType())) + " " +
+                                                  runtime::shapeString(b->shape())
+                                            : std::string("missing")) +
+                                         ", the buffer " + dsa::elementTypeName(dst.type) + " " +
+                                         runtime::shapeString(dst.shape));
+  if (dst.bytes > 0)
+    std::memcpy(dst.data, b->data(), static_cast<size_t>(dst.bytes));
+  return ok;
+}
+
+/// The status code of a C++ runtime error (its message names the field: Sequence.h run(), PackedCall.h).
+dsa_status_code_t codeOfStepError(const std::string &message) {
+  if (message.find("max_seq_len: ") != std::string::npos)
+    return DSA_STATUS_OUT_OF_RANGE;
+  if (message.find("run-time check failed") != std::string::npos)
+    return DSA_STATUS_RUN_FAILED;
+  if (message.find("out of memory") != std::string::npos)
+    return DSA_STATUS_RESOURCE_EXHAUSTED;
+  return DSA_STATUS_INVALID_ARGUMENT;
+}
+
+bool fileExists(const std::string &path) {
+  std::ifstream in(path);
+  return static_cast<bool>(in);
+}
+
+} // namespace
+
+/// A loaded step library, shared by its handle, its sequences and its slot sets.
+struct LoadedLibrary {
+  std::string backend, target;
+  std::shared_ptr<const dsa::cpu::CPUStepLibrary> cpu;
+  std::shared_ptr<const dsa::cuda::GpuStepLibrary> gpu;
+
+  const std::vector<FunctionSignature> &functions() const {
+    return cpu ? cpu->description().functions : gpu->description().base.functions;
+  }
+  const FunctionSignature *find(const std::string &name) const {
+    for (const FunctionSignature &f : functions())
+      if (f.name == name)
+        return &f;
+    return nullptr;
+  }
+  std::optional<Failure> lookup(const char *name, const FunctionSignature *&sig) const {
+    if (std::optional<Failure> f = requireNonNull(name, "function"))
+      return f;
+    sig = find(name);
+    if (sig)
+      return ok;
+    std::string known;
+    for (const FunctionSignature &f : functions())
+      known += (known.empty() ? "@" : ", @") + f.name;
+    return fail(DSA_STATUS_NOT_FOUND, "function: no function @" + std::string(name) + " in the library (it has " +
+                                          (known.empty() ? std::string("none") : known) + ")");
+  }
+};
+
+struct dsa_library_s {
+  std::shared_ptr<const LoadedLibrary> lib;
+};
+
+struct dsa_sequence_s {
+  std::shared_ptr<const LoadedLibrary> lib;
+  const FunctionSignature *sig = nullptr;
+  std::optional<runtime::Sequence> seq;
+  std::vector<size_t> stateArgs; ///< the state arguments, ascending
+  std::vector<std::string> stateNames;
+};
+
+struct dsa_slots_s {
+  std::shared_ptr<const LoadedLibrary> lib;
+  std::string function;
+  runtime::Sequence::SlotSet slots;
+};
+
+namespace {
+
+dsa_arg_role_t roleOf(const FunctionSignature &sig, size_t arg) {
+  const int64_t a = static_cast<int64_t>(arg);
+  if (sig.step.present() && a == sig.step.x)
+    return DSA_ARG_X;
+  if (sig.step.present() && a == sig.step.startPos)
+    return DSA_ARG_START_POS;
+  for (const runtime::StateBinding &b : sig.state)
+    if (b.arg == a)
+      return DSA_ARG_STATE;
+  for (const runtime::StateBinding &b : sig.step.shared)
+    if (b.arg == a)
+      return DSA_ARG_SHARED;
+  return DSA_ARG_WEIGHT;
+}
+
+void fillValueInfo(const runtime::ValueKind &k, dsa_value_info_t &out) {
+  out.is_tensor = k.isTensor ? 1 : 0;
+  out.dtype = dtypeOf(k.elem);
+  out.rank = static_cast<int32_t>(std::min<size_t>(k.shape.size(), DSA_MAX_RANK));
+  for (int32_t d = 0; d < DSA_MAX_RANK; ++d)
+    out.shape[d] = d < out.rank ? k.shape[static_cast<size_t>(d)] : 0;
+  out.type = k.typeString.c_str();
+  out.role = DSA_ARG_WEIGHT;
+}
+
+/// The description's "format" field ("" when the file is no JSON object with one: the CPU loader reports why).
+std::string formatOf(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("format") && j["format"].is_string())
+    return j["format"].get<std::string>();
+  return "";
+}
+
+} // namespace
+
+extern "C" {
+
+uint32_t dsa_c_api_version(void) { return DSA_C_API_VERSION; }
+
+dsa_status_code_t dsa_status_code(dsa_status_t status) { return status ? status->code : DSA_STATUS_OK; }
+
+const char *dsa_status_message(dsa_status_t status) { return status ? status->message.c_str() : ""; }
+
+const char *dsa_status_code_name(dsa_status_code_t code) {
+  switch (code) {
+  case DSA_STATUS_OK:
+    return "OK";
+  case DSA_STATUS_INVALID_ARGUMENT:
+    return "INVALID_ARGUMENT";
+  case DSA_STATUS_NOT_FOUND:
+    return "NOT_FOUND";
+  case DSA_STATUS_VERSION_MISMATCH:
+    return "VERSION_MISMATCH";
+  case DSA_STATUS_OUT_OF_RANGE:
+    return "OUT_OF_RANGE";
+  case DSA_STATUS_FAILED_PRECONDITION:
+    return "FAILED_PRECONDITION";
+  case DSA_STATUS_UNAVAILABLE:
+    return "UNAVAILABLE";
+  case DSA_STATUS_RUN_FAILED:
+    return "RUN_FAILED";
+  case DSA_STATUS_RESOURCE_EXHAUSTED:
+    return "RESOURCE_EXHAUSTED";
+  case DSA_STATUS_INTERNAL:
+    return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+void dsa_status_free(dsa_status_t status) {
+  if (status && status != &gOutOfMemory)
+    delete status;
+}
+
+size_t dsa_dtype_size(dsa_dtype_t dtype) {
+  std::optional<ElementType> t = elementTypeOf(dtype);
+  return t ? static_cast<size_t>(runtime::elementBytes(*t)) : 0;
+}
+
+const char *dsa_dtype_name(dsa_dtype_t dtype) {
+  std::optional<ElementType> t = elementTypeOf(dtype);
+  return t ? dsa::elementTypeName(*t) : "?";
+}
+
+dsa_status_t dsa_library_open(uint32_t api_version, const char *description_path, dsa_library_t **out_library) {
+  return guard("dsa_library_open", [&]() -> std::optional<Failure> {
+    if (api_version != DSA_C_API_VERSION)
+      return fail(DSA_STATUS_VERSION_MISMATCH,
+                  "api_version: the caller was compiled against the DSA C API version " +
+                      std::to_string(api_version) + ", this libdsa_runtime_c implements version " +
+                      std::to_string(DSA_C_API_VERSION) +
+                      " (rebuild the caller against this library's dsa-c/runtime.h)");
+    if (std::optional<Failure> f = requireNonNull(description_path, "description_path"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_library, "out_library"))
+      return f;
+    const std::string path = description_path;
+    if (!fileExists(path))
+      return fail(DSA_STATUS_NOT_FOUND, "description_path: cannot read step description '" + path + "'");
+    auto lib = std::make_shared<LoadedLibrary>();
+    if (formatOf(path) == dsa::cuda::kGpuStepLibraryFormat) {
+      dsa::Result<std::shared_ptr<dsa::cuda::MgpuRuntime>> rt = dsa::cuda::MgpuRuntime::open();
+      if (!rt)
+        return fail(DSA_STATUS_UNAVAILABLE, path + ": " + rt.error());
+      dsa::Result<std::unique_ptr<dsa::cuda::GpuStepLibrary>> g = dsa::cuda::GpuStepLibrary::open(rt.take(), path);
+      if (!g)
+        return fail(DSA_STATUS_UNAVAILABLE, g.error());
+      lib->gpu = g.take();
+      lib->backend = "cuda";
+      lib->target = lib->gpu->description().chip;
+    } else {
+      dsa::Result<std::unique_ptr<dsa::cpu::CPUStepLibrary>> c = dsa::cpu::CPUStepLibrary::open(path);
+      if (!c)
+        return fail(DSA_STATUS_UNAVAILABLE, c.error());
+      lib->cpu = c.take();
+      lib->backend = "cpu";
+      lib->target = lib->cpu->description().targetCpu;
+    }
+    *out_library = new dsa_library_t{std::move(lib)};
+    return ok;
+  });
+}
+
+void dsa_library_release(dsa_library_t *library) { delete library; }
+
+dsa_status_t dsa_library_backend(const dsa_library_t *library, const char **out_backend, const char **out_target) {
+  return guard("dsa_library_backend", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (out_backend)
+      *out_backend = library->lib->backend.c_str();
+    if (out_target)
+      *out_target = library->lib->target.c_str();
+    return ok;
+  });
+}
+
+dsa_status_t dsa_library_function_count(const dsa_library_t *library, size_t *out_count) {
+  return guard("dsa_library_function_count", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_count, "out_count"))
+      return f;
+    *out_count = library->lib->functions().size();
+    return ok;
+  });
+}
+
+dsa_status_t dsa_library_function_name(const dsa_library_t *library, size_t index, const char **out_name) {
+  return guard("dsa_library_function_name", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_name, "out_name"))
+      return f;
+    const auto &fns = library->lib->functions();
+    if (index >= fns.size())
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "index: " + std::to_string(index) + " is past the library's " +
+                                                   std::to_string(fns.size()) + " functions");
+    *out_name = fns[index].name.c_str();
+    return ok;
+  });
+}
+
+dsa_status_t dsa_function_info(const dsa_library_t *library, const char *function, dsa_function_info_t *out_info) {
+  return guard("dsa_function_info", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
+      return f;
+    const FunctionSignature *sig = nullptr;
+    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+      return f;
+    dsa_function_info_t info{};
+    info.num_args = sig->args.size();
+    info.num_results = sig->numResults;
+    info.x_arg = sig->step.present() ? sig->step.x : -1;
+    info.start_pos_arg = sig->step.present() ? sig->step.startPos : -1;
+    info.output_result = sig->step.present() ? sig->step.output : -1;
+    info.max_seq_len = sig->step.maxSeqLen;
+    for (size_t a = 0; a < sig->args.size(); ++a)
+      info.num_weights += roleOf(*sig, a) == DSA_ARG_WEIGHT ? 1 : 0;
+    info.num_state = sig->state.size();
+    info.num_shared = sig->step.shared.size();
+    *out_info = info;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_function_arg(const dsa_library_t *library, const char *function, size_t index,
+                              dsa_value_info_t *out_info) {
+  return guard("dsa_function_arg", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
+      return f;
+    const FunctionSignature *sig = nullptr;
+    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+      return f;
+    if (index >= sig->args.size())
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "index: " + std::to_string(index) + " is past @" + sig->name + "'s " +
+                                                   std::to_string(sig->args.size()) + " arguments");
+    dsa_value_info_t info;
+    fillValueInfo(sig->args[index], info);
+    info.role = roleOf(*sig, index);
+    *out_info = info;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_function_result(const dsa_library_t *library, const char *function, size_t index,
+                                 dsa_value_info_t *out_info) {
+  return guard("dsa_function_result", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
+      return f;
+    const FunctionSignature *sig = nullptr;
+    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+      return f;
+    if (index >= sig->numResults)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "index: " + std::to_string(index) + " is past @" + sig->name + "'s " +
+                                                   std::to_string(sig->numResults) + " results");
+    dsa_value_info_t info;
+    fillValueInfo(sig->results[index], info);
+    *out_info = info;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_sequence_create(dsa_library_t *library, const char *function, size_t num_weights,
+                                 const size_t *weight_args, const dsa_buffer_t *weights,
+                                 dsa_sequence_t **out_sequence) {
+  return guard("dsa_sequence_create", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_sequence, "out_sequence"))
+      return f;
+    const FunctionSignature *sig = nullptr;
+    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+      return f;
+    if (!sig->step.present())
+      return fail(DSA_STATUS_FAILED_PRECONDITION,
+                  "function: @" + sig->name + " has no step roles (x, start_pos, output): not a layer's step function");
+    if (sig->step.output >= 0 && static_cast<size_t>(sig->step.output) < sig->results.size()) {
+      const runtime::ValueKind &out = sig->results[static_cast<size_t>(sig->step.output)];
+      for (size_t d = 1; d < out.shape.size(); ++d)
+        if (out.shape[d] < 0)
+          return fail(DSA_STATUS_FAILED_PRECONDITION, "function: @" + sig->name + "'s output " + out.typeString +
+                                                          " has a dynamic dimension " + std::to_string(d) +
+                                                          " (only the token rows may be dynamic)");
+    }
+    if (num_weights > 0) {
+      if (std::optional<Failure> f = requireNonNull(weight_args, "weight_args"))
+        return f;
+      if (std::optional<Failure> f = requireNonNull(weights, "weights"))
+        return f;
+    }
+    std::map<size_t, HostValue> fixed;
+    for (size_t i = 0; i < num_weights; ++i) {
+      const size_t a = weight_args[i];
+      const std::string what = "weights[" + std::to_string(i) + "] (argument #" + std::to_string(a) + ")";
+      if (a >= sig->args.size())
+        return fail(DSA_STATUS_INVALID_ARGUMENT, "weight_args[" + std::to_string(i) + "]: argument #" +
+                                                     std::to_string(a) + " does not exist (@" + sig->name +
+                                                     " takes " + std::to_string(sig->args.size()) + ")");
+      if (roleOf(*sig, a) != DSA_ARG_WEIGHT)
+        return fail(DSA_STATUS_INVALID_ARGUMENT,
+                    "weight_args[" + std::to_string(i) + "]: argument #" + std::to_string(a) +
+                        " is not a weight (it is x, start_pos, state or a shared slot, which the sequence supplies)");
+      if (fixed.count(a))
+        return fail(DSA_STATUS_INVALID_ARGUMENT, "weight_args[" + std::to_string(i) + "]: argument #" +
+                                                     std::to_string(a) + " is given twice");
+      CheckedBuffer b;
+      if (std::optional<Failure> f = checkBuffer(&weights[i], what, b))
+        return f;
+      if (dsa::Status st = runtime::checkValueKind(sig->args[a], b.type, b.shape, what); !st)
+        return fail(DSA_STATUS_INVALID_ARGUMENT, st.error());
+      if (sig->args[a].isTensor)
+        fixed.emplace(a, HostValue(copyBuffer(b)));
+      else
+        fixed.emplace(a, HostValue(tensorOf(b)));
+    }
+    for (size_t a = 0; a < sig->args.size(); ++a)
+      if (roleOf(*sig, a) == DSA_ARG_WEIGHT && !fixed.count(a))
+        return fail(DSA_STATUS_INVALID_ARGUMENT, "weights: argument #" + std::to_string(a) + " (" +
+                                                     sig->args[a].typeString + ") of @" + sig->name +
+                                                     " is a weight and was not given");
+    const std::shared_ptr<const LoadedLibrary> lib = library->lib;
+    const std::string name = sig->name;
+    dsa::Result<runtime::Sequence> seq = [&]() -> dsa::Result<runtime::Sequence> {
+      if (lib->cpu) {
+        std::shared_ptr<const dsa::cpu::CPUStepLibrary> cpu = lib->cpu;
+        runtime::Sequence::ValueRunner runner = [cpu, name](const std::vector<HostValue> &args,
+                                                            std::vector<runtime::NamedTensor> *probes) {
+          return cpu->runValues(name, args, probes);
+        };
+        return runtime::Sequence::start(*sig, std::move(runner), std::move(fixed));
+      }
+      return runtime::Sequence::start(*sig, dsa::cuda::makeSequenceRunner(lib->gpu, name), std::move(fixed));
+    }();
+    if (!seq)
+      return fail(DSA_STATUS_FAILED_PRECONDITION, seq.error());
+    auto s = std::make_unique<dsa_sequence_t>();
+    s->lib = lib;
+    s->sig = sig;
+    s->seq.emplace(seq.take());
+    for (const runtime::StateBinding &b : sig->state)
+      s->stateArgs.push_back(static_cast<size_t>(b.arg));
+    std::sort(s->stateArgs.begin(), s->stateArgs.end());
+    for (size_t k = 0; k < s->stateArgs.size(); ++k)
+      s->stateNames.push_back("state" + std::to_string(k));
+    *out_sequence = s.release();
+    return ok;
+  });
+}
+
+void dsa_sequence_release(dsa_sequence_t *sequence) { delete sequence; }
+
+dsa_status_t dsa_sequence_step(dsa_sequence_t *sequence, const dsa_buffer_t *x, int64_t start_pos,
+                               dsa_slots_t *shared, const dsa_buffer_t *output) {
+  return guard("dsa_sequence_step", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(sequence, "sequence"))
+      return f;
+    const FunctionSignature &sig = *sequence->sig;
+    runtime::Sequence &seq = *sequence->seq;
+    CheckedBuffer xb;
+    if (std::optional<Failure> f = checkBuffer(x, "x", xb))
+      return f;
+    if (shared && sig.step.shared.empty())
+      return fail(DSA_STATUS_INVALID_ARGUMENT,
+                  "shared: @" + sig.name +
+                      " takes no shared slots (pass NULL; the slots go only to the layers that take them)");
+    const int64_t startPos = start_pos == DSA_START_POS_NEXT ? seq.position() : start_pos;
+    // The step's own checks (x, start_pos, max_seq_len, shared) first, so that they are reported before the
+    // output's; Sequence::runValues makes them again.
+    dsa::Result<std::vector<runtime::SubStep>> plan =
+        runtime::planStep(sig, seq.position(), xb.type, xb.shape, startPos,
+                          shared ? static_cast<int64_t>(shared->slots.size()) : -1);
+    if (!plan)
+      return fail(codeOfStepError(plan.error()), plan.error());
+    const runtime::ValueKind &outKind = sig.results[static_cast<size_t>(sig.step.output)];
+    CheckedBuffer ob;
+    if (output) {
+      if (std::optional<Failure> f = checkBuffer(output, "output", ob))
+        return f;
+      std::vector<int64_t> want = outKind.shape;
+      if (!want.empty())
+        want[0] = xb.shape[0];
+      if (ob.type != outKind.elem)
+        return fail(DSA_STATUS_INVALID_ARGUMENT, std::string("output: dtype ") + dsa::elementTypeName(ob.type) +
+                                                     ", the output is " + outKind.typeString);
+      if (ob.shape != want)
+        return fail(DSA_STATUS_INVALID_ARGUMENT, "output: shape " + runtime::shapeString(ob.shape) + ", expected " +
+                                                     runtime::shapeString(want) + " (" + outKind.typeString +
+                                                     " for x's " + std::to_string(xb.shape[0]) + " rows)");
+    }
+    dsa::Result<std::vector<HostValue>> results =
+        seq.runValues(tensorOf(xb), startPos, shared ? &shared->slots : nullptr);
+    if (!results)
+      return fail(codeOfStepError(results.error()), results.error());
+    if (output)
+      return copyOut((*results)[static_cast<size_t>(sig.step.output)], ob, "output");
+    return ok;
+  });
+}
+
+dsa_status_t dsa_sequence_position(const dsa_sequence_t *sequence, int64_t *out_position) {
+  return guard("dsa_sequence_position", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(sequence, "sequence"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_position, "out_position"))
+      return f;
+    *out_position = sequence->seq->position();
+    return ok;
+  });
+}
+
+dsa_status_t dsa_sequence_reset(dsa_sequence_t *sequence) {
+  return guard("dsa_sequence_reset", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(sequence, "sequence"))
+      return f;
+    sequence->seq->reset();
+    return ok;
+  });
+}
+
+dsa_status_t dsa_sequence_state_count(const dsa_sequence_t *sequence, size_t *out_count) {
+  return guard("dsa_sequence_state_count", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(sequence, "sequence"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_count, "out_count"))
+      return f;
+    *out_count = sequence->stateArgs.size();
+    return ok;
+  });
+}
+
+dsa_status_t dsa_sequence_state_info(const dsa_sequence_t *sequence, size_t index, dsa_state_info_t *out_info) {
+  return guard("dsa_sequence_state_info", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(sequence, "sequence"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
+      return f;
+    if (index >= sequence->stateArgs.size())
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "index: " + std::to_string(index) + " is past the sequence's " +
+                                                   std::to_string(sequence->stateArgs.size()) + " state tensors");
+    const FunctionSignature &sig = *sequence->sig;
+    const size_t arg = sequence->stateArgs[index];
+    dsa_state_info_t info{};
+    info.name = sequence->stateNames[index].c_str();
+    info.arg = arg;
+    for (const runtime::StateBinding &b : sig.state)
+      if (static_cast<size_t>(b.arg) == arg) {
+        info.result = static_cast<size_t>(b.result);
+        info.init_neg_inf = b.init == runtime::StateInit::NegInf ? 1 : 0;
+      }
+    fillValueInfo(sig.args[arg], info.value);
+    info.value.role = DSA_ARG_STATE;
+    *out_info = info;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_sequence_read_state(const dsa_sequence_t *sequence, size_t index, const dsa_buffer_t *dst) {
+  return guard("dsa_sequence_read_state", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(sequence, "sequence"))
+      return f;
+    if (index >= sequence->stateArgs.size())
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "index: " + std::to_string(index) + " is past the sequence's " +
+                                                   std::to_string(sequence->stateArgs.size()) + " state tensors");
+    CheckedBuffer b;
+    if (std::optional<Failure> f = checkBuffer(dst, "dst", b))
+      return f;
+    const size_t arg = sequence->stateArgs[index];
+    const HostValue *v = sequence->seq->state(arg);
+    if (!v)
+      return fail(DSA_STATUS_INTERNAL, "state " + std::to_string(index) + ": argument #" + std::to_string(arg) +
+                                           " is not the sequence's state");
+    std::shared_ptr<const HostBuffer> bytes = bytesOf(*v);
+    if (b.type != bytes->elementType() || b.shape != bytes->shape())
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "dst: " + std::string(dsa::elementTypeName(b.type)) + " " +
+                                                   runtime::shapeString(b.shape) + ", the state is " +
+                                                   dsa::elementTypeName(bytes->elementType()) + " " +
+                                                   runtime::shapeString(bytes->shape()) + " (" +
+                                                   sequence->sig->args[arg].typeString + ")");
+    return copyOut(*v, b, "dst");
+  });
+}
+
+dsa_status_t dsa_slots_create(const dsa_library_t *library, const char *function, dsa_slots_t **out_slots) {
+  return guard("dsa_slots_create", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_slots, "out_slots"))
+      return f;
+    const FunctionSignature *sig = nullptr;
+    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+      return f;
+    dsa::Result<runtime::Sequence::SlotSet> slots = runtime::Sequence::initialSlots(*sig);
+    if (!slots)
+      return fail(DSA_STATUS_FAILED_PRECONDITION, slots.error());
+    *out_slots = new dsa_slots_t{library->lib, sig->name, slots.take()};
+    return ok;
+  });
+}
+
+void dsa_slots_release(dsa_slots_t *slots) { delete slots; }
+
+} // extern "C"

@@ -1,0 +1,613 @@
+//===- CApiErrorsTest.cpp - every error path of the C API (dsa-c/runtime.h), and that errors change nothing ---===//
+//
+// On the step libraries of the tiny golden (written by the CTest fixture CApiLibraries: `dsa-run --golden
+// ds41_tiny_golden.json --emit-libraries=DIR`): layer 0 (window only, no capacity) and layer 2 (compressed, the
+// KV and index source: shared slots, max_seq_len 64). Weights are a fixed pattern (not the golden's: these tests
+// check errors and state, CApiGoldenTest.c checks values). Each refused step is checked to leave the position and
+// every state tensor bit-identical, and a good step after it to give what a sequence that never saw the error gives.
+// The split of a multi-token step at start_pos > 0 is checked against the same tokens stepped one at a time, and the
+// C API's outputs against the C++ runtime's Sequence on the same library.
+//
+//===----------------------------------------------------------------------------------------------------------===//
+#include "dsa-c/runtime.h"
+
+#include "dsa/Runtime/CPU/StepLibrary.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// The fixture's directory, or $DSA_CAPI_LIBRARIES (scripts/sanitize.sh runs the sanitized test on its own libraries).
+const std::string kLibraries = std::getenv("DSA_CAPI_LIBRARIES") ? std::getenv("DSA_CAPI_LIBRARIES")
+                                                                  : DSA_CAPI_LIBRARIES_DIR;
+
+/// A status owned by the test.
+struct Status {
+  dsa_status_t s;
+  Status(dsa_status_t s) : s(s) {}
+  ~Status() { dsa_status_free(s); }
+  Status(const Status &) = delete;
+  dsa_status_code_t code() const { return dsa_status_code(s); }
+  std::string message() const { return dsa_status_message(s); }
+  bool ok() const { return s == nullptr; }
+};
+
+#define EXPECT_STATUS(call, wantCode, ...)                                                                         \
+  do {                                                                                                           \
+    Status st_(call);                                                                                            \
+    EXPECT_EQ(st_.code(), wantCode) << dsa_status_code_name(st_.code()) << ": " << st_.message();                \
+    const std::vector<std::string> parts_{__VA_ARGS__};                                                          \
+    for (const std::string &part : parts_)                                                                       \
+      EXPECT_NE(st_.message().find(part), std::string::npos) << "'" << part << "' not in: " << st_.message();    \
+  } while (0)
+#define ASSERT_OK(call)                                                                                            \
+  do {                                                                                                           \
+    Status st_(call);                                                                                            \
+    ASSERT_TRUE(st_.ok()) << dsa_status_code_name(st_.code()) << ": " << st_.message();                          \
+  } while (0)
+
+/// A tensor the test owns, with a dsa_buffer_t over it.
+struct Buffer {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> shape;
+  dsa_buffer_t b{};
+  Buffer(dsa_dtype_t dtype, std::vector<int64_t> dims) : shape(std::move(dims)) {
+    size_t n = 1;
+    for (int64_t d : shape)
+      n *= static_cast<size_t>(d);
+    bytes.assign(n * dsa_dtype_size(dtype) + 8, 0);
+    b = {bytes.data(), n * dsa_dtype_size(dtype), dtype, static_cast<int32_t>(shape.size()), shape.data()};
+  }
+  Buffer(const Buffer &o) : bytes(o.bytes), shape(o.shape), b(o.b) {
+    b.data = bytes.data();
+    b.shape = shape.data();
+  }
+  const dsa_buffer_t *operator&() const { return &b; }
+  /// A deterministic pattern of bf16 values in [-scale, scale] (f32 for an f32 buffer).
+  void fill(uint32_t seed, float scale) {
+    uint32_t z = seed * 2654435761u + 12345u;
+    const size_t n = b.size_bytes / dsa_dtype_size(b.dtype);
+    for (size_t i = 0; i < n; ++i) {
+      z = z * 1664525u + 1013904223u;
+      const float v = scale * (static_cast<float>(z >> 8) / 8388608.0f - 1.0f);
+      if (b.dtype == DSA_DTYPE_BF16) {
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        const uint16_t h = static_cast<uint16_t>(u >> 16);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      } else {
+        std::memcpy(bytes.data() + 4 * i, &v, 4);
+      }
+    }
+  }
+};
+
+class CApiTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::ifstream manifest(kLibraries + "/golden_layers.json");
+    ASSERT_TRUE(static_cast<bool>(manifest)) << "no step libraries in " << kLibraries
+                                             << " (the CTest fixture CApiLibraries writes them)";
+  }
+  void TearDown() override {
+    for (dsa_sequence_t *s : sequences)
+      dsa_sequence_release(s);
+    for (dsa_library_t *l : libraries)
+      dsa_library_release(l);
+  }
+
+  dsa_library_t *open(int layer) {
+    dsa_library_t *lib = nullptr;
+    Status st(dsa_library_open(DSA_C_API_VERSION, path(layer).c_str(), &lib));
+    EXPECT_TRUE(st.ok()) << st.message();
+    if (lib)
+      libraries.push_back(lib);
+    return lib;
+  }
+  static std::string path(int layer) { return kLibraries + "/attention_L" + std::to_string(layer) + ".json"; }
+  static std::string functionOf(dsa_library_t *lib) {
+    const char *name = nullptr;
+    Status st(dsa_library_function_name(lib, 0, &name));
+    return st.ok() ? name : "";
+  }
+
+  /// The weights of `function`: a fixed pattern, each of its argument's dtype and shape.
+  void weightsOf(dsa_library_t *lib, const std::string &fn, std::vector<size_t> &args, std::vector<Buffer> &bufs) {
+    dsa_function_info_t info;
+    ASSERT_OK(dsa_function_info(lib, fn.c_str(), &info));
+    for (size_t a = 0; a < info.num_args; ++a) {
+      dsa_value_info_t v;
+      ASSERT_OK(dsa_function_arg(lib, fn.c_str(), a, &v));
+      if (v.role != DSA_ARG_WEIGHT)
+        continue;
+      bufs.emplace_back(v.dtype, std::vector<int64_t>(v.shape, v.shape + v.rank));
+      bufs.back().fill(static_cast<uint32_t>(a), v.rank == 2 ? 1.0f / std::sqrt(static_cast<float>(v.shape[1])) : 0.5f);
+      args.push_back(a);
+    }
+  }
+  dsa_sequence_t *create(dsa_library_t *lib, const std::string &fn) {
+    std::vector<size_t> args;
+    std::vector<Buffer> bufs;
+    weightsOf(lib, fn, args, bufs);
+    std::vector<dsa_buffer_t> descs;
+    for (const Buffer &b : bufs)
+      descs.push_back(b.b);
+    dsa_sequence_t *seq = nullptr;
+    Status st(dsa_sequence_create(lib, fn.c_str(), descs.size(), args.data(), descs.data(), &seq));
+    EXPECT_TRUE(st.ok()) << st.message();
+    if (seq)
+      sequences.push_back(seq);
+    return seq;
+  }
+  static Buffer x(int64_t rows, uint32_t seed) {
+    Buffer b(DSA_DTYPE_BF16, {rows, 64});
+    b.fill(seed, 2.0f);
+    return b;
+  }
+  /// The position and every state tensor's bytes.
+  static std::vector<uint8_t> snapshot(dsa_sequence_t *seq) {
+    int64_t position = -1;
+    Status p(dsa_sequence_position(seq, &position));
+    std::vector<uint8_t> out(reinterpret_cast<uint8_t *>(&position), reinterpret_cast<uint8_t *>(&position) + 8);
+    size_t count = 0;
+    Status c(dsa_sequence_state_count(seq, &count));
+    for (size_t k = 0; k < count; ++k) {
+      dsa_state_info_t info;
+      Status i(dsa_sequence_state_info(seq, k, &info));
+      Buffer b(info.value.dtype, std::vector<int64_t>(info.value.shape, info.value.shape + info.value.rank));
+      Status r(dsa_sequence_read_state(seq, k, &b));
+      EXPECT_TRUE(r.ok()) << r.message();
+      out.insert(out.end(), b.bytes.begin(), b.bytes.end());
+    }
+    return out;
+  }
+
+  std::vector<dsa_library_t *> libraries;
+  std::vector<dsa_sequence_t *> sequences;
+};
+
+TEST_F(CApiTest, VersionIsTheHeaders) { EXPECT_EQ(dsa_c_api_version(), static_cast<uint32_t>(DSA_C_API_VERSION)); }
+
+TEST_F(CApiTest, OpenRefusesAnotherApiVersion) {
+  dsa_library_t *lib = nullptr;
+  EXPECT_STATUS(dsa_library_open(DSA_C_API_VERSION + 1, path(0).c_str(), &lib), DSA_STATUS_VERSION_MISMATCH,
+                "dsa_library_open: api_version", "version 2", "implements version 1");
+  EXPECT_EQ(lib, nullptr);
+  EXPECT_STATUS(dsa_library_open(0, path(0).c_str(), &lib), DSA_STATUS_VERSION_MISMATCH, "version 0");
+  EXPECT_EQ(lib, nullptr);
+}
+
+TEST_F(CApiTest, OpenReportsBadPathsAndDescriptions) {
+  dsa_library_t *lib = nullptr;
+  EXPECT_STATUS(dsa_library_open(DSA_C_API_VERSION, (kLibraries + "/nope.json").c_str(), &lib), DSA_STATUS_NOT_FOUND,
+                "description_path", "nope.json");
+  EXPECT_STATUS(dsa_library_open(DSA_C_API_VERSION, nullptr, &lib), DSA_STATUS_INVALID_ARGUMENT,
+                "description_path is NULL");
+  EXPECT_STATUS(dsa_library_open(DSA_C_API_VERSION, path(0).c_str(), nullptr), DSA_STATUS_INVALID_ARGUMENT,
+                "out_library is NULL");
+  const std::string bad = ::testing::TempDir() + "capi-bad-description.json";
+  std::ofstream(bad) << R"({"format": "dsa-cpu-step-library", "version": 4, "library": "x.so"})";
+  EXPECT_STATUS(dsa_library_open(DSA_C_API_VERSION, bad.c_str(), &lib), DSA_STATUS_UNAVAILABLE, bad.c_str());
+  const std::string missingSo = ::testing::TempDir() + "capi-missing-so.json";
+  std::ifstream real(path(0));
+  std::string text((std::istreambuf_iterator<char>(real)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("attention_L0.so");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::strlen("attention_L0.so"), "does_not_exist.so");
+  std::ofstream(missingSo) << text;
+  EXPECT_STATUS(dsa_library_open(DSA_C_API_VERSION, missingSo.c_str(), &lib), DSA_STATUS_UNAVAILABLE,
+                "does_not_exist.so");
+  EXPECT_EQ(lib, nullptr);
+}
+
+TEST_F(CApiTest, QueriesDescribeTheSignature) {
+  dsa_library_t *lib = open(0);
+  ASSERT_NE(lib, nullptr);
+  const char *backend = nullptr, *target = nullptr;
+  ASSERT_OK(dsa_library_backend(lib, &backend, &target));
+  EXPECT_STREQ(backend, "cpu");
+  EXPECT_NE(std::string(target), "");
+  size_t count = 0;
+  ASSERT_OK(dsa_library_function_count(lib, &count));
+  EXPECT_EQ(count, 1u);
+  const std::string fn = functionOf(lib);
+  EXPECT_EQ(fn, "attention_L0");
+  dsa_function_info_t info;
+  ASSERT_OK(dsa_function_info(lib, fn.c_str(), &info));
+  EXPECT_EQ(info.x_arg, 0);
+  EXPECT_EQ(info.start_pos_arg, 1);
+  EXPECT_EQ(info.max_seq_len, -1);
+  EXPECT_EQ(info.num_state, 1u);
+  EXPECT_EQ(info.num_shared, 0u);
+  dsa_value_info_t v;
+  ASSERT_OK(dsa_function_arg(lib, fn.c_str(), 0, &v));
+  EXPECT_EQ(v.role, DSA_ARG_X);
+  EXPECT_EQ(v.dtype, DSA_DTYPE_BF16);
+  EXPECT_EQ(v.rank, 2);
+  EXPECT_EQ(v.shape[0], -1);
+  EXPECT_EQ(v.shape[1], 64);
+  EXPECT_STREQ(v.type, "tensor<?x64xbf16>");
+  ASSERT_OK(dsa_function_arg(lib, fn.c_str(), 1, &v));
+  EXPECT_EQ(v.role, DSA_ARG_START_POS);
+  EXPECT_EQ(v.is_tensor, 0);
+  EXPECT_EQ(v.dtype, DSA_DTYPE_I64);
+  ASSERT_OK(dsa_function_result(lib, fn.c_str(), static_cast<size_t>(info.output_result), &v));
+  EXPECT_STREQ(v.type, "tensor<?x64xbf16>");
+  EXPECT_STATUS(dsa_function_arg(lib, fn.c_str(), info.num_args, &v), DSA_STATUS_INVALID_ARGUMENT, "index",
+                "arguments");
+  EXPECT_STATUS(dsa_function_result(lib, fn.c_str(), info.num_results, &v), DSA_STATUS_INVALID_ARGUMENT, "results");
+  EXPECT_STATUS(dsa_library_function_name(lib, 1, &backend), DSA_STATUS_INVALID_ARGUMENT, "index: 1");
+  EXPECT_STATUS(dsa_library_function_count(nullptr, &count), DSA_STATUS_INVALID_ARGUMENT, "library is NULL");
+  EXPECT_STATUS(dsa_function_info(lib, fn.c_str(), nullptr), DSA_STATUS_INVALID_ARGUMENT, "out_info is NULL");
+}
+
+TEST_F(CApiTest, UnknownFunctionListsTheLibrarys) {
+  dsa_library_t *lib = open(0);
+  ASSERT_NE(lib, nullptr);
+  dsa_function_info_t info;
+  EXPECT_STATUS(dsa_function_info(lib, "attention_L9", &info), DSA_STATUS_NOT_FOUND, "no function @attention_L9",
+                "(it has @attention_L0)");
+  dsa_sequence_t *seq = nullptr;
+  EXPECT_STATUS(dsa_sequence_create(lib, "attention_L9", 0, nullptr, nullptr, &seq), DSA_STATUS_NOT_FOUND,
+                "dsa_sequence_create: function: no function @attention_L9");
+  EXPECT_STATUS(dsa_function_info(lib, nullptr, &info), DSA_STATUS_INVALID_ARGUMENT, "function is NULL");
+  dsa_slots_t *slots = nullptr;
+  EXPECT_STATUS(dsa_slots_create(lib, "attention_L0", &slots), DSA_STATUS_FAILED_PRECONDITION, "no shared slots");
+  EXPECT_EQ(seq, nullptr);
+  EXPECT_EQ(slots, nullptr);
+}
+
+TEST_F(CApiTest, CreateChecksEveryWeight) {
+  dsa_library_t *lib = open(0);
+  ASSERT_NE(lib, nullptr);
+  const std::string fn = functionOf(lib);
+  std::vector<size_t> args;
+  std::vector<Buffer> bufs;
+  weightsOf(lib, fn, args, bufs);
+  ASSERT_GE(bufs.size(), 2u);
+  auto attempt = [&](std::vector<size_t> a, std::vector<dsa_buffer_t> b) {
+    dsa_sequence_t *seq = nullptr;
+    dsa_status_t st = dsa_sequence_create(lib, fn.c_str(), b.size(), a.data(), b.data(), &seq);
+    EXPECT_EQ(seq, nullptr);
+    return st;
+  };
+  std::vector<dsa_buffer_t> good;
+  for (const Buffer &b : bufs)
+    good.push_back(b.b);
+  const size_t w0 = args[0];
+  const std::string w0name = "weights[0] (argument #" + std::to_string(w0) + ")";
+
+  { // a weight missing
+    std::vector<size_t> a(args.begin() + 1, args.end());
+    std::vector<dsa_buffer_t> b(good.begin() + 1, good.end());
+    EXPECT_STATUS(attempt(a, b), DSA_STATUS_INVALID_ARGUMENT,
+                  ("weights: argument #" + std::to_string(w0)).c_str(), "was not given");
+  }
+  { // a weight twice
+    std::vector<size_t> a = args;
+    a[1] = a[0];
+    EXPECT_STATUS(attempt(a, good), DSA_STATUS_INVALID_ARGUMENT, "weight_args[1]", "given twice");
+  }
+  { // x, state, or past the arguments
+    std::vector<size_t> a = args;
+    a[0] = 0;
+    EXPECT_STATUS(attempt(a, good), DSA_STATUS_INVALID_ARGUMENT, "weight_args[0]: argument #0 is not a weight");
+    a[0] = 2; // the ring
+    EXPECT_STATUS(attempt(a, good), DSA_STATUS_INVALID_ARGUMENT, "argument #2 is not a weight");
+    a[0] = 999;
+    EXPECT_STATUS(attempt(a, good), DSA_STATUS_INVALID_ARGUMENT, "argument #999 does not exist");
+  }
+  { // wrong dtype, rank, shape, size, NULL data / shape, a bad rank / dtype / dimension
+    std::vector<dsa_buffer_t> b = good;
+    b[0].dtype = b[0].dtype == DSA_DTYPE_BF16 ? DSA_DTYPE_F32 : DSA_DTYPE_BF16;
+    b[0].size_bytes *= 4;
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, w0name.c_str(), "has element type");
+    b = good;
+    b[0].rank -= 1;
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, w0name.c_str(), "has rank");
+    b = good;
+    std::vector<int64_t> shape(good[0].shape, good[0].shape + good[0].rank);
+    shape.back() -= 1;
+    b[0].shape = shape.data();
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, w0name.c_str(), "expected", "(dimension");
+    b = good;
+    b[0].size_bytes -= 1;
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, w0name.c_str(), "size_bytes", "is less than");
+    b = good;
+    b[0].data = nullptr;
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, (w0name + ": data is NULL").c_str());
+    b = good;
+    b[0].shape = nullptr;
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, (w0name + ": shape is NULL").c_str());
+    b = good;
+    b[0].rank = 17;
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, "rank 17 is outside 0..16");
+    b = good;
+    const int notADtype = 42; // what a C caller may pass (a C++ enum cast of 42 would be undefined)
+    static_assert(sizeof(dsa_dtype_t) == sizeof(int), "dsa_dtype_t is an int");
+    std::memcpy(&b[0].dtype, &notADtype, sizeof notADtype);
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, "dtype 42 is no dsa_dtype_t");
+    b = good;
+    shape.back() = -3;
+    b[0].shape = shape.data();
+    EXPECT_STATUS(attempt(args, b), DSA_STATUS_INVALID_ARGUMENT, "is negative");
+  }
+  { // NULL arrays, NULL out
+    dsa_sequence_t *seq = nullptr;
+    EXPECT_STATUS(dsa_sequence_create(lib, fn.c_str(), good.size(), nullptr, good.data(), &seq),
+                  DSA_STATUS_INVALID_ARGUMENT, "weight_args is NULL");
+    EXPECT_STATUS(dsa_sequence_create(lib, fn.c_str(), good.size(), args.data(), nullptr, &seq),
+                  DSA_STATUS_INVALID_ARGUMENT, "weights is NULL");
+    EXPECT_STATUS(dsa_sequence_create(lib, fn.c_str(), good.size(), args.data(), good.data(), nullptr),
+                  DSA_STATUS_INVALID_ARGUMENT, "out_sequence is NULL");
+    EXPECT_STATUS(dsa_sequence_create(nullptr, fn.c_str(), good.size(), args.data(), good.data(), &seq),
+                  DSA_STATUS_INVALID_ARGUMENT, "library is NULL");
+  }
+  { // and the good weights make a sequence at position 0
+    dsa_sequence_t *seq = nullptr;
+    ASSERT_OK(dsa_sequence_create(lib, fn.c_str(), good.size(), args.data(), good.data(), &seq));
+    sequences.push_back(seq);
+    int64_t position = -1;
+    ASSERT_OK(dsa_sequence_position(seq, &position));
+    EXPECT_EQ(position, 0);
+  }
+}
+
+TEST_F(CApiTest, RefusedStepsChangeNothing) {
+  dsa_library_t *lib = open(0);
+  ASSERT_NE(lib, nullptr);
+  dsa_sequence_t *seq = create(lib, functionOf(lib));
+  dsa_sequence_t *twin = create(lib, functionOf(lib)); // never sees an error
+  ASSERT_TRUE(seq && twin);
+  Buffer prefill = x(5, 1), out5(DSA_DTYPE_BF16, {5, 64}), outTwin5(DSA_DTYPE_BF16, {5, 64});
+  ASSERT_OK(dsa_sequence_step(seq, &prefill, 0, nullptr, &out5));
+  ASSERT_OK(dsa_sequence_step(twin, &prefill, 0, nullptr, &outTwin5));
+  EXPECT_EQ(out5.bytes, outTwin5.bytes);
+  const std::vector<uint8_t> before = snapshot(seq);
+
+  Buffer decode = x(1, 2), out1(DSA_DTYPE_BF16, {1, 64});
+  Buffer wrongType(DSA_DTYPE_F32, {1, 64}), wrongRank(DSA_DTYPE_BF16, {64}), wrongDim(DSA_DTYPE_BF16, {1, 32}),
+      noRows(DSA_DTYPE_BF16, {0, 64}), outWrongRows(DSA_DTYPE_BF16, {2, 64}), outWrongType(DSA_DTYPE_F32, {1, 64});
+  dsa_buffer_t nullData = decode.b, small = decode.b;
+  nullData.data = nullptr;
+  small.size_bytes -= 2;
+  EXPECT_STATUS(dsa_sequence_step(seq, &wrongType, 5, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "dsa_sequence_step: sequence @attention_L0: x: element type f32, expected bf16");
+  EXPECT_STATUS(dsa_sequence_step(seq, &wrongRank, 5, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT, "x: shape [64]",
+                "rank 1");
+  EXPECT_STATUS(dsa_sequence_step(seq, &wrongDim, 5, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "x: shape [1, 32], expected tensor<?x64xbf16> (dimension 1)");
+  EXPECT_STATUS(dsa_sequence_step(seq, &noRows, 5, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "x: a step needs at least one token row");
+  EXPECT_STATUS(dsa_sequence_step(seq, &nullData, 5, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "x: data is NULL");
+  EXPECT_STATUS(dsa_sequence_step(seq, &small, 5, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT, "x: size_bytes 126",
+                "128 bytes");
+  EXPECT_STATUS(dsa_sequence_step(seq, nullptr, 5, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT, "x is NULL");
+  EXPECT_STATUS(dsa_sequence_step(nullptr, &decode, 5, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "sequence is NULL");
+  EXPECT_STATUS(dsa_sequence_step(seq, &decode, 4, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "start_pos: 4 is not the sequence's next position 5");
+  EXPECT_STATUS(dsa_sequence_step(seq, &decode, 0, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT, "start_pos: 0");
+  EXPECT_STATUS(dsa_sequence_step(seq, &decode, -2, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "start_pos: -2 is negative");
+  EXPECT_STATUS(dsa_sequence_step(seq, &decode, 6, nullptr, &out1), DSA_STATUS_INVALID_ARGUMENT, "start_pos: 6");
+  EXPECT_STATUS(dsa_sequence_step(seq, &decode, 5, nullptr, &outWrongRows), DSA_STATUS_INVALID_ARGUMENT,
+                "output: shape [2, 64], expected [1, 64]");
+  EXPECT_STATUS(dsa_sequence_step(seq, &decode, 5, nullptr, &outWrongType), DSA_STATUS_INVALID_ARGUMENT,
+                "output: dtype f32");
+  EXPECT_EQ(snapshot(seq), before) << "a refused step changed the position or the state";
+
+  // The next good step gives what the twin, which never saw an error, gives.
+  Buffer outTwin1(DSA_DTYPE_BF16, {1, 64});
+  ASSERT_OK(dsa_sequence_step(seq, &decode, DSA_START_POS_NEXT, nullptr, &out1));
+  ASSERT_OK(dsa_sequence_step(twin, &decode, 5, nullptr, &outTwin1));
+  EXPECT_EQ(out1.bytes, outTwin1.bytes);
+  EXPECT_EQ(snapshot(seq), snapshot(twin));
+  EXPECT_NE(snapshot(seq), before);
+  // A NULL output runs the step without writing it.
+  ASSERT_OK(dsa_sequence_step(seq, &decode, 6, nullptr, nullptr));
+  int64_t position = 0;
+  ASSERT_OK(dsa_sequence_position(seq, &position));
+  EXPECT_EQ(position, 7);
+}
+
+TEST_F(CApiTest, ReadStateChecksItsBuffer) {
+  dsa_library_t *lib = open(0);
+  ASSERT_NE(lib, nullptr);
+  dsa_sequence_t *seq = create(lib, functionOf(lib));
+  ASSERT_NE(seq, nullptr);
+  size_t count = 0;
+  ASSERT_OK(dsa_sequence_state_count(seq, &count));
+  ASSERT_EQ(count, 1u);
+  dsa_state_info_t info;
+  ASSERT_OK(dsa_sequence_state_info(seq, 0, &info));
+  EXPECT_STREQ(info.name, "state0");
+  EXPECT_EQ(info.arg, 2u);
+  EXPECT_EQ(info.value.dtype, DSA_DTYPE_BF16);
+  EXPECT_EQ(info.value.rank, 2);
+  EXPECT_EQ(info.value.shape[0], 8);  // window_size
+  EXPECT_EQ(info.value.shape[1], 32); // head_dim
+  EXPECT_STATUS(dsa_sequence_state_info(seq, 1, &info), DSA_STATUS_INVALID_ARGUMENT, "index: 1", "1 state tensors");
+  Buffer ring(DSA_DTYPE_BF16, {8, 32}), wrong(DSA_DTYPE_BF16, {8, 16}), wrongType(DSA_DTYPE_F32, {8, 32});
+  ring.fill(3, 1.0f);
+  ASSERT_OK(dsa_sequence_read_state(seq, 0, &ring));
+  EXPECT_EQ(ring.bytes, std::vector<uint8_t>(ring.bytes.size(), 0)) << "a new sequence's ring is zeros";
+  EXPECT_STATUS(dsa_sequence_read_state(seq, 0, &wrong), DSA_STATUS_INVALID_ARGUMENT,
+                "dst: bf16 [8, 16], the state is bf16 [8, 32]");
+  EXPECT_STATUS(dsa_sequence_read_state(seq, 0, &wrongType), DSA_STATUS_INVALID_ARGUMENT, "dst: f32");
+  EXPECT_STATUS(dsa_sequence_read_state(seq, 1, &ring), DSA_STATUS_INVALID_ARGUMENT, "index: 1");
+  EXPECT_STATUS(dsa_sequence_read_state(seq, 0, nullptr), DSA_STATUS_INVALID_ARGUMENT, "dst is NULL");
+  // reset() returns to position 0 and the zero ring.
+  Buffer prefill = x(3, 4), out(DSA_DTYPE_BF16, {3, 64});
+  ASSERT_OK(dsa_sequence_step(seq, &prefill, 0, nullptr, &out));
+  ASSERT_OK(dsa_sequence_read_state(seq, 0, &ring));
+  EXPECT_NE(ring.bytes, std::vector<uint8_t>(ring.bytes.size(), 0));
+  ASSERT_OK(dsa_sequence_reset(seq));
+  int64_t position = -1;
+  ASSERT_OK(dsa_sequence_position(seq, &position));
+  EXPECT_EQ(position, 0);
+  ASSERT_OK(dsa_sequence_read_state(seq, 0, &ring));
+  EXPECT_EQ(ring.bytes, std::vector<uint8_t>(ring.bytes.size(), 0));
+}
+
+TEST_F(CApiTest, MultiTokenDecodeIsTheTokensOneAtATime) {
+  // attention-semantics.md section 13: a 3-token step at start_pos 4 is the three decode steps.
+  dsa_library_t *lib = open(0);
+  ASSERT_NE(lib, nullptr);
+  dsa_sequence_t *a = create(lib, functionOf(lib)), *b = create(lib, functionOf(lib));
+  ASSERT_TRUE(a && b);
+  Buffer prefill = x(4, 5), out4(DSA_DTYPE_BF16, {4, 64});
+  ASSERT_OK(dsa_sequence_step(a, &prefill, 0, nullptr, &out4));
+  ASSERT_OK(dsa_sequence_step(b, &prefill, 0, nullptr, &out4));
+  Buffer three = x(3, 6), out3(DSA_DTYPE_BF16, {3, 64});
+  ASSERT_OK(dsa_sequence_step(a, &three, 4, nullptr, &out3));
+  std::vector<uint8_t> rows;
+  for (int64_t t = 0; t < 3; ++t) {
+    Buffer one(DSA_DTYPE_BF16, {1, 64}), out1(DSA_DTYPE_BF16, {1, 64});
+    std::memcpy(one.bytes.data(), three.bytes.data() + t * 128, 128);
+    ASSERT_OK(dsa_sequence_step(b, &one, DSA_START_POS_NEXT, nullptr, &out1));
+    rows.insert(rows.end(), out1.bytes.begin(), out1.bytes.begin() + 128);
+  }
+  EXPECT_EQ(std::vector<uint8_t>(out3.bytes.begin(), out3.bytes.begin() + 3 * 128), rows);
+  EXPECT_EQ(snapshot(a), snapshot(b));
+}
+
+TEST_F(CApiTest, CompressedLayerSharedSlotsAndCapacity) {
+  dsa_library_t *lib = open(2);
+  ASSERT_NE(lib, nullptr);
+  const std::string fn = functionOf(lib);
+  dsa_function_info_t info;
+  ASSERT_OK(dsa_function_info(lib, fn.c_str(), &info));
+  EXPECT_EQ(info.max_seq_len, 64);
+  EXPECT_EQ(info.num_shared, 4u);
+  EXPECT_GE(info.num_state, 3u); // kv_state, score_state, caches
+  dsa_sequence_t *seq = create(lib, fn);
+  ASSERT_NE(seq, nullptr);
+  dsa_slots_t *slots = nullptr;
+  ASSERT_OK(dsa_slots_create(lib, fn.c_str(), &slots));
+  Buffer prefill = x(62, 7), out62(DSA_DTYPE_BF16, {62, 64});
+  EXPECT_STATUS(dsa_sequence_step(seq, &prefill, 0, nullptr, &out62), DSA_STATUS_INVALID_ARGUMENT,
+                "shared: the layer reads and publishes 4 shared slots, none given");
+  ASSERT_OK(dsa_sequence_step(seq, &prefill, 0, slots, &out62));
+  const std::vector<uint8_t> before = snapshot(seq);
+  Buffer three = x(3, 8), out3(DSA_DTYPE_BF16, {3, 64});
+  EXPECT_STATUS(dsa_sequence_step(seq, &three, 62, slots, &out3), DSA_STATUS_OUT_OF_RANGE,
+                "max_seq_len: positions 62 .. 64 exceed the capacity of 64 positions");
+  Buffer two = x(2, 9), out2(DSA_DTYPE_BF16, {2, 64});
+  EXPECT_STATUS(dsa_sequence_step(seq, &two, 62, slots, &out2), DSA_STATUS_INVALID_ARGUMENT,
+                "shared: a step of 2 tokens at start_pos 62 > 0");
+  EXPECT_EQ(snapshot(seq), before) << "a refused step changed the position or the state";
+  Buffer one = x(1, 10), out1(DSA_DTYPE_BF16, {1, 64});
+  ASSERT_OK(dsa_sequence_step(seq, &one, 62, slots, &out1));
+  ASSERT_OK(dsa_sequence_step(seq, &one, 63, slots, &out1));
+  EXPECT_STATUS(dsa_sequence_step(seq, &one, 64, slots, &out1), DSA_STATUS_OUT_OF_RANGE, "max_seq_len");
+  // Slots passed to a layer that takes none are refused too.
+  dsa_library_t *window = open(0);
+  ASSERT_NE(window, nullptr);
+  dsa_sequence_t *l0 = create(window, functionOf(window));
+  ASSERT_NE(l0, nullptr);
+  EXPECT_STATUS(dsa_sequence_step(l0, &one, 0, slots, &out1), DSA_STATUS_INVALID_ARGUMENT,
+                "shared: @attention_L0 takes no shared slots");
+  dsa_slots_release(slots);
+}
+
+TEST_F(CApiTest, AgreesWithTheCppSequence) {
+  // The C API is a layer over the C++ runtime: the same library, weights and tokens through runtime::Sequence give
+  // the same output bits and state, on a compressed layer with shared slots, over a prefill and three decodes.
+  dsa_library_t *lib = open(2);
+  ASSERT_NE(lib, nullptr);
+  const std::string fn = functionOf(lib);
+  std::vector<size_t> args;
+  std::vector<Buffer> bufs;
+  weightsOf(lib, fn, args, bufs);
+  std::vector<dsa_buffer_t> descs;
+  for (const Buffer &b : bufs)
+    descs.push_back(b.b);
+  dsa_sequence_t *seq = nullptr;
+  ASSERT_OK(dsa_sequence_create(lib, fn.c_str(), descs.size(), args.data(), descs.data(), &seq));
+  sequences.push_back(seq);
+  dsa_slots_t *slots = nullptr;
+  ASSERT_OK(dsa_slots_create(lib, fn.c_str(), &slots));
+
+  auto cpp = dsa::cpu::CPUStepLibrary::open(path(2));
+  ASSERT_TRUE(cpp.ok()) << cpp.error();
+  std::shared_ptr<const dsa::cpu::CPUStepLibrary> cppLib = cpp.take();
+  const dsa::runtime::FunctionSignature &sig = *cppLib->signature(fn);
+  std::map<size_t, dsa::runtime::HostValue> fixed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    dsa::ElementType type = bufs[i].b.dtype == DSA_DTYPE_BF16 ? dsa::ElementType::BF16 : dsa::ElementType::F32;
+    auto view = dsa::runtime::HostBuffer::adopt(type, bufs[i].shape, nullptr, bufs[i].bytes.data());
+    fixed.emplace(args[i], dsa::runtime::HostBuffer::copyOf(*view));
+  }
+  auto cppSeq = dsa::runtime::Sequence::start(
+      sig,
+      dsa::runtime::Sequence::ValueRunner([cppLib, fn](const std::vector<dsa::runtime::HostValue> &a,
+                                                       std::vector<dsa::runtime::NamedTensor> *p) {
+        return cppLib->runValues(fn, a, p);
+      }),
+      fixed);
+  ASSERT_TRUE(cppSeq.ok()) << cppSeq.error();
+  auto cppSlots = dsa::runtime::Sequence::initialSlots(sig);
+  ASSERT_TRUE(cppSlots.ok());
+  int64_t pos = 0;
+  for (int64_t rows : {6, 1, 1, 1}) {
+    Buffer in = x(rows, static_cast<uint32_t>(20 + pos)), out(DSA_DTYPE_BF16, {rows, 64});
+    ASSERT_OK(dsa_sequence_step(seq, &in, pos, slots, &out));
+    auto xv = dsa::runtime::HostBuffer::adopt(dsa::ElementType::BF16, in.shape, nullptr, in.bytes.data());
+    auto r = cppSeq->run(xv->toTensor(), pos, &*cppSlots);
+    ASSERT_TRUE(r.ok()) << r.error();
+    auto want = dsa::runtime::HostBuffer::fromTensor((*r)[static_cast<size_t>(sig.step.output)]);
+    EXPECT_EQ(std::memcmp(want->data(), out.bytes.data(), static_cast<size_t>(rows) * 128), 0) << "step at " << pos;
+    pos += rows;
+  }
+  size_t count = 0;
+  ASSERT_OK(dsa_sequence_state_count(seq, &count));
+  ASSERT_EQ(count, sig.state.size());
+  std::vector<size_t> stateArgs;
+  for (const auto &b : sig.state)
+    stateArgs.push_back(static_cast<size_t>(b.arg));
+  std::sort(stateArgs.begin(), stateArgs.end());
+  for (size_t k = 0; k < count; ++k) {
+    dsa_state_info_t info;
+    ASSERT_OK(dsa_sequence_state_info(seq, k, &info));
+    EXPECT_EQ(info.arg, stateArgs[k]);
+    Buffer got(info.value.dtype, std::vector<int64_t>(info.value.shape, info.value.shape + info.value.rank));
+    ASSERT_OK(dsa_sequence_read_state(seq, k, &got));
+    const dsa::runtime::HostValue *v = cppSeq->state(info.arg);
+    ASSERT_NE(v, nullptr);
+    auto want = v->buffer() ? v->sharedBuffer() : dsa::runtime::HostBuffer::fromTensor(*v->tensor());
+    EXPECT_EQ(std::memcmp(want->data(), got.bytes.data(), got.b.size_bytes), 0) << info.name;
+  }
+  dsa_slots_release(slots);
+}
+
+TEST(CApiStatus, NullIsOkAndReleasesAcceptNull) {
+  EXPECT_EQ(dsa_status_code(nullptr), DSA_STATUS_OK);
+  EXPECT_STREQ(dsa_status_message(nullptr), "");
+  EXPECT_STREQ(dsa_status_code_name(DSA_STATUS_OUT_OF_RANGE), "OUT_OF_RANGE");
+  dsa_status_free(nullptr);
+  dsa_library_release(nullptr);
+  dsa_sequence_release(nullptr);
+  dsa_slots_release(nullptr);
+  EXPECT_EQ(dsa_dtype_size(DSA_DTYPE_BF16), 2u);
+  EXPECT_EQ(dsa_dtype_size(DSA_DTYPE_INDEX), 8u);
+  EXPECT_EQ(dsa_dtype_size(static_cast<dsa_dtype_t>(0)), 0u);
+  EXPECT_STREQ(dsa_dtype_name(DSA_DTYPE_I1), "i1");
+  int64_t p = 0;
+  Status st(dsa_sequence_position(nullptr, &p));
+  EXPECT_EQ(st.code(), DSA_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(st.message(), "dsa_sequence_position: sequence is NULL");
+}
+
+} // namespace
