@@ -963,3 +963,16 @@ TEST(CPURuntime, DescriptionUnknownAndDuplicateKeysAreErrorsNamingThePath) {
     EXPECT_NE(r.error().find(c.error), std::string::npos) << r.error();
   }
 }
+
+// The returned tensors are checked against the signature too: code that returns another static size than the
+// signature says is an error (and its buffer is still freed: the sanitizer build runs this).
+TEST(CPURuntime, AResultThatDoesNotFitTheSignatureIsAnError) {
+  runtime::FunctionSignature sig = scaleSignature();
+  sig.results[0] = runtime::ValueKind{true, ElementType::F32, {-1, 3}, "tensor<?x3xf32>"};
+  const Tensor x = Tensor::fromFloats(ElementType::BF16, {1, 2}, {1.0f, 2.0f});
+  auto r = cpu::invokePackedValues(sig, packedScale, {x, Tensor::scalarI64(0)}, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("@scale: result #0 came back with shape [1, 2], the signature says tensor<?x3xf32>"),
+            std::string::npos)
+      << r.error();
+}
