@@ -5,7 +5,8 @@
 #                                        test/Runtime/Cuda/Inputs/dsa_kernels.sm_90.ptx, with BUILD/bin/dsa-opt
 #                                        (BUILD defaults to $DSA_BUILD_DIR or build). Commit the result;
 #                                        test/Conversion/DSAToGPU/ptx-artifact.test fails while it is stale.
-#   scripts/gpu-check.sh --deps          HERE: copy GoogleTest's sources and nlohmann_json into .gpu-deps/ (ignored
+#   scripts/gpu-check.sh --deps          HERE: copy GoogleTest's sources, nlohmann_json and OpenSSL's headers and
+#                                        libcrypto link library into .gpu-deps/ (ignored
 #                                        through .git/info/exclude) for a GPU machine that lacks them; then name
 #                                        .gpu-deps in the device tool's `carry`.
 #   scripts/gpu-check.sh --libs [BUILD]  HERE: compile GPU step libraries (sm_90 cubins in x86-64 host code; docs/
@@ -65,6 +66,12 @@ case "${1:-}" in
   cp -r /usr/src/googletest "$deps/googletest"
   cp -r /usr/include/nlohmann "$deps/nlohmann/include/"
   cp -r /usr/share/cmake/nlohmann_json "$deps/nlohmann/share/cmake/"
+  # OpenSSL's headers and link library (the step libraries' SHA-256, runtime/host FileDigest.h): the GPU machine has
+  # libcrypto.so.3 (every Debian/Ubuntu), maybe not libssl-dev.
+  mkdir -p "$deps/openssl/include" "$deps/openssl/lib"
+  cp -r /usr/include/openssl "$deps/openssl/include/"
+  cp /usr/include/x86_64-linux-gnu/openssl/*.h "$deps/openssl/include/openssl/"
+  cp -L /usr/lib/x86_64-linux-gnu/libcrypto.so "$deps/openssl/lib/libcrypto.so"
   grep -qx '/.gpu-deps/' "$exclude" 2>/dev/null || echo '/.gpu-deps/' >>"$exclude"
   du -sh "$deps"
   exit 0
@@ -146,6 +153,7 @@ if [ -d "$root/.gpu-deps" ]; then
       { tail -20 "$logs/gtest.log"; verdict "GoogleTest build" 1; finish; }
   fi
   prefix=(-DCMAKE_PREFIX_PATH="$inst;$root/.gpu-deps/nlohmann")
+  [ -d "$root/.gpu-deps/openssl" ] && prefix+=(-DOPENSSL_ROOT_DIR="$root/.gpu-deps/openssl")
 else
   echo "(no .gpu-deps: using the system's GoogleTest and nlohmann_json)"
 fi

@@ -2,7 +2,7 @@
 # Installs what building and testing dsa needs on Debian 12, only when something is missing.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache lld llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-      nlohmann-json3-dev libgtest-dev libbenchmark-dev libomp-dev clang-22 libfuzzer-22-dev libclang-rt-22-dev)
+      nlohmann-json3-dev libgtest-dev libbenchmark-dev libomp-dev libssl-dev clang-22 libfuzzer-22-dev libclang-rt-22-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,6 +8,7 @@
 
 #include "dsa/Core/Tensor.h"
 #include "dsa/Support/CheckedArithmetic.h"
+#include "dsa/Support/StrictJson.h"
 
 #include <nlohmann/json.hpp>
 
@@ -775,77 +776,12 @@ Result<GoldenFile> GoldenFile::load(const std::string &path) {
   return parse(text.str(), path);
 }
 
-namespace {
-
-/// Finds the first key an object of the document holds twice (nlohmann keeps the last one silently): a parser
-/// callback that tracks the path of objects and arrays the parser is in and the keys of each open object.
-class DuplicateKeys {
-public:
-  bool operator()(int /*depth*/, Json::parse_event_t event, Json &parsed) {
-    switch (event) {
-    case Json::parse_event_t::object_start:
-    case Json::parse_event_t::array_start:
-      stack_.push_back(Frame{event == Json::parse_event_t::object_start, {}, {}, 0});
-      break;
-    case Json::parse_event_t::key:
-      if (!stack_.empty() && parsed.is_string()) {
-        Frame &top = stack_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.keys.insert(top.key).second && first_.empty())
-          first_ = path();
-      }
-      break;
-    case Json::parse_event_t::value:
-      if (!stack_.empty() && !stack_.back().object)
-        ++stack_.back().index;
-      break;
-    case Json::parse_event_t::object_end:
-    case Json::parse_event_t::array_end:
-      if (!stack_.empty())
-        stack_.pop_back();
-      if (!stack_.empty() && !stack_.back().object)
-        ++stack_.back().index;
-      break;
-    }
-    return true;
-  }
-  /// The JSON path of the first duplicate key (e.g. `fixture.window_size`), or empty.
-  const std::string &first() const { return first_; }
-
-private:
-  struct Frame {
-    bool object;
-    std::set<std::string> keys;
-    std::string key;  // objects: the current key
-    size_t index = 0; // arrays: the current element
-  };
-  std::string path() const {
-    std::string p;
-    for (const Frame &f : stack_)
-      p += f.object ? (p.empty() ? "" : ".") + f.key : "[" + std::to_string(f.index) + "]";
-    return p;
-  }
-  std::vector<Frame> stack_;
-  std::string first_;
-};
-
-} // namespace
-
 Result<GoldenFile> GoldenFile::parse(const std::string &text, const std::string &origin) {
-  Json root;
-  try {
-    auto duplicates = std::make_shared<DuplicateKeys>();
-    root = Json::parse(text, [duplicates](int depth, Json::parse_event_t event, Json &parsed) {
-      return (*duplicates)(depth, event, parsed);
-    });
-    if (!duplicates->first().empty())
-      return makeError(origin + ": " + duplicates->first() +
-                       ": duplicate key (an object holds it twice; which value is meant cannot be told)");
-  } catch (const Json::parse_error &e) {
-    return makeError(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-  } catch (const std::exception &e) {
-    return makeError(origin + ": malformed JSON: " + e.what());
-  }
+  // Malformed JSON and duplicate keys (`<path>: duplicate key`): the project's one strict reader.
+  Result<Json> parsed = dsa::json::parseRejectingDuplicates<Json>(text);
+  if (!parsed)
+    return makeError(origin + ": " + parsed.error());
+  Json root = parsed.take();
   auto withOrigin = [&](const std::string &message) { return makeError(origin + ": " + message); };
 
   try {

@@ -155,6 +155,7 @@ Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, 
   const uint8_t *base = reinterpret_cast<const uint8_t *>(resultStorage.data());
   std::vector<HostValue> results(sig.results.size(), HostValue(Tensor()));
   std::map<void *, std::shared_ptr<void>> owners;
+  std::string badResult;
   for (size_t j = 0; j < returned.size(); ++j) {
     const size_t r = returned[j];
     const ValueKind &k = sig.results[r];
@@ -183,6 +184,19 @@ Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, 
       if (it == owners.end())
         it = owners.emplace(allocated, std::shared_ptr<void>(allocated, [](void *q) { std::free(q); })).first;
       owner = it->second;
+    }
+    // What came back must be what the (verified) signature says: a negative extent or another static size means
+    // the code does not follow it; the buffer is still adopted, so that it is freed.
+    bool fits = true;
+    for (size_t d = 0; d < rank; ++d)
+      fits = fits && shape[d] >= 0 && (k.shape[d] < 0 || shape[d] == k.shape[d]);
+    if (!fits) {
+      if (badResult.empty())
+        badResult = "result #" + std::to_string(r) + " came back with shape " + shapeString(shape) +
+                    ", the signature says " + k.typeString;
+      if (owner)
+        results[r] = HostValue::inPlace(HostBuffer::adopt(k.elem, {0}, owner, aligned));
+      continue;
     }
     bool contiguous = true;
     const std::vector<int64_t> dense = rowMajorStrides(shape);
@@ -213,6 +227,8 @@ Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, 
   }
   if (failure != 0)
     return makeError(where + "run-time check failed: " + abi::runtimeErrorMessage(failure));
+  if (!badResult.empty())
+    return makeError(where + badResult);
   // In-place results: the argument's buffer after the call.
   for (size_t r = 0; r < sig.results.size(); ++r) {
     const int64_t a = inPlaceArg[r];

@@ -2,6 +2,9 @@
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
 #include "dsa/Runtime/CPU/HostFeatures.h"
+#include "dsa/Runtime/Host/FileDigest.h"
+
+#include "dsa/ABI/StepLibrary.h"
 
 #include <dlfcn.h>
 
@@ -37,15 +40,25 @@ Result<std::unique_ptr<CPUStepLibrary>> CPUStepLibrary::open(const std::string &
                                        lib->description_.targetFeatures);
       !st)
     return makeError(descriptionPath + ": " + st.error());
+  // Before dlopen: a truncated or damaged file would be mapped and die in the dynamic loader (SIGBUS, SIGSEGV).
+  if (Status st = runtime::checkFileDigest(libPath, lib->description_.librarySha256); !st)
+    return makeError(descriptionPath + ": step library: " + st.error());
   lib->handle_ = dlopen(libPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->handle_) {
     const char *why = dlerror();
     return makeError("cannot load step library '" + libPath + "': " + (why ? why : "unknown dlopen error"));
   }
-  if (void *hook = dlsym(lib->handle_, "dsa_cpu_fail_hook"))
-    *reinterpret_cast<void (**)(int32_t)>(hook) = &dsaCpuRecordFailure;
+  // The library's own signature against the description, before anything is called (an error closes the library:
+  // `lib` goes with the return).
+  const char *compiled = static_cast<const char *>(dlsym(lib->handle_, abi::kStepLibrarySignatureSymbol));
+  if (Status st = runtime::checkCompiledSignature(lib->description_, {}, compiled); !st)
+    return makeError(descriptionPath + ": step library '" + libPath + "': " + st.error());
+  void *hook = dlsym(lib->handle_, abi::kFailHookSymbol);
+  if (!hook)
+    return makeError("step library '" + libPath + "' has no " + abi::kFailHookSymbol);
+  *reinterpret_cast<void (**)(int32_t)>(hook) = &dsaCpuRecordFailure;
   for (const FunctionSignature &f : lib->description_.functions) {
-    const std::string symbol = "_mlir_" + f.name;
+    const std::string symbol = abi::kPackedEntryPrefix + f.name;
     void *entry = dlsym(lib->handle_, symbol.c_str());
     if (!entry)
       return makeError("step library '" + libPath + "' has no symbol " + symbol + " (function @" + f.name + ")");

@@ -2,7 +2,11 @@
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
 #include "dsa/Numerics/BF16.h"
+#include "dsa/Runtime/Host/FileDigest.h"
 #include "dsa/Runtime/Host/MemoryFormat.h"
+#include "dsa/Support/StrictJson.h"
+
+#include "dsa/ABI/StepLibrary.h"
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +97,10 @@ Result<std::pair<int, int>> parseChip(const std::string &chip) {
   return std::make_pair(std::stoi(digits.substr(0, digits.size() - 1)), digits.back() - '0');
 }
 
+runtime::TargetFields gpuTargetFields(const GpuStepLibraryDescription &d) {
+  return {{"backend", d.backend}, {"chip", d.chip}, {"binary_format", d.binaryFormat}};
+}
+
 std::string describeGpuStepLibrary(const GpuStepLibraryDescription &d) {
   nlohmann::json j = nlohmann::json::parse(runtime::describeStepLibrary(d.base));
   j["format"] = kGpuStepLibraryFormat;
@@ -103,8 +111,11 @@ std::string describeGpuStepLibrary(const GpuStepLibraryDescription &d) {
 }
 
 Result<GpuStepLibraryDescription> parseGpuStepLibrary(const std::string &text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
+  Result<nlohmann::json> parsed = dsa::json::parseRejectingDuplicates(text);
+  if (!parsed)
+    return makeError("gpu step description: " + parsed.error());
+  nlohmann::json j = parsed.take();
+  if (!j.is_object())
     return makeError("gpu step description: not a JSON object");
   if (!j.contains("format") || j["format"] != kGpuStepLibraryFormat)
     return makeError(std::string("format: expected \"") + kGpuStepLibraryFormat + "\"" +
@@ -125,7 +136,10 @@ Result<GpuStepLibraryDescription> parseGpuStepLibrary(const std::string &text) {
   d.binaryFormat = j["binary_format"].get<std::string>();
   if (d.binaryFormat != "bin" && d.binaryFormat != "isa" && d.binaryFormat != "fatbin")
     return makeError("binary_format: expected \"bin\", \"isa\" or \"fatbin\", got \"" + d.binaryFormat + "\"");
-  // The rest is a CPU step description's (library, target_cpu, functions): parsed by its parser.
+  // The rest is a CPU step description's (library, its digest, target_cpu, functions): parsed by its parser, which
+  // refuses any key it does not know.
+  for (const char *key : {"backend", "chip", "binary_format"})
+    j.erase(key);
   j["format"] = runtime::kStepLibraryFormat;
   Result<runtime::StepLibraryDescription> base = runtime::parseStepLibrary(j.dump());
   if (!base)
@@ -219,6 +233,9 @@ Result<std::unique_ptr<GpuStepLibrary>> GpuStepLibrary::open(std::shared_ptr<Mgp
     return makeError("gpu step library: this executable does not export the mgpu* entry points the library calls "
                      "(link it with the DSAGpuStepRuntime CMake target, which adds "
                      "-Wl,--export-dynamic-symbol=mgpu*)");
+  // Before dlopen: a truncated or damaged file would be mapped and die in the dynamic loader (SIGBUS, SIGSEGV).
+  if (Status st = runtime::checkFileDigest(lib->path_, lib->description_.base.librarySha256); !st)
+    return makeError(descriptionPath + ": gpu step library: " + st.error());
   if (void *already = dlopen(lib->path_.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
     dlclose(already);
     return makeError("gpu step library '" + lib->path_ + "' is already loaded in this process (a library can be "
@@ -240,13 +257,19 @@ Result<std::unique_ptr<GpuStepLibrary>> GpuStepLibrary::open(std::shared_ptr<Mgp
       return makeError("gpu step library '" + lib->path_ + "': its kernels did not load: " + err);
     }
   }
+  // The library's own signature against the description, before anything is called (an error closes the library:
+  // `lib` goes with the return).
+  const char *compiled = static_cast<const char *>(dlsym(lib->handle_, abi::kStepLibrarySignatureSymbol));
+  if (Status st = runtime::checkCompiledSignature(lib->description_.base, gpuTargetFields(lib->description_), compiled);
+      !st)
+    return makeError(descriptionPath + ": gpu step library '" + lib->path_ + "': " + st.error());
   // Failed run-time checks end the call with the code's message (MgpuRuntime.h).
-  void *failHook = dlsym(lib->handle_, "dsa_cpu_fail_hook");
+  void *failHook = dlsym(lib->handle_, abi::kFailHookSymbol);
   if (!failHook)
     return makeError("'" + lib->path_ + "' is not a dsa GPU step library: it has no dsa_cpu_fail_hook");
   *reinterpret_cast<void (**)(int32_t)>(failHook) = &dsaGpuCheckFailed;
   for (const runtime::FunctionSignature &f : lib->description_.base.functions) {
-    const std::string symbol = "_mlir_" + f.name;
+    const std::string symbol = abi::kPackedEntryPrefix + f.name;
     void *entry = dlsym(lib->handle_, symbol.c_str());
     if (!entry)
       return makeError("gpu step library '" + lib->path_ + "' has no symbol " + symbol + " (function @" + f.name +

@@ -1,5 +1,8 @@
-//===- StepDescription.cpp - step descriptions: JSON <-> StepLibraryDescription (MLIR-free) ---===//
+//===- StepDescription.cpp - step descriptions: JSON <-> StepLibraryDescription, compiled signatures (MLIR-free) ===//
 #include "dsa/Runtime/Host/StepDescription.h"
+
+#include "dsa/Runtime/Host/FileDigest.h"
+#include "dsa/Support/StrictJson.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,10 +14,11 @@ namespace dsa::runtime {
 namespace {
 
 using nlohmann::json;
+using dsa::json::checkKnownKeys;
 
 json kindToJson(const ValueKind &k) {
   json j;
-  j["type"] = k.typeString;
+  j["type"] = kindSpelling(k);
   j["element"] = dsa::elementTypeName(k.elem);
   if (k.isTensor)
     j["shape"] = k.shape;
@@ -26,6 +30,8 @@ json kindToJson(const ValueKind &k) {
 Result<ValueKind> kindFromJson(const json &j, const std::string &where) {
   if (!j.is_object())
     return makeError(where + ": expected an object");
+  if (Status st = checkKnownKeys(j, where, {"type", "element", "shape"}); !st)
+    return makeError(st.error());
   ValueKind k;
   if (!j.contains("element") || !j["element"].is_string())
     return makeError(where + ".element: missing or not a string");
@@ -33,8 +39,6 @@ Result<ValueKind> kindFromJson(const json &j, const std::string &where) {
   if (!elem)
     return makeError(where + ".element: " + elem.error());
   k.elem = *elem;
-  if (j.contains("type") && j["type"].is_string())
-    k.typeString = j["type"].get<std::string>();
   if (!j.contains("shape"))
     return makeError(where + ".shape: missing (null for a scalar)");
   const json &shape = j["shape"];
@@ -54,8 +58,11 @@ Result<ValueKind> kindFromJson(const json &j, const std::string &where) {
   } else {
     return makeError(where + ".shape: expected an array or null");
   }
-  if (k.typeString.empty())
-    k.typeString = dsa::elementTypeName(k.elem);
+  k.typeString = kindSpelling(k);
+  // "type" is what messages show: it must say what element and shape say.
+  if (j.contains("type") && (!j["type"].is_string() || j["type"].get<std::string>() != k.typeString))
+    return makeError(where + ".type: " + j["type"].dump() + " disagrees with its element and shape (" +
+                     k.typeString + ")");
   return k;
 }
 
@@ -74,11 +81,15 @@ Result<std::vector<ValueKind>> kindsFromJson(const json &j, const std::string &w
 
 const char *stateInitName(StateInit init) { return init == StateInit::NegInf ? "-inf" : "zeros"; }
 
-/// An {"arg": N, "result": M} binding with arg < numArgs and result < numResults.
-Result<StateBinding> bindingFromJson(const json &j, const std::string &where, size_t numArgs, size_t numResults) {
+/// An {"arg": N, "result": M} binding (plus the keys `extra` allows) with arg < numArgs and result < numResults.
+Result<StateBinding> bindingFromJson(const json &j, const std::string &where, size_t numArgs, size_t numResults,
+                                     bool withInit = false) {
   if (!j.is_object() || !j.contains("arg") || !j.contains("result") || !j["arg"].is_number_integer() ||
       !j["result"].is_number_integer())
     return makeError(where + ": expected {\"arg\": N, \"result\": M}");
+  if (Status st = withInit ? checkKnownKeys(j, where, {"arg", "result", "init"}) : checkKnownKeys(j, where, {"arg", "result"});
+      !st)
+    return makeError(st.error());
   StateBinding b{j["arg"].get<int64_t>(), j["result"].get<int64_t>()};
   if (b.arg < 0 || b.arg >= static_cast<int64_t>(numArgs) || b.result < 0 ||
       b.result >= static_cast<int64_t>(numResults))
@@ -87,10 +98,12 @@ Result<StateBinding> bindingFromJson(const json &j, const std::string &where, si
   return b;
 }
 
-/// The "step" object of a function (version 2).
+/// The "step" object of a function.
 Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const FunctionSignature &f) {
   if (!j.is_object())
     return makeError(where + ": expected an object");
+  if (Status st = checkKnownKeys(j, where, {"x", "start_pos", "output", "max_seq_len", "shared"}); !st)
+    return makeError(st.error());
   StepRoles roles;
   auto index = [&](const char *key, size_t limit, const char *what) -> Result<int64_t> {
     if (!j.contains(key) || !j[key].is_number_integer())
@@ -144,28 +157,128 @@ Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const F
   return roles;
 }
 
+/// What the code of a function fixes (the part of a description the library's own signature repeats): name,
+/// args, results, num_results, writable, in_place.
+json compiledFunctionToJson(const FunctionSignature &f) {
+  json fj;
+  fj["name"] = f.name;
+  fj["args"] = json::array();
+  for (const ValueKind &k : f.args)
+    fj["args"].push_back(kindToJson(k));
+  fj["results"] = json::array();
+  for (const ValueKind &k : f.results)
+    fj["results"].push_back(kindToJson(k));
+  fj["num_results"] = f.numResults;
+  fj["writable"] = f.writableArgs;
+  fj["in_place"] = json::array();
+  for (const StateBinding &b : f.inPlace)
+    fj["in_place"].push_back({{"arg", b.arg}, {"result", b.result}});
+  return fj;
+}
+
+/// Reads compiledFunctionToJson's fields of `fj` into `f` (each checked; errors name the field under `where`).
+Status compiledFunctionFromJson(const json &fj, const std::string &where, FunctionSignature &f) {
+  if (!fj.is_object() || !fj.contains("name") || !fj["name"].is_string())
+    return makeError(where + ".name: missing or not a string");
+  f.name = fj["name"].get<std::string>();
+  auto args = kindsFromJson(fj.contains("args") ? fj["args"] : json(), where + ".args");
+  if (!args)
+    return makeError(args.error());
+  f.args = args.take();
+  auto results = kindsFromJson(fj.contains("results") ? fj["results"] : json(), where + ".results");
+  if (!results)
+    return makeError(results.error());
+  f.results = results.take();
+  if (!fj.contains("num_results") || !fj["num_results"].is_number_unsigned() ||
+      fj["num_results"].get<size_t>() > f.results.size())
+    return makeError(where + ".num_results: missing or more than the " + std::to_string(f.results.size()) +
+                     " results");
+  f.numResults = fj["num_results"].get<size_t>();
+  if (!fj.contains("writable") || !fj["writable"].is_array())
+    return makeError(where + ".writable: missing or not an array of argument indices");
+  for (const json &a : fj["writable"]) {
+    if (!a.is_number_integer() || a.get<int64_t>() < 0 || a.get<int64_t>() >= static_cast<int64_t>(f.args.size()) ||
+        !f.args[a.get<size_t>()].isTensor)
+      return makeError(where + ".writable: " + a.dump() + " is not one of the function's tensor arguments");
+    f.writableArgs.push_back(a.get<int64_t>());
+  }
+  if (!fj.contains("in_place") || !fj["in_place"].is_array())
+    return makeError(where + ".in_place: missing or not an array");
+  for (size_t b = 0; b < fj["in_place"].size(); ++b) {
+    const std::string bw = where + ".in_place[" + std::to_string(b) + "]";
+    Result<StateBinding> binding = bindingFromJson(fj["in_place"][b], bw, f.args.size(), f.results.size());
+    if (!binding)
+      return makeError(binding.error());
+    const ValueKind &ak = f.args[static_cast<size_t>(binding->arg)];
+    const ValueKind &rk = f.results[static_cast<size_t>(binding->result)];
+    if (!ak.isTensor || ak.elem != rk.elem || ak.shape.size() != rk.shape.size())
+      return makeError(bw + ": argument #" + std::to_string(binding->arg) + " (" + ak.typeString +
+                       ") cannot be result #" + std::to_string(binding->result) + " (" + rk.typeString + ")");
+    f.inPlace.push_back(*binding);
+  }
+  return Status::success();
+}
+
+/// "[0, 3]" / "[arg 2 -> result 1, ...]" for messages.
+std::string indexList(const std::vector<int64_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+std::string bindingList(const std::vector<StateBinding> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::string("arg ") + std::to_string(v[i].arg) + " -> result " +
+         std::to_string(v[i].result);
+  return s + "]";
+}
+std::string featureList(const std::vector<std::string> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + v[i];
+  return s + "]";
+}
+
+/// The field of `given` that disagrees with `compiled` ("element type", "rank", "dimension 1"), or empty.
+std::string kindDifference(const ValueKind &given, const ValueKind &compiled) {
+  if (given.isTensor != compiled.isTensor)
+    return given.isTensor ? "a tensor, not a scalar" : "a scalar, not a tensor";
+  if (given.elem != compiled.elem)
+    return "element type";
+  if (given.shape.size() != compiled.shape.size())
+    return "rank";
+  for (size_t d = 0; d < given.shape.size(); ++d)
+    if (given.shape[d] != compiled.shape[d])
+      return "dimension " + std::to_string(d);
+  return "";
+}
+
 } // namespace
+
+std::string kindSpelling(const ValueKind &k) {
+  if (!k.isTensor)
+    return dsa::elementTypeName(k.elem);
+  std::string s = "tensor<";
+  for (int64_t d : k.shape)
+    s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
+  return s + dsa::elementTypeName(k.elem) + ">";
+}
 
 std::string describeStepLibrary(const StepLibraryDescription &d) {
   json j;
   j["format"] = kStepLibraryFormat;
   j["version"] = kStepLibraryVersion;
   j["library"] = d.library;
+  j["library_sha256"] = d.librarySha256;
+  j["abi_version"] = d.abiVersion;
   j["target_cpu"] = d.targetCpu;
   j["target_features"] = d.targetFeatures;
   j["parallel"] = d.parallel;
   j["functions"] = json::array();
   for (const FunctionSignature &f : d.functions) {
-    json fj;
-    fj["name"] = f.name;
-    fj["symbol"] = "_mlir_" + f.name;
-    fj["args"] = json::array();
-    for (const ValueKind &k : f.args)
-      fj["args"].push_back(kindToJson(k));
-    fj["results"] = json::array();
-    for (const ValueKind &k : f.results)
-      fj["results"].push_back(kindToJson(k));
-    fj["num_results"] = f.numResults;
+    json fj = compiledFunctionToJson(f);
+    fj["symbol"] = std::string(abi::kPackedEntryPrefix) + f.name;
     fj["probes"] = f.probeNames;
     fj["state"] = json::array();
     for (const StateBinding &s : f.state)
@@ -181,69 +294,83 @@ std::string describeStepLibrary(const StepLibraryDescription &d) {
         sj["shared"].push_back({{"arg", b.arg}, {"result", b.result}});
       fj["step"] = sj;
     }
-    fj["writable"] = f.writableArgs;
-    fj["in_place"] = json::array();
-    for (const StateBinding &b : f.inPlace)
-      fj["in_place"].push_back({{"arg", b.arg}, {"result", b.result}});
     j["functions"].push_back(fj);
   }
   return j.dump(2) + "\n";
 }
 
 Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
+  Result<json> parsed = dsa::json::parseRejectingDuplicates(text);
+  if (!parsed)
+    return makeError("step description: " + parsed.error());
+  const json j = parsed.take();
+  if (!j.is_object())
     return makeError("step description: not a JSON object");
   if (!j.contains("format") || j["format"] != kStepLibraryFormat)
     return makeError(std::string("format: expected \"") + kStepLibraryFormat + "\"");
-  if (!j.contains("version") || !j["version"].is_number_integer() ||
-      j["version"].get<int64_t>() < 1 || j["version"].get<int64_t>() > kStepLibraryVersion)
-    return makeError("version: expected 1 .. " + std::to_string(kStepLibraryVersion));
+  if (!j.contains("version") || !j["version"].is_number_integer())
+    return makeError("version: missing or not an integer (this runtime reads version " +
+                     std::to_string(kStepLibraryVersion) + ")");
   const int64_t version = j["version"].get<int64_t>();
+  if (version >= 1 && version < kStepLibraryVersion)
+    return makeError("version: " + std::to_string(version) + " is an old step description (before version " +
+                     std::to_string(kStepLibraryVersion) +
+                     " it records neither the library file's SHA-256 nor its ABI version, and the library has no "
+                     "signature to check it against); this runtime reads version " +
+                     std::to_string(kStepLibraryVersion) + ": emit the library again");
+  if (version != kStepLibraryVersion)
+    return makeError("version: " + std::to_string(version) + " is not a step description version this runtime reads (" +
+                     std::to_string(kStepLibraryVersion) + ")");
+  if (Status st = checkKnownKeys(j, "",
+                                 {"format", "version", "library", "library_sha256", "abi_version", "target_cpu",
+                                  "target_features", "parallel", "functions"});
+      !st)
+    return makeError(st.error());
   StepLibraryDescription d;
   if (!j.contains("library") || !j["library"].is_string() || j["library"].get<std::string>().empty())
     return makeError("library: missing or not a non-empty string");
   d.library = j["library"].get<std::string>();
-  if (j.contains("target_cpu") && j["target_cpu"].is_string())
-    d.targetCpu = j["target_cpu"].get<std::string>();
-  if (j.contains("target_features")) {
-    if (version < 4)
-      return makeError("target_features: needs version 4");
-    if (!j["target_features"].is_array())
-      return makeError("target_features: expected an array of feature names");
-    for (const json &f : j["target_features"]) {
-      if (!f.is_string() || f.get<std::string>().empty())
-        return makeError("target_features: expected an array of feature names, got " + f.dump());
-      d.targetFeatures.push_back(f.get<std::string>());
-    }
+  if (!j.contains("library_sha256") || !j["library_sha256"].is_string() ||
+      !isSha256Hex(j["library_sha256"].get<std::string>()))
+    return makeError("library_sha256: missing or not a SHA-256 (64 lower-case hex digits)");
+  d.librarySha256 = j["library_sha256"].get<std::string>();
+  if (!j.contains("abi_version") || !j["abi_version"].is_number_integer())
+    return makeError("abi_version: missing or not an integer");
+  d.abiVersion = j["abi_version"].get<int64_t>();
+  if (d.abiVersion != abi::kStepLibraryAbiVersion)
+    return makeError("abi_version: " + std::to_string(d.abiVersion) + ", this runtime calls step libraries of ABI version " +
+                     std::to_string(abi::kStepLibraryAbiVersion));
+  if (!j.contains("target_cpu") || !j["target_cpu"].is_string())
+    return makeError("target_cpu: missing or not a string");
+  d.targetCpu = j["target_cpu"].get<std::string>();
+  if (!j.contains("target_features") || !j["target_features"].is_array())
+    return makeError("target_features: missing or not an array of feature names");
+  for (const json &f : j["target_features"]) {
+    if (!f.is_string() || f.get<std::string>().empty())
+      return makeError("target_features: expected an array of feature names, got " + f.dump());
+    d.targetFeatures.push_back(f.get<std::string>());
   }
-  if (j.contains("parallel")) {
-    if (!j["parallel"].is_boolean())
-      return makeError("parallel: expected a boolean");
-    d.parallel = j["parallel"].get<bool>();
-  }
+  if (!j.contains("parallel") || !j["parallel"].is_boolean())
+    return makeError("parallel: missing or not a boolean");
+  d.parallel = j["parallel"].get<bool>();
   if (!j.contains("functions") || !j["functions"].is_array())
     return makeError("functions: missing or not an array");
   for (size_t i = 0; i < j["functions"].size(); ++i) {
     const json &fj = j["functions"][i];
     const std::string where = "functions[" + std::to_string(i) + "]";
-    if (!fj.is_object() || !fj.contains("name") || !fj["name"].is_string())
-      return makeError(where + ".name: missing or not a string");
+    if (Status st = checkKnownKeys(fj, where,
+                                   {"name", "symbol", "args", "results", "num_results", "probes", "state", "step",
+                                    "writable", "in_place"});
+        !st)
+      return makeError(st.error());
     FunctionSignature f;
-    f.name = fj["name"].get<std::string>();
-    auto args = kindsFromJson(fj.contains("args") ? fj["args"] : json(), where + ".args");
-    if (!args)
-      return makeError(args.error());
-    f.args = args.take();
-    auto results = kindsFromJson(fj.contains("results") ? fj["results"] : json(), where + ".results");
-    if (!results)
-      return makeError(results.error());
-    f.results = results.take();
-    if (!fj.contains("num_results") || !fj["num_results"].is_number_unsigned() ||
-        fj["num_results"].get<size_t>() > f.results.size())
-      return makeError(where + ".num_results: missing or more than the " + std::to_string(f.results.size()) +
-                       " results");
-    f.numResults = fj["num_results"].get<size_t>();
+    if (Status st = compiledFunctionFromJson(fj, where, f); !st)
+      return makeError(st.error());
+    if (std::any_of(d.functions.begin(), d.functions.end(), [&](const FunctionSignature &g) { return g.name == f.name; }))
+      return makeError(where + ".name: a second function @" + f.name);
+    const std::string symbol = abi::kPackedEntryPrefix + f.name;
+    if (fj.contains("symbol") && fj["symbol"] != symbol)
+      return makeError(where + ".symbol: " + fj["symbol"].dump() + ", the packed entry of @" + f.name + " is " + symbol);
     if (fj.contains("probes")) {
       if (!fj["probes"].is_array())
         return makeError(where + ".probes: expected an array of names");
@@ -263,12 +390,10 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
       for (size_t s = 0; s < fj["state"].size(); ++s) {
         const json &sj = fj["state"][s];
         const std::string sw = where + ".state[" + std::to_string(s) + "]";
-        Result<StateBinding> b = bindingFromJson(sj, sw, f.args.size(), f.numResults);
+        Result<StateBinding> b = bindingFromJson(sj, sw, f.args.size(), f.numResults, /*withInit=*/true);
         if (!b)
           return makeError(b.error());
         if (sj.contains("init")) {
-          if (version < 2)
-            return makeError(sw + ".init: needs version 2");
           if (sj["init"] == "zeros")
             b->init = StateInit::Zeros;
           else if (sj["init"] == "-inf")
@@ -280,46 +405,160 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
       }
     }
     if (fj.contains("step") && !fj["step"].is_null()) {
-      if (version < 2)
-        return makeError(where + ".step: needs version 2");
       Result<StepRoles> roles = rolesFromJson(fj["step"], where + ".step", f);
       if (!roles)
         return makeError(roles.error());
       f.step = roles.take();
     }
-    if (fj.contains("writable")) {
-      if (version < 3)
-        return makeError(where + ".writable: needs version 3");
-      if (!fj["writable"].is_array())
-        return makeError(where + ".writable: expected an array of argument indices");
-      for (const json &a : fj["writable"]) {
-        if (!a.is_number_integer() || a.get<int64_t>() < 0 || a.get<int64_t>() >= static_cast<int64_t>(f.args.size()) ||
-            !f.args[a.get<size_t>()].isTensor)
-          return makeError(where + ".writable: " + a.dump() + " is not one of the function's tensor arguments");
-        f.writableArgs.push_back(a.get<int64_t>());
-      }
-    }
-    if (fj.contains("in_place")) {
-      if (version < 3)
-        return makeError(where + ".in_place: needs version 3");
-      if (!fj["in_place"].is_array())
-        return makeError(where + ".in_place: expected an array");
-      for (size_t b = 0; b < fj["in_place"].size(); ++b) {
-        const std::string bw = where + ".in_place[" + std::to_string(b) + "]";
-        Result<StateBinding> binding = bindingFromJson(fj["in_place"][b], bw, f.args.size(), f.results.size());
-        if (!binding)
-          return makeError(binding.error());
-        const ValueKind &ak = f.args[static_cast<size_t>(binding->arg)];
-        const ValueKind &rk = f.results[static_cast<size_t>(binding->result)];
-        if (!ak.isTensor || ak.elem != rk.elem || ak.shape.size() != rk.shape.size())
-          return makeError(bw + ": argument #" + std::to_string(binding->arg) + " (" + ak.typeString +
-                           ") cannot be result #" + std::to_string(binding->result) + " (" + rk.typeString + ")");
-        f.inPlace.push_back(*binding);
-      }
-    }
     d.functions.push_back(std::move(f));
   }
   return d;
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// The signature compiled into the library
+//===----------------------------------------------------------------------------------------------------------===//
+
+std::string compiledSignatureText(const StepLibraryDescription &d, const TargetFields &extraTarget) {
+  json j;
+  j["format"] = "dsa-step-library-signature";
+  j["abi_version"] = d.abiVersion;
+  json target;
+  target["cpu"] = d.targetCpu;
+  target["features"] = d.targetFeatures;
+  target["parallel"] = d.parallel;
+  for (const auto &[key, value] : extraTarget)
+    target[key] = value;
+  j["target"] = target;
+  j["functions"] = json::array();
+  for (const FunctionSignature &f : d.functions)
+    j["functions"].push_back(compiledFunctionToJson(f));
+  return j.dump(); // nlohmann sorts keys: canonical
+}
+
+Status checkCompiledSignature(const StepLibraryDescription &d, const TargetFields &extraTarget,
+                              const char *compiledText) {
+  const std::string sym = abi::kStepLibrarySignatureSymbol;
+  if (!compiledText)
+    return makeError("the library exports no " + sym +
+                     ": it is not a dsa step library of ABI version " + std::to_string(abi::kStepLibraryAbiVersion) +
+                     " (emit it again)");
+  Result<json> parsed = dsa::json::parseRejectingDuplicates(compiledText);
+  if (!parsed)
+    return makeError("the library's " + sym + ": " + parsed.error());
+  const json j = parsed.take();
+  auto bad = [&](const std::string &field) { return makeError("the library's " + sym + ": " + field + ": malformed"); };
+  if (!j.is_object() || j.value("format", "") != "dsa-step-library-signature")
+    return bad("format");
+  if (Status st = checkKnownKeys(j, "", {"format", "abi_version", "target", "functions"}); !st)
+    return makeError("the library's " + sym + ": " + st.error());
+  if (!j.contains("abi_version") || !j["abi_version"].is_number_integer())
+    return bad("abi_version");
+  const int64_t abiVersion = j["abi_version"].get<int64_t>();
+  if (abiVersion != abi::kStepLibraryAbiVersion)
+    return makeError("abi_version: the library was compiled for step-library ABI version " +
+                     std::to_string(abiVersion) + ", this runtime calls version " +
+                     std::to_string(abi::kStepLibraryAbiVersion));
+  if (abiVersion != d.abiVersion)
+    return makeError("abi_version: description says " + std::to_string(d.abiVersion) +
+                     ", library was compiled for " + std::to_string(abiVersion));
+
+  // The target.
+  if (!j.contains("target") || !j["target"].is_object())
+    return bad("target");
+  const json &t = j["target"];
+  if (!t.contains("cpu") || !t["cpu"].is_string())
+    return bad("target.cpu");
+  if (t["cpu"].get<std::string>() != d.targetCpu)
+    return makeError("target_cpu: description says " + d.targetCpu + ", library was compiled for " +
+                     t["cpu"].get<std::string>());
+  if (!t.contains("features") || !t["features"].is_array() ||
+      !std::all_of(t["features"].begin(), t["features"].end(), [](const json &f) { return f.is_string(); }))
+    return bad("target.features");
+  const std::vector<std::string> features = t["features"].get<std::vector<std::string>>();
+  if (features != d.targetFeatures)
+    return makeError("target_features: description says " + featureList(d.targetFeatures) +
+                     ", library was compiled for " + featureList(features));
+  if (!t.contains("parallel") || !t["parallel"].is_boolean())
+    return bad("target.parallel");
+  if (t["parallel"].get<bool>() != d.parallel)
+    return makeError(std::string("parallel: description says ") + (d.parallel ? "true" : "false") +
+                     ", library was compiled for " + (d.parallel ? "false" : "true"));
+  for (const auto &[key, value] : extraTarget) {
+    if (!t.contains(key) || !t[key].is_string())
+      return makeError(key + ": the library's " + sym + " does not record it (a library for another backend?)");
+    if (t[key].get<std::string>() != value)
+      return makeError(key + ": description says " + value + ", library was compiled for " +
+                       t[key].get<std::string>());
+  }
+  if (t.size() != 3 + extraTarget.size())
+    return makeError("the library's " + sym + ": target: " + t.dump() +
+                     " holds fields this description does not have (a library for another backend?)");
+
+  // The functions.
+  if (!j.contains("functions") || !j["functions"].is_array())
+    return bad("functions");
+  std::vector<FunctionSignature> compiled;
+  for (size_t i = 0; i < j["functions"].size(); ++i) {
+    const std::string where = "functions[" + std::to_string(i) + "]";
+    if (Status st = checkKnownKeys(j["functions"][i], where,
+                                   {"name", "args", "results", "num_results", "writable", "in_place"});
+        !st)
+      return makeError("the library's " + sym + ": " + st.error());
+    FunctionSignature f;
+    if (Status st = compiledFunctionFromJson(j["functions"][i], where, f); !st)
+      return makeError("the library's " + sym + ": " + st.error());
+    compiled.push_back(std::move(f));
+  }
+  for (const FunctionSignature &f : d.functions) {
+    auto it = std::find_if(compiled.begin(), compiled.end(),
+                           [&](const FunctionSignature &c) { return c.name == f.name; });
+    if (it == compiled.end()) {
+      std::string known;
+      for (const FunctionSignature &c : compiled)
+        known += (known.empty() ? "@" : ", @") + c.name;
+      return makeError(f.name + ": the library has no such function (it was compiled with " +
+                       (known.empty() ? std::string("none") : known) + ")");
+    }
+    const FunctionSignature &c = *it;
+    auto kinds = [&](const char *what, const std::vector<ValueKind> &given,
+                     const std::vector<ValueKind> &built) -> Status {
+      if (given.size() != built.size())
+        return makeError(f.name + ": description says " + std::to_string(given.size()) + " " + what +
+                         "s, library was compiled for " + std::to_string(built.size()));
+      for (size_t i = 0; i < given.size(); ++i)
+        if (std::string field = kindDifference(given[i], built[i]); !field.empty())
+          return makeError(f.name + ": " + what + " " + std::to_string(i) + ": description says " +
+                           kindSpelling(given[i]) + ", library was compiled for " + kindSpelling(built[i]) + " (" +
+                           field + ")");
+      return Status::success();
+    };
+    if (Status st = kinds("argument", f.args, c.args); !st)
+      return st;
+    if (Status st = kinds("result", f.results, c.results); !st)
+      return st;
+    if (f.numResults != c.numResults)
+      return makeError(f.name + ": num_results: description says " + std::to_string(f.numResults) +
+                       ", library was compiled for " + std::to_string(c.numResults));
+    std::vector<int64_t> givenWritable = f.writableArgs, builtWritable = c.writableArgs;
+    std::sort(givenWritable.begin(), givenWritable.end());
+    std::sort(builtWritable.begin(), builtWritable.end());
+    if (givenWritable != builtWritable)
+      return makeError(f.name + ": writable arguments: description says " + indexList(f.writableArgs) +
+                       ", library was compiled for " + indexList(c.writableArgs));
+    auto key = [](const StateBinding &b) { return std::make_pair(b.result, b.arg); };
+    std::vector<std::pair<int64_t, int64_t>> givenInPlace, builtInPlace;
+    for (const StateBinding &b : f.inPlace)
+      givenInPlace.push_back(key(b));
+    for (const StateBinding &b : c.inPlace)
+      builtInPlace.push_back(key(b));
+    std::sort(givenInPlace.begin(), givenInPlace.end());
+    std::sort(builtInPlace.begin(), builtInPlace.end());
+    if (givenInPlace != builtInPlace)
+      return makeError(f.name + ": in-place results: description says " + bindingList(f.inPlace) +
+                       ", library was compiled for " + bindingList(c.inPlace));
+  }
+  return Status::success();
 }
 
 } // namespace dsa::runtime

@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dsa/Support/CheckedArithmetic.h"
+#include "dsa/Support/StrictJson.h"
 
 #include <algorithm>
 #include <fstream>
@@ -277,9 +278,15 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
                           ")");
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
+  // Duplicate and unknown keys are errors naming their path (dsa/Support/StrictJson.h).
+  dsa::Result<nlohmann::json> parsed = dsa::json::parseRejectingDuplicates(text.str());
+  if (!parsed)
+    return dsa::makeError(path + ": " + parsed.error());
+  const nlohmann::json j = parsed.take();
+  if (!j.is_object())
     return dsa::makeError(path + ": not a JSON object");
+  if (dsa::Status st = dsa::json::checkKnownKeys(j, "", {"format", "version", "n_layers", "layers"}); !st)
+    return dsa::makeError(path + ": " + st.error());
   if (!j.contains("format") || j["format"] != "dsa-golden-layers")
     return dsa::makeError(path + ": format: expected \"dsa-golden-layers\"");
   if (!j.contains("version") || j["version"] != 1)
@@ -294,6 +301,10 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
     const std::string where = path + ": layers[" + std::to_string(i) + "]";
     if (!lj.is_object() || !lj.contains("layer") || !lj["layer"].is_number_integer())
       return dsa::makeError(where + ".layer: missing or not an integer");
+    if (dsa::Status st = dsa::json::checkKnownKeys(lj, "layers[" + std::to_string(i) + "]",
+                                                   {"layer", "description", "function", "weights"});
+        !st)
+      return dsa::makeError(path + ": " + st.error());
     const int64_t l = lj["layer"].get<int64_t>();
     if (l < 0 || l >= nLayers || !seen.insert(l).second)
       return dsa::makeError(where + ".layer: " + std::to_string(l) + " is not a new layer of the golden's " +

@@ -40,6 +40,8 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <fstream>
+
+#include <dlfcn.h>
 #include <set>
 #include <sstream>
 
@@ -172,8 +174,77 @@ TEST_F(GPUStepLibraryTest, UndefinedSymbolsAreExactlyTheMgpuEntryPointsAndLibc) 
   EXPECT_EQ(undefined, expected);
   for (const std::string &name : mgpu)
     EXPECT_NE(dlsym(RTLD_DEFAULT, name.c_str()), nullptr) << name << " is not exported by this executable";
-  for (const char *name : {"_mlir_layer0", "dsa_cpu_fail_hook"})
-    EXPECT_TRUE(defined.count(name)) << name;
+  // It exports its entry points only (dsa/ABI/StepLibrary.h): no function body, dealloc_helper, module global or
+  // constructor of the gpu.binary's load/unload pair.
+  EXPECT_EQ(defined, (std::set<std::string>{"_mlir_layer0", "dsa_cpu_fail_hook", "dsa_step_library_signature"}));
+}
+
+/// The description against the library on the test double driver: its compiled-in signature (CPU and GPU fields)
+/// and its file's digest. Each open is an error naming the field, and nothing stays loaded: no module in the
+/// driver, the .so not in the process.
+TEST_F(GPUStepLibraryTest, ADescriptionThatDisagreesWithItsLibraryIsRefusedAndNothingStaysLoaded) {
+  std::shared_ptr<MgpuRuntime> rt = fakeRuntime();
+  ASSERT_TRUE(rt);
+  const std::string text = readText(jsonPath);
+  const std::string so = dir + "/window-layer.so";
+  const std::string bad = dir + "/disagreeing.json";
+  auto isLoaded = [](const std::string &path) {
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (handle)
+      dlclose(handle);
+    return handle != nullptr;
+  };
+  auto replacedOnce = [](std::string t, const std::string &from, const std::string &to) {
+    const size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos)
+      t.replace(at, from.size(), to);
+    return t;
+  };
+  const std::string digestKey = "\"library_sha256\": \"";
+  const size_t at = text.find(digestKey);
+  ASSERT_NE(at, std::string::npos);
+  const std::string digest = text.substr(at + digestKey.size(), 64);
+  struct Case {
+    std::string from, to, error;
+  } cases[] = {
+      // args[2] is the ring, tensor<8x32xbf16>.
+      {"\"shape\": [\n            8,\n            32\n          ],\n          \"type\": \"tensor<8x32xbf16>\"",
+       "\"shape\": [8, 16], \"type\": \"tensor<8x16xbf16>\"",
+       "layer0: argument 2: description says tensor<8x16xbf16>, library was compiled for tensor<8x32xbf16> "
+       "(dimension 1)"},
+      // sm_90a passes the device check (the test double is an sm_90); the library was compiled for sm_90.
+      {"\"chip\": \"sm_90\"", "\"chip\": \"sm_90a\"", "chip: description says sm_90a, library was compiled for sm_90"},
+      {"\"binary_format\": \"bin\"", "\"binary_format\": \"fatbin\"",
+       "binary_format: description says fatbin, library was compiled for bin"},
+      {"\"name\": \"layer0\"", "\"name\": \"layer1\"", "layer1: the library has no such function"},
+      {digestKey + digest, digestKey + std::string(64, '0'),
+       "'" + so + "' has SHA-256 " + digest + ", the description records " + std::string(64, '0')},
+      {"\"backend\": \"cuda\"", "\"backend\": \"cuda\", \"device\": 0", "device: unknown key"},
+  };
+  for (const Case &c : cases) {
+    std::string changed = replacedOnce(text, c.from, c.to);
+    if (c.to.find("layer1") != std::string::npos)
+      changed = replacedOnce(changed, "\"symbol\": \"_mlir_layer0\"", "\"symbol\": \"_mlir_layer1\"");
+    std::ofstream(bad, std::ios::trunc) << changed;
+    Result<std::unique_ptr<GpuStepLibrary>> lib = GpuStepLibrary::open(rt, bad);
+    ASSERT_FALSE(lib.ok()) << c.to;
+    EXPECT_TRUE(contains(lib.error(), c.error)) << lib.error();
+    EXPECT_EQ(FakeDriver::loadedModules(), 0) << c.to;
+    EXPECT_FALSE(isLoaded(so)) << c.to;
+  }
+  // A truncated copy of the .so: refused at its digest, before the dynamic loader maps it.
+  const std::string bytes = readText(so);
+  const std::string truncated = dir + "/truncated.so";
+  std::ofstream(truncated, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(bad, std::ios::trunc) << replacedOnce(text, "\"library\": \"window-layer.so\"",
+                                                      "\"library\": \"truncated.so\"");
+  Result<std::unique_ptr<GpuStepLibrary>> lib = GpuStepLibrary::open(rt, bad);
+  ASSERT_FALSE(lib.ok());
+  EXPECT_TRUE(contains(lib.error(), "'" + truncated + "' has SHA-256 ")) << lib.error();
+  EXPECT_TRUE(contains(lib.error(), "the description records " + digest)) << lib.error();
+  EXPECT_FALSE(isLoaded(truncated));
+  EXPECT_EQ(FakeDriver::loadedModules(), 0);
 }
 
 TEST_F(GPUStepLibraryTest, PtxFormatLoadsThroughTheJitEntryPoint) {

@@ -26,6 +26,7 @@ namespace {
 GpuStepLibraryDescription sampleDescription() {
   GpuStepLibraryDescription d;
   d.base.library = "l0.so";
+  d.base.librarySha256 = std::string(64, 'c');
   d.base.targetCpu = "x86-64";
   runtime::FunctionSignature f;
   f.name = "layer0";
@@ -92,6 +93,12 @@ TEST(GpuStepDescription, ErrorsNameTheField) {
       {"\"binary_format\": \"bin\"", "\"binary_format\": \"elf\"", "binary_format: expected \"bin\", \"isa\""},
       {"\"parallel\": false", "\"parallel\": true", "parallel: a GPU step library has no OpenMP"},
       {"\"element\": \"i64\"", "\"element\": \"f16\"", "functions[0].args[1].element: unknown element type 'f16'"},
+      // Unknown and duplicate keys, in the GPU fields and in the CPU ones, are errors naming their path.
+      {"\"chip\": \"sm_90\"", "\"chip\": \"sm_90\", \"chips\": \"sm_80\"", "chips: unknown key"},
+      {"\"chip\": \"sm_90\"", "\"chip\": \"sm_90\", \"chip\": \"sm_80\"", "chip: duplicate key"},
+      {"\"num_results\": 2", "\"num_results\": 2, \"num_result\": 2", "functions[0].num_result: unknown key"},
+      {"\"version\": 5", "\"version\": 4", "version: 4 is an old step description"},
+      {"\"library_sha256\": \"", "\"library_sha256\": \"0", "library_sha256: missing or not a SHA-256"},
   };
   for (const Case &c : cases) {
     Result<GpuStepLibraryDescription> d = parseGpuStepLibrary(replaced(good, c.from, c.to));

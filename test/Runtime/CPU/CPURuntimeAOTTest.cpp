@@ -32,9 +32,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
+#include <set>
+#include <sstream>
+
+#include <dlfcn.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -687,6 +693,186 @@ TEST_F(CPURuntimeAOTTest, ALibraryForACpuThisHostLacksIsRefusedBeforeItIsLoaded)
   ASSERT_TRUE(std::ifstream(so).good()) << so;
   std::ofstream(so, std::ios::trunc) << "not a shared object";
   expectRefused("with the shared object replaced");
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// The description against the library (docs/robustness.md class 2): its compiled-in signature, its file's digest
+//===----------------------------------------------------------------------------------------------------------===//
+
+/// Whether the shared object at `path` is loaded in this process.
+bool isLoaded(const std::string &path) {
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (handle)
+    dlclose(handle);
+  return handle != nullptr;
+}
+
+std::string readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Each field of a real library's description changed on its own (the description pointing at the library by its
+/// absolute path), a wrong digest, a truncated, emptied or damaged copy of the .so, an unknown key and a duplicate
+/// key: each open is an error naming the function, argument and field (or the file and both digests, or the key's
+/// path), and the library is not left loaded. A truncated .so used to die in the dynamic loader (SIGBUS).
+TEST_F(CPURuntimeAOTTest, ADescriptionThatDisagreesWithItsLibraryIsRefusedAndNothingStaysLoaded) {
+  build(tinyLayer(2), 47, nullptr, "", /*load=*/false);
+  const std::string dir = jsonPath.substr(0, jsonPath.find_last_of('/'));
+  nlohmann::json good = nlohmann::json::parse(readBytes(jsonPath));
+  const std::string so = dir + "/" + good["library"].get<std::string>();
+  const std::string digest = good["library_sha256"].get<std::string>();
+  good["library"] = so;
+  ASSERT_FALSE(isLoaded(so));
+  const std::string bad = dir + "/disagreeing.json";
+  auto open = [&](const std::string &text) {
+    std::ofstream(bad, std::ios::trunc) << text;
+    return cpu::CPUStepLibrary::open(bad);
+  };
+  {
+    auto lib = open(good.dump(2));
+    ASSERT_TRUE(lib.ok()) << lib.error();
+    EXPECT_TRUE(isLoaded(so));
+  }
+  ASSERT_FALSE(isLoaded(so)) << "closed with its object";
+
+  // The arguments a case changes: a read-only weight of static shape, and the first writable cache.
+  const nlohmann::json &f = good["functions"][0];
+  std::set<int64_t> special = {f["step"]["x"].get<int64_t>(), f["step"]["start_pos"].get<int64_t>()};
+  for (const nlohmann::json &s : f["state"])
+    special.insert(s["arg"].get<int64_t>());
+  for (const nlohmann::json &w : f["writable"])
+    special.insert(w.get<int64_t>());
+  int64_t weight = -1;
+  for (size_t a = 0; a < f["args"].size() && weight < 0; ++a) {
+    const nlohmann::json &shape = f["args"][a]["shape"];
+    if (!special.count(static_cast<int64_t>(a)) && shape.is_array() && !shape.empty() &&
+        std::all_of(shape.begin(), shape.end(), [](const nlohmann::json &d) { return d.get<int64_t>() >= 0; }))
+      weight = static_cast<int64_t>(a);
+  }
+  ASSERT_GE(weight, 0);
+  ASSERT_FALSE(f["writable"].empty()) << "a compressed kv source updates its caches in place";
+  ASSERT_FALSE(f["in_place"].empty());
+  ASSERT_GE(good["target_features"].size(), 1u);
+  const int64_t cache = f["writable"][0].get<int64_t>();
+  const nlohmann::json weightKind = f["args"][weight];
+  const std::string w = std::to_string(weight);
+  const std::string weightType = weightKind["type"].get<std::string>();
+  auto arg = [&](nlohmann::json &d) -> nlohmann::json & {
+    nlohmann::json &a = d["functions"][0]["args"][weight];
+    a.erase("type"); // optional; when given it must spell element and shape
+    return a;
+  };
+  const std::string otherElement = weightKind["element"] == "bf16" ? "f32" : "bf16";
+  std::vector<int64_t> grown = weightKind["shape"].get<std::vector<int64_t>>();
+  grown[0] += 1;
+
+  struct Case {
+    std::string what;
+    std::function<void(nlohmann::json &)> change;
+    std::vector<std::string> errors;
+  } cases[] = {
+      {"rank", [&](nlohmann::json &d) { arg(d)["shape"].push_back(1); },
+       {name + ": argument " + w + ": description says ", ", library was compiled for " + weightType + " (rank)"}},
+      {"element type", [&](nlohmann::json &d) { arg(d)["element"] = otherElement; },
+       {name + ": argument " + w + ": description says ", weightType + " (element type)"}},
+      {"static dimension", [&](nlohmann::json &d) { arg(d)["shape"] = grown; },
+       {name + ": argument " + w + ": description says ", weightType + " (dimension 0)"}},
+      {"in-place set", [&](nlohmann::json &d) { d["functions"][0]["in_place"].erase(0); },
+       {name + ": in-place results: description says [", "], library was compiled for [arg "}},
+      {"writable set",
+       [&](nlohmann::json &d) {
+         nlohmann::json &wr = d["functions"][0]["writable"];
+         wr.erase(0);
+       },
+       {name + ": writable arguments: description says [", "library was compiled for [" + std::to_string(cache)}},
+      {"target features", [&](nlohmann::json &d) { d["target_features"].erase(0); },
+       {"target_features: description says [", "], library was compiled for ["}},
+      {"target cpu", [&](nlohmann::json &d) { d["target_cpu"] = "x86-64"; },
+       {"target_cpu: description says x86-64, library was compiled for "}},
+      {"abi version", [&](nlohmann::json &d) { d["abi_version"] = 2; },
+       {"abi_version: 2, this runtime calls step libraries of ABI version 1"}},
+      {"function missing",
+       [&](nlohmann::json &d) {
+         d["functions"][0]["name"] = "attention_L99";
+         d["functions"][0]["symbol"] = "_mlir_attention_L99";
+       },
+       {"attention_L99: the library has no such function (it was compiled with @" + name + ")"}},
+      {"digest", [&](nlohmann::json &d) { d["library_sha256"] = std::string(64, '0'); },
+       {"'" + so + "' has SHA-256 " + digest + ", the description records " + std::string(64, '0')}},
+      {"unknown key", [&](nlohmann::json &d) { d["functions"][0]["args"][0]["sahpe"] = nlohmann::json::array(); },
+       {"functions[0].args[0].sahpe: unknown key (expected one of: type, element, shape)"}},
+      {"unknown top-level key", [&](nlohmann::json &d) { d["signature"] = "trust me"; },
+       {"signature: unknown key (expected one of: format, version, "}},
+  };
+  for (const Case &c : cases) {
+    nlohmann::json d = good;
+    c.change(d);
+    auto lib = open(d.dump(2));
+    ASSERT_FALSE(lib.ok()) << c.what;
+    for (const std::string &e : c.errors)
+      EXPECT_NE(lib.error().find(e), std::string::npos) << c.what << ": " << lib.error();
+    EXPECT_FALSE(isLoaded(so)) << c.what;
+  }
+  // A duplicate key (the text, not the parsed object, holds it twice).
+  std::string twice = good.dump(2);
+  const std::string key = "\"num_results\": ";
+  const size_t at = twice.find(key);
+  ASSERT_NE(at, std::string::npos);
+  twice.insert(at, key + "1, ");
+  auto dup = open(twice);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.error().find("functions[0].num_results: duplicate key"), std::string::npos) << dup.error();
+  EXPECT_FALSE(isLoaded(so));
+
+  // Copies of the .so truncated to half, emptied, and with one byte flipped: the digest's check refuses each
+  // before the dynamic loader sees it.
+  const std::string bytes = readBytes(so);
+  ASSERT_GT(bytes.size(), 4096u);
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x40);
+  for (const auto &[what, content] : std::vector<std::pair<std::string, std::string>>{
+           {"truncated", bytes.substr(0, bytes.size() / 2)}, {"empty", ""}, {"damaged", flipped}}) {
+    const std::string copy = dir + "/" + what + ".so";
+    std::ofstream(copy, std::ios::binary | std::ios::trunc) << content;
+    nlohmann::json d = good;
+    d["library"] = copy;
+    auto lib = open(d.dump(2));
+    ASSERT_FALSE(lib.ok()) << what;
+    EXPECT_NE(lib.error().find("step library: '" + copy + "' has SHA-256 "), std::string::npos) << lib.error();
+    EXPECT_NE(lib.error().find(", the description records " + digest), std::string::npos) << lib.error();
+    EXPECT_FALSE(isLoaded(copy)) << what;
+  }
+
+  // Opened as described, every buffer a call passes is checked against the verified signature: an in-place
+  // buffer of the wrong shape or element type for the writable cache is an error naming the argument.
+  auto lib = open(good.dump(2));
+  ASSERT_TRUE(lib.ok()) << lib.error();
+  const runtime::FunctionSignature &sig = *(*lib)->signature(name);
+  std::vector<runtime::HostValue> args;
+  for (const runtime::ValueKind &k : sig.args) {
+    std::vector<int64_t> shape = k.shape;
+    for (int64_t &dim : shape)
+      dim = dim < 0 ? 1 : dim;
+    args.push_back(k.isTensor ? Tensor(k.elem, shape) : Tensor::scalarI64(0));
+  }
+  const runtime::ValueKind &ck = sig.args[static_cast<size_t>(cache)];
+  std::vector<int64_t> wrongShape = ck.shape;
+  wrongShape[0] += 1;
+  args[static_cast<size_t>(cache)] =
+      runtime::HostValue::inPlace(runtime::HostBuffer::mutableFromTensor(Tensor(ck.elem, wrongShape)));
+  auto shape = (*lib)->runValues(name, args);
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.error().find("argument #" + std::to_string(cache) + " has shape "), std::string::npos)
+      << shape.error();
+  args[static_cast<size_t>(cache)] = runtime::HostValue::inPlace(runtime::HostBuffer::mutableFromTensor(
+      Tensor(ck.elem == ElementType::BF16 ? ElementType::F32 : ElementType::BF16, ck.shape)));
+  auto type = (*lib)->runValues(name, args);
+  ASSERT_FALSE(type.ok());
+  EXPECT_NE(type.error().find("argument #" + std::to_string(cache) + " has element type "), std::string::npos)
+      << type.error();
 }
 
 //===----------------------------------------------------------------------------------------------------------===//

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -26,6 +27,15 @@ using dsa::ElementType;
 using dsa::Tensor;
 
 namespace {
+
+/// The top-level fields of a version-5 step description up to `"functions": [` (a digest of no real file: these
+/// descriptions are parsed, or opened only up to a check that comes before the digest's).
+std::string v5Head(const std::string &library = "l.so", const std::string &cpu = "x86-64",
+                   const std::string &features = "[]") {
+  return R"({"format": "dsa-cpu-step-library", "version": 5, "library": ")" + library +
+         R"(", "library_sha256": ")" + std::string(64, 'a') + R"(", "abi_version": 1, "target_cpu": ")" + cpu +
+         R"(", "target_features": )" + features + R"(, "parallel": false, "functions": [)";
+}
 
 /// @scale(x: tensor<?x2xbf16>, n: i64) -> (tensor<?x2xf32>, i64): y = f32(x) * [2, -1] per row, n + rows;
 /// n < 0 fails check 6 (after producing its results, as compiled code does).
@@ -113,6 +123,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   d.targetCpu = "znver4";
   d.targetFeatures = {"avx2", "avx512f", "fma"};
   d.parallel = true;
+  d.librarySha256 = std::string(64, 'a');
   runtime::FunctionSignature sig = scaleSignature();
   sig.results.push_back(runtime::ValueKind{true, ElementType::I32, {-1, -1}, "tensor<?x?xi32>"});
   sig.probeNames = {"L0.sa_topk_idxs"};
@@ -129,7 +140,9 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   EXPECT_EQ(back->library, "l0.so");
   EXPECT_EQ(back->targetCpu, "znver4");
   EXPECT_EQ(back->targetFeatures, (std::vector<std::string>{"avx2", "avx512f", "fma"}));
-  EXPECT_NE(text.find("\"version\": 4"), std::string::npos);
+  EXPECT_NE(text.find("\"version\": 5"), std::string::npos);
+  EXPECT_EQ(back->librarySha256, std::string(64, 'a'));
+  EXPECT_EQ(back->abiVersion, 1);
   EXPECT_TRUE(back->parallel);
   ASSERT_EQ(back->functions.size(), 1u);
   const runtime::FunctionSignature &f = back->functions[0];
@@ -162,23 +175,32 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
     ASSERT_FALSE(r.ok()) << needle;
     EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
   };
-  expectError("[1, 2", "not a JSON object");
+  expectError("[1, 2", "step description: malformed JSON at byte 6");
+  expectError("[1, 2]", "step description: not a JSON object");
   expectError(R"({"format": "other", "version": 1})", "format: expected \"dsa-cpu-step-library\"");
-  expectError(R"({"format": "dsa-cpu-step-library", "version": 5})", "version: expected 1 .. 4");
-  const std::string head = R"({"format": "dsa-cpu-step-library", "version": 1, "library": "l.so", "functions": [)";
+  expectError(R"({"format": "dsa-cpu-step-library", "version": 6})",
+              "version: 6 is not a step description version this runtime reads (5)");
+  // Before version 5 a description recorded no digest and its library no signature: refused, saying why.
+  for (int old : {1, 2, 3, 4})
+    expectError(R"({"format": "dsa-cpu-step-library", "version": )" + std::to_string(old) + R"(, "library": "l.so", "functions": []})",
+                "version: " + std::to_string(old) + " is an old step description (before version 5 it records "
+                "neither the library file's SHA-256 nor its ABI version");
+  const std::string head = v5Head();
+  const std::string none = R"(, "writable": [], "in_place": [])";
   expectError(head + R"({"name": "f", "args": [{"element": "f16", "shape": [2]}], "results": [], "num_results": 0}]})",
               "functions[0].args[0].element: unknown element type 'f16'");
   expectError(head + R"({"name": "f", "args": [{"element": "f32", "shape": [-2]}], "results": [], "num_results": 0}]})",
               "functions[0].args[0].shape[0]: expected an integer >= -1");
   expectError(head + R"({"name": "f", "args": [{"element": "bf16", "shape": null}], "results": [], "num_results": 0}]})",
               "functions[0].args[0].element: a bf16 scalar cannot be passed");
-  expectError(head + R"({"name": "f", "args": [], "results": [{"element": "f32", "shape": []}], "num_results": 0}]})",
+  expectError(head + R"({"name": "f", "args": [], "results": [{"element": "f32", "shape": []}], "num_results": 0)" + none + "}]}",
               "functions[0]: num_results (0) + probes (0) != results (1)");
-  expectError(head + R"({"name": "f", "args": [], "results": [], "num_results": 0, "state": [{"arg": 0, "result": 0}]}]})",
+  expectError(head + R"({"name": "f", "args": [], "results": [], "num_results": 0, "state": [{"arg": 0, "result": 0}])" + none + "}]}",
               "functions[0].state[0]: arg 0 / result 0 out of range");
-  // Version 2: state init and the step roles, each bad field named.
-  const std::string head2 = R"({"format": "dsa-cpu-step-library", "version": 2, "library": "l.so", "functions": [)";
-  const std::string fn = R"({"name": "f", "args": [{"element": "bf16", "shape": [-1, 2]}, {"element": "i64", "shape": null}, {"element": "f32", "shape": [3]}], "results": [{"element": "bf16", "shape": [-1, 2]}, {"element": "f32", "shape": [3]}], "num_results": 2)";
+  // State init and the step roles, each bad field named.
+  const std::string head2 = head;
+  const std::string fnBase = R"({"name": "f", "args": [{"element": "bf16", "shape": [-1, 2]}, {"element": "i64", "shape": null}, {"element": "f32", "shape": [3]}], "results": [{"element": "bf16", "shape": [-1, 2]}, {"element": "f32", "shape": [3]}], "num_results": 2)";
+  const std::string fn = fnBase + none;
   auto withStep = [&](const std::string &step) { return head2 + fn + R"(, "step": )" + step + "}]}"; };
   auto good = runtime::parseStepLibrary(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null})"));
   ASSERT_TRUE(good.ok()) << good.error();
@@ -190,7 +212,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   expectError(withStep(R"({"x": 1, "start_pos": 1, "output": 0})"),
               "functions[0].step.x: argument #1 (i64) is not a tensor of token rows");
   expectError(withStep(R"({"x": 0, "start_pos": 2, "output": 0})"),
-              "functions[0].step.start_pos: argument #2 (f32) is not an i64 scalar");
+              "functions[0].step.start_pos: argument #2 (tensor<3xf32>) is not an i64 scalar");
   expectError(withStep(R"({"x": 0, "start_pos": 1, "output": 2})"),
               "functions[0].step.output: 2 is not one of the function's 2 results");
   expectError(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "max_seq_len": 0})"),
@@ -199,10 +221,10 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
               "functions[0].step.shared[0]: arg 2 / result 5 out of range");
   expectError(head2 + fn + R"(, "state": [{"arg": 2, "result": 1, "init": "ones"}]}]})",
               "functions[0].state[0].init: expected \"zeros\" or \"-inf\"");
-  expectError(head + fn + R"(, "step": {"x": 0, "start_pos": 1, "output": 0}}]})", "functions[0].step: needs version 2");
-  // Version 3: writable arguments and in-place results.
+  // Writable arguments and in-place results.
   runtime::StepLibraryDescription d3;
   d3.library = "b.so";
+  d3.librarySha256 = std::string(64, '0');
   d3.functions = {bumpSignature()};
   auto back3 = runtime::parseStepLibrary(runtime::describeStepLibrary(d3));
   ASSERT_TRUE(back3.ok()) << back3.error();
@@ -210,13 +232,13 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   ASSERT_EQ(back3->functions[0].inPlace.size(), 2u);
   EXPECT_EQ(back3->functions[0].inPlace[1].arg, 0);
   EXPECT_EQ(back3->functions[0].inPlace[1].result, 2);
-  const std::string head3 = R"({"format": "dsa-cpu-step-library", "version": 3, "library": "l.so", "functions": [)";
-  expectError(head2 + fn + R"(, "writable": [2]}]})", "functions[0].writable: needs version 3");
-  expectError(head2 + fn + R"(, "in_place": []}]})", "functions[0].in_place: needs version 3");
-  expectError(head3 + fn + R"(, "writable": [1]}]})", "functions[0].writable: 1 is not one of the function's tensor arguments");
-  expectError(head3 + fn + R"(, "in_place": [{"arg": 2, "result": 9}]}]})", "functions[0].in_place[0]: arg 2 / result 9 out of range");
-  expectError(head3 + fn + R"(, "in_place": [{"arg": 2, "result": 0}]}]})",
-              "functions[0].in_place[0]: argument #2 (f32) cannot be result #0 (bf16)");
+  const std::string head3 = head;
+  expectError(head3 + fnBase + R"(, "in_place": []}]})", "functions[0].writable: missing or not an array");
+  expectError(head3 + fnBase + R"(, "writable": []}]})", "functions[0].in_place: missing or not an array");
+  expectError(head3 + fnBase + R"(, "in_place": [], "writable": [1]}]})", "functions[0].writable: 1 is not one of the function's tensor arguments");
+  expectError(head3 + fnBase + R"(, "writable": [], "in_place": [{"arg": 2, "result": 9}]}]})", "functions[0].in_place[0]: arg 2 / result 9 out of range");
+  expectError(head3 + fnBase + R"(, "writable": [], "in_place": [{"arg": 2, "result": 0}]}]})",
+              "functions[0].in_place[0]: argument #2 (tensor<3xf32>) cannot be result #0 (tensor<?x2xbf16>)");
 }
 
 /// @bump(c: tensor<4xf32> {writable}, i: i64) -> (tensor<4xf32> = c in place, i64, tensor<4xf32> = c in place):
@@ -366,26 +388,17 @@ TEST(CPURuntime, ValueSequenceKeepsStateResident) {
   EXPECT_NE(negative.error().find("position -1 is negative"), std::string::npos) << negative.error();
 }
 
-TEST(CPURuntime, TargetFeaturesNeedVersion4AndAreNames) {
+TEST(CPURuntime, TargetFeaturesAreNames) {
   auto expectError = [](const std::string &json, const std::string &needle) {
     auto r = runtime::parseStepLibrary(json);
     ASSERT_FALSE(r.ok()) << needle;
     EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
   };
-  expectError(R"({"format": "dsa-cpu-step-library", "version": 3, "library": "l.so", "target_features": [],
-                  "functions": []})",
-              "target_features: needs version 4");
-  expectError(R"({"format": "dsa-cpu-step-library", "version": 4, "library": "l.so", "target_features": "avx2",
-                  "functions": []})",
-              "target_features: expected an array of feature names");
-  expectError(R"({"format": "dsa-cpu-step-library", "version": 4, "library": "l.so", "target_features": [2],
-                  "functions": []})",
-              "target_features: expected an array of feature names, got 2");
-  // Version 3 (no features: nothing to check) still reads.
-  auto v3 = runtime::parseStepLibrary(R"({"format": "dsa-cpu-step-library", "version": 3, "library": "l.so",
-                                      "target_cpu": "x86-64", "functions": []})");
-  ASSERT_TRUE(v3.ok()) << v3.error();
-  EXPECT_TRUE(v3->targetFeatures.empty());
+  expectError(v5Head("l.so", "x86-64", R"("avx2")") + "]}", "target_features: missing or not an array of feature names");
+  expectError(v5Head("l.so", "x86-64", "[2]") + "]}", "target_features: expected an array of feature names, got 2");
+  auto none = runtime::parseStepLibrary(v5Head() + "]}");
+  ASSERT_TRUE(none.ok()) << none.error();
+  EXPECT_TRUE(none->targetFeatures.empty());
 }
 
 TEST(CPURuntime, HostFeaturesAreKnownSortedAndIncludeTheBaseline) {
@@ -409,9 +422,7 @@ TEST(CPURuntime, HostFeaturesAreKnownSortedAndIncludeTheBaseline) {
 // amx-tile (Intel, 2023 on), so every host lacks at least one of them.
 TEST(CPURuntime, OpenRefusesALibraryForFeaturesThisHostLacksBeforeLoadingIt) {
   const std::string path = ::testing::TempDir() + "dsa-cpu-runtime-features.json";
-  std::ofstream(path) << R"({"format": "dsa-cpu-step-library", "version": 4, "library": "l0.so",
-                            "target_cpu": "imaginary", "target_features": ["sse2", "xop", "amx-tile"],
-                            "functions": []})";
+  std::ofstream(path) << v5Head("l0.so", "imaginary", R"(["sse2", "xop", "amx-tile"])") + "]}";
   auto r = cpu::CPUStepLibrary::open(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find(path + ": step library l0.so was built for imaginary; this host lacks "),
@@ -426,9 +437,7 @@ TEST(CPURuntime, OpenRefusesALibraryForFeaturesThisHostLacksBeforeLoadingIt) {
   EXPECT_EQ(r.error().find("cannot load"), std::string::npos) << r.error();
 
   // A feature the runtime cannot detect is named as such (not silently accepted).
-  std::ofstream(path) << R"({"format": "dsa-cpu-step-library", "version": 4, "library": "l0.so",
-                            "target_cpu": "future", "target_features": ["sse2", "quantum-tile"],
-                            "functions": []})";
+  std::ofstream(path) << v5Head("l0.so", "future", R"(["sse2", "quantum-tile"])") + "]}";
   auto unknown = cpu::CPUStepLibrary::open(path);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().find("step library l0.so was built for future; it requires quantum-tile, which this "
@@ -436,13 +445,13 @@ TEST(CPURuntime, OpenRefusesALibraryForFeaturesThisHostLacksBeforeLoadingIt) {
             std::string::npos)
       << unknown.error();
 
-  // Features this host has pass the check; then the (missing) library is what fails.
-  std::ofstream(path) << R"({"format": "dsa-cpu-step-library", "version": 4, "library": "no-such.so",
-                            "target_cpu": "x86-64", "target_features": ["cmov", "cx8", "sse", "sse2"],
-                            "functions": []})";
+  // Features this host has pass the check; then the (missing) library is what fails, at its digest's check.
+  std::ofstream(path) << v5Head("no-such.so", "x86-64", R"(["cmov", "cx8", "sse", "sse2"])") + "]}";
   auto present = cpu::CPUStepLibrary::open(path);
   ASSERT_FALSE(present.ok());
-  EXPECT_NE(present.error().find("cannot load step library"), std::string::npos) << present.error();
+  EXPECT_NE(present.error().find("step library: cannot read '" + ::testing::TempDir() + "no-such.so'"),
+            std::string::npos)
+      << present.error();
 }
 
 TEST(CPURuntime, OpenReportsMissingFilesAndLibraries) {
@@ -450,10 +459,10 @@ TEST(CPURuntime, OpenReportsMissingFilesAndLibraries) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("cannot read step description '/nonexistent/step.json'"), std::string::npos);
   const std::string path = ::testing::TempDir() + "dsa-cpu-runtime-test.json";
-  std::ofstream(path) << R"({"format": "dsa-cpu-step-library", "version": 1, "library": "no-such.so", "functions": []})";
+  std::ofstream(path) << v5Head("no-such.so") + "]}";
   auto noLib = cpu::CPUStepLibrary::open(path);
   ASSERT_FALSE(noLib.ok());
-  EXPECT_NE(noLib.error().find("cannot load step library"), std::string::npos) << noLib.error();
+  EXPECT_NE(noLib.error().find("step library: cannot read"), std::string::npos) << noLib.error();
   EXPECT_NE(noLib.error().find("no-such.so"), std::string::npos) << noLib.error();
 }
 
@@ -805,3 +814,165 @@ TEST(CPURuntime, SequenceThreadsSharedSlots) {
 }
 
 } // namespace
+
+namespace {
+
+/// A description of one function with every field the compiled signature holds: @cache(x: tensor<?x2xbf16>,
+/// sp: i64, c: tensor<8x2xbf16> {writable}) -> (tensor<?x2xbf16>, tensor<8x2xbf16> = c in place).
+runtime::StepLibraryDescription signedDescription() {
+  runtime::StepLibraryDescription d;
+  d.library = "l0.so";
+  d.librarySha256 = std::string(64, 'b');
+  d.targetCpu = "x86-64-v3";
+  d.targetFeatures = {"avx", "avx2", "fma"};
+  runtime::FunctionSignature f;
+  f.name = "cache";
+  const runtime::ValueKind x{true, ElementType::BF16, {-1, 2}, "tensor<?x2xbf16>"};
+  const runtime::ValueKind c{true, ElementType::BF16, {8, 2}, "tensor<8x2xbf16>"};
+  f.args = {x, runtime::ValueKind{false, ElementType::I64, {}, "i64"}, c};
+  f.results = {x, c};
+  f.numResults = 2;
+  f.writableArgs = {2};
+  f.inPlace = {{2, 1}};
+  d.functions = {f};
+  return d;
+}
+
+} // namespace
+
+// The library's compiled signature against the description, field by field: each disagreement is an error naming
+// the function, the argument or result and the field, with both values. The compiled text is what the emitter
+// embeds for the unchanged description; each case changes one field of the description the loader compares it with.
+TEST(CPURuntime, CompiledSignatureDisagreementsNameFunctionArgumentAndField) {
+  const runtime::StepLibraryDescription good = signedDescription();
+  const std::string compiled = runtime::compiledSignatureText(good);
+  ASSERT_TRUE(runtime::checkCompiledSignature(good, {}, compiled.c_str()).ok());
+  struct Case {
+    const char *what;
+    std::function<void(runtime::StepLibraryDescription &)> change;
+    std::string error;
+  } cases[] = {
+      {"rank", [](auto &d) { d.functions[0].args[2].shape = {8, 2, 1}; },
+       "cache: argument 2: description says tensor<8x2x1xbf16>, library was compiled for tensor<8x2xbf16> (rank)"},
+      {"element type", [](auto &d) { d.functions[0].args[2].elem = ElementType::F32; },
+       "cache: argument 2: description says tensor<8x2xf32>, library was compiled for tensor<8x2xbf16> (element "
+       "type)"},
+      {"static dimension", [](auto &d) { d.functions[0].args[2].shape = {8, 3}; },
+       "cache: argument 2: description says tensor<8x3xbf16>, library was compiled for tensor<8x2xbf16> "
+       "(dimension 1)"},
+      {"dynamic for static", [](auto &d) { d.functions[0].args[2].shape = {-1, 2}; },
+       "cache: argument 2: description says tensor<?x2xbf16>, library was compiled for tensor<8x2xbf16> "
+       "(dimension 0)"},
+      {"scalar for tensor", [](auto &d) { d.functions[0].args[0] = runtime::ValueKind{false, ElementType::I64, {}, "i64"}; },
+       "cache: argument 0: description says i64, library was compiled for tensor<?x2xbf16>"},
+      {"result", [](auto &d) { d.functions[0].results[0].shape = {-1, 4}; },
+       "cache: result 0: description says tensor<?x4xbf16>, library was compiled for tensor<?x2xbf16> (dimension 1)"},
+      {"argument count", [](auto &d) { d.functions[0].args.pop_back(); },
+       "cache: description says 2 arguments, library was compiled for 3"},
+      {"num_results", [](auto &d) { d.functions[0].numResults = 1; },
+       "cache: num_results: description says 1, library was compiled for 2"},
+      {"writable set", [](auto &d) { d.functions[0].writableArgs = {}; },
+       "cache: writable arguments: description says [], library was compiled for [2]"},
+      {"in-place set", [](auto &d) { d.functions[0].inPlace = {}; },
+       "cache: in-place results: description says [], library was compiled for [arg 2 -> result 1]"},
+      {"target features", [](auto &d) { d.targetFeatures = {"avx", "fma"}; },
+       "target_features: description says [avx, fma], library was compiled for [avx, avx2, fma]"},
+      {"target cpu", [](auto &d) { d.targetCpu = "znver4"; },
+       "target_cpu: description says znver4, library was compiled for x86-64-v3"},
+      {"parallel", [](auto &d) { d.parallel = true; }, "parallel: description says true, library was compiled for false"},
+      {"abi version", [](auto &d) { d.abiVersion = 2; }, "abi_version: description says 2, library was compiled for 1"},
+      {"function missing", [](auto &d) { d.functions[0].name = "cache2"; },
+       "cache2: the library has no such function (it was compiled with @cache)"},
+  };
+  for (const Case &c : cases) {
+    runtime::StepLibraryDescription d = good;
+    c.change(d);
+    ::dsa::Status st = runtime::checkCompiledSignature(d, {}, compiled.c_str());
+    ASSERT_FALSE(st.ok()) << c.what;
+    EXPECT_NE(st.error().find(c.error), std::string::npos) << c.what << ": " << st.error();
+  }
+  // A backend's extra target fields (a GPU library's chip) are compared too, and must be recorded.
+  const std::string gpu = runtime::compiledSignatureText(good, {{"chip", "sm_90"}});
+  EXPECT_TRUE(runtime::checkCompiledSignature(good, {{"chip", "sm_90"}}, gpu.c_str()).ok());
+  ::dsa::Status chip = runtime::checkCompiledSignature(good, {{"chip", "sm_80"}}, gpu.c_str());
+  ASSERT_FALSE(chip.ok());
+  EXPECT_NE(chip.error().find("chip: description says sm_80, library was compiled for sm_90"), std::string::npos)
+      << chip.error();
+  ::dsa::Status unrecorded = runtime::checkCompiledSignature(good, {{"chip", "sm_90"}}, compiled.c_str());
+  ASSERT_FALSE(unrecorded.ok());
+  EXPECT_NE(unrecorded.error().find("chip: the library's dsa_step_library_signature does not record it"),
+            std::string::npos)
+      << unrecorded.error();
+  ::dsa::Status extra = runtime::checkCompiledSignature(good, {}, gpu.c_str());
+  ASSERT_FALSE(extra.ok());
+  EXPECT_NE(extra.error().find("holds fields this description does not have"), std::string::npos) << extra.error();
+}
+
+TEST(CPURuntime, CompiledSignatureOfAnotherAbiOrMissingOrMalformedIsAnError) {
+  const runtime::StepLibraryDescription good = signedDescription();
+  auto expectError = [&](const char *text, const std::string &needle) {
+    ::dsa::Status st = runtime::checkCompiledSignature(good, {}, text);
+    ASSERT_FALSE(st.ok()) << needle;
+    EXPECT_NE(st.error().find(needle), std::string::npos) << st.error();
+  };
+  expectError(nullptr, "the library exports no dsa_step_library_signature: it is not a dsa step library of ABI "
+                       "version 1");
+  std::string other = runtime::compiledSignatureText(good);
+  const std::string abi = "\"abi_version\":1";
+  ASSERT_NE(other.find(abi), std::string::npos) << other;
+  other.replace(other.find(abi), abi.size(), "\"abi_version\":2");
+  expectError(other.c_str(), "abi_version: the library was compiled for step-library ABI version 2, this runtime "
+                             "calls version 1");
+  expectError("{\"format\": \"dsa-step-library-signature\", \"abi_version\": 1, \"abi_version\": 1}",
+              "the library's dsa_step_library_signature: abi_version: duplicate key");
+  expectError("{\"format\": \"dsa-step-library-signature\", \"abi\": 1}",
+              "the library's dsa_step_library_signature: abi: unknown key");
+  expectError("{\"format\": \"dsa-step-library-signature\"", "the library's dsa_step_library_signature: malformed JSON");
+  expectError("[]", "the library's dsa_step_library_signature: format: malformed");
+}
+
+// Unknown keys anywhere and duplicate keys in a description are errors naming the key's path.
+TEST(CPURuntime, DescriptionUnknownAndDuplicateKeysAreErrorsNamingThePath) {
+  const std::string good = runtime::describeStepLibrary(signedDescription());
+  ASSERT_TRUE(runtime::parseStepLibrary(good).ok()) << runtime::parseStepLibrary(good).error();
+  auto replacedOnce = [](std::string text, const std::string &from, const std::string &to) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos)
+      text.replace(at, from.size(), to);
+    return text;
+  };
+  struct Case {
+    std::string from, to, error;
+  } cases[] = {
+      {"\"parallel\": false", "\"parallel\": false, \"paralel\": true", "paralel: unknown key (expected one of: format, "},
+      {"\"num_results\": 2", "\"num_results\": 2, \"num_result\": 2", "functions[0].num_result: unknown key"},
+      {"\"element\": \"i64\"", "\"element\": \"i64\", \"elem\": \"i64\"", "functions[0].args[1].elem: unknown key"},
+      {"\"in_place\": [\n        {\n          \"arg\": 2,", "\"in_place\": [\n        {\n          \"arg\": 2, \"argument\": 2,",
+       "functions[0].in_place[0].argument: unknown key"},
+      {"\"num_results\": 2", "\"num_results\": 2, \"num_results\": 1", "functions[0].num_results: duplicate key"},
+      {"\"library\": \"l0.so\"", "\"library\": \"l0.so\", \"library\": \"l1.so\"", "library: duplicate key"},
+      {"\"type\": \"i64\"", "\"type\": \"i32\"", "functions[0].args[1].type: \"i32\" disagrees with its element and shape (i64)"},
+      {"\"symbol\": \"_mlir_cache\"", "\"symbol\": \"_mlir_other\"",
+       "functions[0].symbol: \"_mlir_other\", the packed entry of @cache is _mlir_cache"},
+      {"\"abi_version\": 1", "\"abi_version\": 2", "abi_version: 2, this runtime calls step libraries of ABI version 1"},
+  };
+  for (const Case &c : cases) {
+    auto r = runtime::parseStepLibrary(replacedOnce(good, c.from, c.to));
+    ASSERT_FALSE(r.ok()) << c.to;
+    EXPECT_NE(r.error().find(c.error), std::string::npos) << r.error();
+  }
+}
+
+// The returned tensors are checked against the signature too: code that returns another static size than the
+// signature says is an error (and its buffer is still freed: the sanitizer build runs this).
+TEST(CPURuntime, AResultThatDoesNotFitTheSignatureIsAnError) {
+  runtime::FunctionSignature sig = scaleSignature();
+  sig.results[0] = runtime::ValueKind{true, ElementType::F32, {-1, 3}, "tensor<?x3xf32>"};
+  const Tensor x = Tensor::fromFloats(ElementType::BF16, {1, 2}, {1.0f, 2.0f});
+  auto r = cpu::invokePackedValues(sig, packedScale, {x, Tensor::scalarI64(0)}, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("@scale: result #0 came back with shape [1, 2], the signature says tensor<?x3xf32>"),
+            std::string::npos)
+      << r.error();
+}

@@ -4,12 +4,16 @@
 //   - the packed entry `void _mlir_<name>(void **args)` of every callable function (args[i] -> i-th LLVM argument,
 //     the last pointer receives the result), the convention of runtime/cpu/Values.h;
 //   - `dsa_cpu_fail(i32)`, defined here as a call through the global function pointer `dsa_cpu_fail_hook` (null =
-//     ignore), which the runtime's loader sets: the shared object needs no symbol from the executable.
+//     ignore), which the runtime's loader sets: the shared object needs no symbol from the executable;
+//   - `dsa_step_library_signature`, the library's own signature (runtime::compiledSignatureText), which the loader
+//     compares with the description;
+//   - internal linkage for everything else (backend::keepOnlyEntryPoints: the function bodies, `dealloc_helper`);
+//     the dynamic symbol table lists `_mlir_<name>`, `dsa_cpu_fail_hook` and the signature only.
 // Optimised like the JIT (makeOptimizingTransformer: no fast-math, so the f32 order is kept), checked for bf16
 // conversions left to LLVM, compiled for the target CPU (CPUCompileOptions::targetCpu, $DSA_CPU, else the host) to
 // <base>.o, linked to <base>.so with `cc -shared` (these steps: compiler/lib/Backend/Common/HostObject.h, shared with the GPU
 // step libraries; the runtime functions of RuntimeFunctions.h from the static DSACPURuntime/DSANumerics archives,
-// -lstdc++ -lm; libomp with parallel), described in <base>.json with the target's CPU name and features.
+// -lstdc++ -lm; libomp with parallel), described in <base>.json with the target's CPU name and features and the .so's SHA-256.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
@@ -21,6 +25,7 @@
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/Dialect/DSA/IR/DSAOps.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
+#include "dsa/Runtime/Host/FileDigest.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -126,6 +131,19 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   // dsa_cpu_fail calls through dsa_cpu_fail_hook (the loader points it at dsaCpuRecordFailure), then returns.
   backend::defineFailHook(*llvmModule, backend::FailHookEnd::Return, /*always=*/true);
 
+  // The description, and the part of it the code fixes compiled into the library (its signature), which the
+  // loader compares with the description; then only the entry points stay exported.
+  StepLibraryDescription description;
+  description.library = baseName + ".so";
+  description.targetCpu = cpu;
+  description.targetFeatures = lowered->target.enabledFeatures();
+  description.parallel = options.parallel;
+  description.functions = lowered->functions;
+  for (FunctionSignature &f : description.functions)
+    addStepRoles(module, f);
+  backend::embedSignature(*llvmModule, runtime::compiledSignatureText(description));
+  backend::keepOnlyEntryPoints(*llvmModule, description.functions);
+
   const std::string objPath = directory + "/" + baseName + ".o";
   const std::string soPath = directory + "/" + baseName + ".so";
   const std::string jsonPath = directory + "/" + baseName + ".json";
@@ -144,14 +162,11 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   if (Status st = backend::linkSharedObject(objPath, soPath, linkArgs, what); !st)
     return makeError(st.error());
 
-  StepLibraryDescription description;
-  description.library = baseName + ".so";
-  description.targetCpu = cpu;
-  description.targetFeatures = lowered->target.enabledFeatures();
-  description.parallel = options.parallel;
-  description.functions = lowered->functions;
-  for (FunctionSignature &f : description.functions)
-    addStepRoles(module, f);
+  // The file's digest, which the loader checks before handing the file to the dynamic loader.
+  Result<std::string> digest = runtime::sha256OfFile(soPath);
+  if (!digest)
+    return makeError(what + ": " + digest.error());
+  description.librarySha256 = digest.take();
   std::ofstream json(jsonPath);
   json << describeStepLibrary(description);
   if (!json)

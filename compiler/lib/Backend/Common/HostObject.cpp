@@ -2,6 +2,7 @@
 #include "HostObject.h"
 
 #include "dsa/ABI/RuntimeErrors.h"
+#include "dsa/ABI/StepLibrary.h"
 
 #include "dsa/Conversion/CPUTarget.h"
 
@@ -19,11 +20,13 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
+#include "llvm/Transforms/IPO/Internalize.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
 
 #include <algorithm>
+#include <set>
 
 namespace dsa::backend {
 
@@ -181,7 +184,7 @@ void defineFailHook(llvm::Module &m, FailHookEnd end, bool always) {
   llvm::IRBuilder<> b(ctx);
   llvm::PointerType *ptr = b.getPtrTy();
   auto *hook = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
-                                        llvm::ConstantPointerNull::get(ptr), "dsa_cpu_fail_hook");
+                                        llvm::ConstantPointerNull::get(ptr), abi::kFailHookSymbol);
   llvm::FunctionType *type = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty()}, false);
   llvm::Function *fail = m.getFunction(abi::kFailSymbol);
   if (!fail && always)
@@ -205,6 +208,20 @@ void defineFailHook(llvm::Module &m, FailHookEnd end, bool always) {
   } else {
     b.CreateRetVoid();
   }
+}
+
+void embedSignature(llvm::Module &m, const std::string &text) {
+  llvm::Constant *data = llvm::ConstantDataArray::getString(m.getContext(), text, /*AddNull=*/true);
+  auto *global = new llvm::GlobalVariable(m, data->getType(), /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
+                                          data, abi::kStepLibrarySignatureSymbol);
+  global->setAlignment(llvm::Align(1));
+}
+
+void keepOnlyEntryPoints(llvm::Module &m, const std::vector<runtime::FunctionSignature> &functions) {
+  std::set<std::string> keep = {abi::kFailHookSymbol, abi::kStepLibrarySignatureSymbol};
+  for (const runtime::FunctionSignature &f : functions)
+    keep.insert(abi::kPackedEntryPrefix + f.name);
+  llvm::internalizeModule(m, [&](const llvm::GlobalValue &gv) { return keep.count(gv.getName().str()) > 0; });
 }
 
 Result<std::vector<std::string>> runtimeLinkArguments() {

@@ -68,6 +68,17 @@ enum class FailHookEnd {
 /// then `end`. `always`: define the function even where the code declares no call of it.
 void defineFailHook(llvm::Module &m, FailHookEnd end, bool always);
 
+/// Adds the library's own signature (dsa/ABI/StepLibrary.h): the constant NUL-terminated `text`
+/// (runtime::compiledSignatureText) as the exported global `dsa_step_library_signature`.
+void embedSignature(llvm::Module &m, const std::string &text);
+
+/// Gives every definition of `m` internal linkage except the library's entry points: `_mlir_<name>` of each of
+/// `functions`, `dsa_cpu_fail_hook` and `dsa_step_library_signature` (LLVM's internalizeModule, before optimisation:
+/// the function bodies, upstream's `dealloc_helper`, the GPU module globals and constructors become private to the
+/// object, so the optimiser may inline and drop them and no two libraries in one process, nor a library and the
+/// executable, can interpose each other's symbols; the dynamic symbol table lists only the entry points).
+void keepOnlyEntryPoints(llvm::Module &m, const std::vector<runtime::FunctionSignature> &functions);
+
 /// The linker arguments that give a step library the runtime functions compiled code may call (core's
 /// dsa/ABI/RuntimeFunctions.h: the top-k set): the static archives libDSACPURuntime.a and libDSANumerics.a, kept out
 /// of the .so's dynamic symbol table (--exclude-libs: only members the object needs are pulled), and libstdc++/libm.

@@ -7,7 +7,11 @@
 //     backend) is defined as a call through the global function pointer dsa_cpu_fail_hook, which the loader sets
 //     (runtime/cuda: ends the call with the code's message), then abort (no hook, or a hook that returns);
 //   - the packed entries (compiler/lib/Backend/Common/HostObject.h);
-// compiled for generic x86-64 and linked with `cc -shared`; the description via the MLIR-free runtime's writer.
+//   - the library's own signature `dsa_step_library_signature` (with the backend, chip and binary format), and
+//     internal linkage for everything else (the function bodies, `dealloc_helper`, the module globals, the
+//     constructor/destructor pair): it exports `_mlir_<name>`, `dsa_cpu_fail_hook` and the signature only;
+// compiled for generic x86-64 and linked with `cc -shared`; the description (with the .so's SHA-256) via the MLIR-free
+// runtime's writer.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/GPU/GPUStepLibrary.h"
@@ -19,6 +23,7 @@
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/Conversion/DSAToGPU/Passes.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
+#include "dsa/Runtime/Host/FileDigest.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -116,6 +121,21 @@ Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string 
   backend::defineFailHook(*llvmModule, backend::FailHookEnd::Abort, /*always=*/false);
   backend::addPackedEntries(*llvmModule, prepared->functions);
 
+  // The description, and the part of it the code fixes compiled into the library (its signature, with the GPU
+  // fields), which the loader compares with the description; then only the entry points stay exported.
+  cuda::GpuStepLibraryDescription description;
+  description.base.library = baseName + ".so";
+  description.base.targetCpu = cpuName;
+  description.base.parallel = false;
+  description.base.functions = prepared->functions;
+  for (runtime::FunctionSignature &f : description.base.functions)
+    cpu::addStepRoles(module, f); // x / start_pos / output / capacity / shared slots, as for the CPU libraries
+  description.chip = options.chip;
+  description.binaryFormat = options.format;
+  backend::embedSignature(*llvmModule,
+                          runtime::compiledSignatureText(description.base, cuda::gpuTargetFields(description)));
+  backend::keepOnlyEntryPoints(*llvmModule, description.base.functions);
+
   const std::string objPath = directory + "/" + baseName + ".o";
   const std::string soPath = directory + "/" + baseName + ".so";
   const std::string jsonPath = directory + "/" + baseName + ".json";
@@ -129,15 +149,11 @@ Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string 
   if (Status st = backend::linkSharedObject(objPath, soPath, linkArgs, what); !st)
     return makeError(st.error());
 
-  cuda::GpuStepLibraryDescription description;
-  description.base.library = baseName + ".so";
-  description.base.targetCpu = cpuName;
-  description.base.parallel = false;
-  description.base.functions = prepared->functions;
-  for (runtime::FunctionSignature &f : description.base.functions)
-    cpu::addStepRoles(module, f); // x / start_pos / output / capacity / shared slots, as for the CPU libraries
-  description.chip = options.chip;
-  description.binaryFormat = options.format;
+  // The file's digest, which the loader checks before handing the file to the dynamic loader.
+  Result<std::string> digest = runtime::sha256OfFile(soPath);
+  if (!digest)
+    return makeError(what + ": " + digest.error());
+  description.base.librarySha256 = digest.take();
   std::ofstream json(jsonPath);
   json << cuda::describeGpuStepLibrary(description);
   if (!json)

@@ -43,8 +43,11 @@ using runtime::ValueKind;
 using PackedFunction = void (*)(void **);
 
 /// Checks `args` against `sig` (count, element type, rank, static sizes; errors name the argument, e.g.
-/// "argument #1 has shape [2, 5], expected tensor<2x4xbf16> (dimension 1)"), calls `fn`, and returns the function's
-/// own results as Tensors; the probe results are appended to `probes` (may be null). A failed run-time check of the
+/// "argument #1 has shape [2, 5], expected tensor<2x4xbf16> (dimension 1)"; an in-place buffer for a writable
+/// argument is checked the same way), calls `fn`, checks the returned tensors' sizes against `sig` ("result #0
+/// came back with shape [3, 5], the signature says tensor<?x4xf32>"), and returns the function's own results as
+/// Tensors. For a step library's functions `sig` is the signature CPUStepLibrary::open verified against the one
+/// compiled into the library (StepLibrary.h); the probe results are appended to `probes` (may be null). A failed run-time check of the
 /// compiled code is an error with the check's message. Thread-safe (the check record is per thread).
 Result<std::vector<dsa::Tensor>> invokePacked(const FunctionSignature &sig, PackedFunction fn,
                                                  const std::vector<HostValue> &args,

@@ -1,10 +1,11 @@
 //===- StepLibrary.h - loading and running an AOT-compiled dsa CPU step library (MLIR-free) ---===//
 //
 // An AOT step library is what dsa::cpu::emitCPUStepLibrary (compiler/lib/Backend/CPU) writes for a module: <base>.so
-// (the functions lowered by --dsa-cpu-pipeline, each with its packed entry `_mlir_<name>`, PackedCall.h, and
-// `dsa_cpu_fail_hook`, a function pointer the loader points at dsaCpuRecordFailure) and <base>.json (the step
-// description, dsa/Runtime/Host/StepDescription.h). CPUStepLibrary::open reads the description, checks the host's
-// CPU features (HostFeatures.h) and loads the library; a runtime::Sequence (dsa/Runtime/Host/Sequence.h) drives its
+// (the functions lowered by --dsa-cpu-pipeline; it exports only their packed entries `_mlir_<name>`, PackedCall.h,
+// `dsa_cpu_fail_hook`, a function pointer the loader points at dsaCpuRecordFailure, and its compiled-in signature,
+// dsa/ABI/StepLibrary.h) and <base>.json (the step description, dsa/Runtime/Host/StepDescription.h).
+// CPUStepLibrary::open reads the description, checks the host's CPU features (HostFeatures.h) and the file's digest,
+// loads the library and checks its signature against the description; a runtime::Sequence (dsa/Runtime/Host/Sequence.h) drives its
 // functions step by step.
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -25,9 +26,16 @@ using runtime::StepLibraryDescription;
 /// A loaded step library. Thread-safe for run().
 class CPUStepLibrary {
 public:
-  /// Reads the description at `descriptionPath`, checks that this host has its target_features (HostFeatures.h:
-  /// an error naming the missing ones, before anything is loaded) and loads its library (dlopen, RTLD_NOW): errors
-  /// name the file and the loader's message or the missing `_mlir_<name>` symbol.
+  /// Reads the description at `descriptionPath` (StepDescription.h: version 5, unknown and duplicate keys refused),
+  /// then, each before the next:
+  ///   - checks that this host has its target_features (HostFeatures.h: an error naming the missing ones);
+  ///   - checks the library file's SHA-256 against library_sha256 (FileDigest.h: an error naming the file and both
+  ///     digests; a truncated or replaced file never reaches the dynamic loader);
+  ///   - loads the library (dlopen, RTLD_NOW: an error with the loader's message);
+  ///   - compares the signature compiled into it (dsa_step_library_signature) with the description
+  ///     (runtime::checkCompiledSignature: an error naming the function, argument or result and field);
+  ///   - resolves `dsa_cpu_fail_hook` and each `_mlir_<name>` (an error naming the missing symbol).
+  /// On any error nothing stays loaded. run()/runValues() then check every argument against the verified signature.
   static Result<std::unique_ptr<CPUStepLibrary>> open(const std::string &descriptionPath);
   ~CPUStepLibrary();
   CPUStepLibrary(const CPUStepLibrary &) = delete;

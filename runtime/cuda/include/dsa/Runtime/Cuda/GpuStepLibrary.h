@@ -9,8 +9,11 @@
 //                with no hook set they abort. Its undefined symbols are MLIR's GPU runtime entry points (mgpu*,
 //                MgpuRuntime.h) and libc's abort: the loading executable provides the former (link
 //                DSAGpuStepRuntime).
-//   <base>.json  the step description: the CPU step library's (runtime/cpu StepLibrary.h: library, target_cpu,
-//                functions with args/results/probes/state) with "format": "dsa-gpu-step-library",
+//                It exports only `_mlir_<name>`, `dsa_cpu_fail_hook` and `dsa_step_library_signature` (its compiled-in
+//                signature with the GPU fields, dsa/ABI/StepLibrary.h).
+//   <base>.json  the step description: the CPU step library's (runtime/host StepDescription.h: library and its
+//                SHA-256, abi_version, target_cpu, functions with args/results/probes/state) with
+//                "format": "dsa-gpu-step-library",
 //                "backend": "cuda", "chip": "sm_90" and "binary_format": "bin" | "isa" | "fatbin".
 //
 // Calling convention: a function's tensor arguments and results are DEVICE buffers (identity layout, row-major;
@@ -54,8 +57,11 @@ struct GpuStepLibraryDescription {
 
 /// The description as JSON (the CPU description's fields and version, plus the GPU fields above).
 std::string describeGpuStepLibrary(const GpuStepLibraryDescription &description);
-/// Parses a description; errors name the field ("chip: expected \"sm_<major><minor>\" ...").
+/// Parses a description; errors name the field ("chip: expected \"sm_<major><minor>\" ..."); unknown and duplicate
+/// keys are errors as in a CPU step description (runtime/host StepDescription.h).
 Result<GpuStepLibraryDescription> parseGpuStepLibrary(const std::string &jsonText);
+/// The GPU fields the library's compiled signature records besides the CPU ones (backend, chip, binary_format).
+runtime::TargetFields gpuTargetFields(const GpuStepLibraryDescription &description);
 /// "sm_90" -> {9, 0}; an error naming the text otherwise.
 Result<std::pair<int, int>> parseChip(const std::string &chip);
 
@@ -106,8 +112,11 @@ private:
 /// kernel module handle is a global of the .so): opening it again while open is an error.
 class GpuStepLibrary {
 public:
-  /// Reads the description, checks the device against its chip, binds `runtime` and dlopens the library (its
-  /// constructor loads the kernels into the runtime's context), sets its run-time check hook, resolves `_mlir_<name>`.
+  /// Reads the description, checks the device against its chip and the library file's SHA-256 against the
+  /// description's (before the file is loaded), binds `runtime` and dlopens the library (its constructor loads the
+  /// kernels into the runtime's context), compares the signature compiled into it with the description (CPU and GPU
+  /// fields: runtime::checkCompiledSignature, gpuTargetFields), sets its run-time check hook, resolves
+  /// `_mlir_<name>`. On any error nothing stays loaded (the kernels are unloaded again).
   static Result<std::unique_ptr<GpuStepLibrary>> open(std::shared_ptr<MgpuRuntime> runtime,
                                                       const std::string &descriptionPath);
   ~GpuStepLibrary();

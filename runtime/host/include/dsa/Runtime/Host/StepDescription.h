@@ -1,16 +1,20 @@
 //===- StepDescription.h - the step description of an AOT step library (MLIR-free) ---===//
 //
 // An AOT step library is what dsa::cpu::emitCPUStepLibrary (lib/Backend/CPU, MLIR side) writes for a module:
-//   <base>.so    the functions lowered by --dsa-cpu-pipeline, each with its packed entry `_mlir_<name>` (Values.h),
-//                and `dsa_cpu_fail_hook`, a function pointer the loader points at dsaCpuRecordFailure;
-//   <base>.json  the step description: format/version, the library file (relative to the JSON), target CPU,
-//                parallel (OpenMP), and per function its signature (args, results, probe names, state bindings).
-// This file reads and writes the description (the CPU runtime loads the library: dsa/Runtime/CPU/StepLibrary.h; the
-// CUDA runtime's GPU step description extends it: dsa/Runtime/Cuda/GpuStepLibrary.h). Nothing here needs MLIR.
+//   <base>.so    the functions lowered by --dsa-cpu-pipeline; it exports only their packed entries `_mlir_<name>`
+//                (Values.h), `dsa_cpu_fail_hook`, a function pointer the loader points at dsaCpuRecordFailure, and
+//                `dsa_step_library_signature`, its own signature (below; dsa/ABI/StepLibrary.h);
+//   <base>.json  the step description: format/version, the library file (relative to the JSON) and its SHA-256,
+//                the ABI version, target CPU and features, parallel (OpenMP), and per function its signature
+//                (args, results, probe names, state bindings, step roles, writable arguments, in-place results).
+// This file reads and writes the description and the signature compiled into the library (the CPU runtime loads the
+// library: dsa/Runtime/CPU/StepLibrary.h; the CUDA runtime's GPU step description extends it:
+// dsa/Runtime/Cuda/GpuStepLibrary.h). Nothing here needs MLIR.
 //
-// Description JSON (version 4; version 3, without "target_features", version 2, also without "writable" and
-// "in_place", and version 1, also without "step" and "init", are still read):
-//   {"format": "dsa-cpu-step-library", "version": 4, "library": "l0.so", "target_cpu": "x86-64-v3",
+// Description JSON (version 5; older versions are refused with an error saying to emit the library again: they
+// record no digest and their libraries no signature):
+//   {"format": "dsa-cpu-step-library", "version": 5, "library": "l0.so",
+//    "library_sha256": "9f86d0...", "abi_version": 1, "target_cpu": "x86-64-v3",
 //    "target_features": ["avx", "avx2", "bmi", ..., "xsave"], "parallel": false,
 //    "functions": [{"name": "attention_L0", "symbol": "_mlir_attention_L0",
 //                   "args": [{"type": "tensor<?x64xbf16>", "element": "bf16", "shape": [-1, 64]},
@@ -19,37 +23,51 @@
 //                   "state": [{"arg": 2, "result": 1, "init": "zeros"}],
 //                   "step": {"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null, "shared": []},
 //                   "writable": [], "in_place": []}]}
-// "shape": null marks a scalar; -1 a dynamic dimension. "results" lists the function's own results, then one per
-// probe. "state": result -> argument of the next step, "init" "zeros" or "-inf" (the first step's value).
-// "step" (optional, StepRoles): which argument is x (token rows) and start_pos, which result is the output,
-// the capacity max_seq_len (null: none) and the shared-slot bindings [{"arg": A, "result": R}] of a compressed
-// layer. "writable" (version 3, FunctionSignature::writableArgs): the arguments the code updates in place (a
-// compressed layer's compressed-KV and index-key caches); "in_place" [{"arg": A, "result": R}]
-// (FunctionSignature::inPlace): result R is argument A's buffer after the call and the entry does not return it
-// (Values.h). A version-2 reader refuses a version-3 description, whose entries return fewer results than listed.
-// "target_features" (version 4): the LLVM target features the code was compiled with (the CPU target_cpu names,
-// with every implied feature; the host's features for a library built for the host): CPUStepLibrary::open refuses
-// the library, before loading it, when the running CPU lacks any (HostFeatures.h: "step library l0.so was built for
-// sapphirerapids; this host lacks amx-bf16, amx-tile, ..."). Without it (versions 1-3) nothing is checked.
-// Errors name the JSON field (e.g. "functions[0].args[2].element: unknown element type 'f16' ...",
-// "functions[0].step.x: ...").
+// "shape": null marks a scalar; -1 a dynamic dimension; "type" is the spelling of element and shape (kindSpelling;
+// a "type" that says something else is an error). "results" lists the function's own results, then one per probe.
+// "state": result -> argument of the next step, "init" "zeros" or "-inf" (the first step's value). "step"
+// (optional, StepRoles): which argument is x (token rows) and start_pos, which result is the output, the capacity
+// max_seq_len (null: none) and the shared-slot bindings [{"arg": A, "result": R}] of a compressed layer.
+// "writable" (FunctionSignature::writableArgs): the arguments the code updates in place (a compressed layer's
+// compressed-KV and index-key caches); "in_place" [{"arg": A, "result": R}] (FunctionSignature::inPlace): result R is
+// argument A's buffer after the call and the entry does not return it (Values.h). "target_features": the LLVM target
+// features the code was compiled with (the CPU target_cpu names, with every implied feature; the host's features for
+// a library built for the host): CPUStepLibrary::open refuses the library, before loading it, when the running CPU
+// lacks any (HostFeatures.h: "step library l0.so was built for sapphirerapids; this host lacks amx-bf16, ...").
+// "library_sha256": the SHA-256 of the library file (FileDigest.h), checked before the file is loaded.
+// "abi_version": dsa/ABI/StepLibrary.h's kStepLibraryAbiVersion the library was compiled for.
+// Every key is required except "probes", "state" and "step"; an unknown key anywhere is an error naming its path
+// ("functions[0].args[2].sahpe: unknown key (expected one of: type, element, shape)"), and so is a key an object
+// holds twice ("functions[0].num_results: duplicate key ...", dsa/Support/StrictJson.h). Other errors name the field
+// too (e.g. "functions[0].args[2].element: unknown element type 'f16' ...", "functions[0].step.x: ...").
+//
+// The library's own signature (dsa/ABI/StepLibrary.h: the exported NUL-terminated text dsa_step_library_signature,
+// written by compiledSignatureText when the library is compiled): the ABI version, the target (cpu, features,
+// parallel, and a backend's extra fields such as a GPU library's chip) and per function name, args, results,
+// num_results, writable and in_place as above. The loaders read it after loading the library and compare it with
+// the description (checkCompiledSignature) before resolving any entry: the description may be edited or belong to
+// another library, the compiled-in text cannot disagree with the code it was compiled with.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #ifndef DSA_RUNTIME_HOST_STEPDESCRIPTION_H
 #define DSA_RUNTIME_HOST_STEPDESCRIPTION_H
 
+#include "dsa/ABI/StepLibrary.h"
 #include "dsa/Runtime/Host/Values.h"
+
+#include <utility>
 
 namespace dsa::runtime {
 
 inline constexpr const char *kStepLibraryFormat = "dsa-cpu-step-library";
-inline constexpr int kStepLibraryVersion = 4;
+inline constexpr int kStepLibraryVersion = 5;
 
 struct StepLibraryDescription {
   std::string library;   ///< the shared object, relative to the description's directory
+  std::string librarySha256; ///< its SHA-256 (FileDigest.h: 64 lower-case hex digits)
+  int64_t abiVersion = abi::kStepLibraryAbiVersion; ///< the calling convention it was compiled for
   std::string targetCpu; ///< the CPU the code was compiled for (LLVM's name, e.g. "skylake-avx512")
   /// The features the code may use (LLVM's names, sorted: "avx2", "fma", ...); the host must have all of them.
-  /// Empty in descriptions before version 4 (not checked).
   std::vector<std::string> targetFeatures;
   bool parallel = false; ///< OpenMP loops: the library needs libomp (linked into it)
   std::vector<FunctionSignature> functions;
@@ -57,8 +75,29 @@ struct StepLibraryDescription {
 
 /// The description as JSON text (version kStepLibraryVersion).
 std::string describeStepLibrary(const StepLibraryDescription &description);
-/// Parses a description; errors name the field.
+/// Parses a description; errors name the field (file comment).
 Result<StepLibraryDescription> parseStepLibrary(const std::string &jsonText);
+
+/// The MLIR spelling of a kind: "tensor<?x64xbf16>", "tensor<f32>" (rank 0), "i64" (a scalar).
+std::string kindSpelling(const ValueKind &kind);
+
+/// A backend's target fields besides cpu / features / parallel (a GPU step library: {"chip", "sm_90"},
+/// {"binary_format", "bin"}), recorded in the compiled signature and compared as strings.
+using TargetFields = std::vector<std::pair<std::string, std::string>>;
+
+/// The signature an emitter compiles into the library (file comment): canonical JSON of `description`'s
+/// abi_version, target and per function name / args / results / num_results / writable / in_place.
+std::string compiledSignatureText(const StepLibraryDescription &description, const TargetFields &extraTarget = {});
+
+/// Compares `description` (and a backend's `extraTarget`) with the library's compiled signature `compiledText`
+/// (null: the library does not export one). Errors name the function, the argument or result index and the field:
+///   "attention_L0: argument 3: description says tensor<8x32xbf16>, library was compiled for tensor<8x16xbf16>
+///    (dimension 1)", "attention_L0: writable arguments: description says [], library was compiled for [9]",
+///   "target_features: description says [...], library was compiled for [...]", "attention_L0: the library has no
+///   such function (...)", "abi_version: the library was compiled for step-library ABI version 2, ...".
+/// A function the library has and the description does not list is not an error (it is just not callable).
+Status checkCompiledSignature(const StepLibraryDescription &description, const TargetFields &extraTarget,
+                              const char *compiledText);
 
 } // namespace dsa::runtime
 
