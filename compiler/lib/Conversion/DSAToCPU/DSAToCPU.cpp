@@ -767,8 +767,8 @@ namespace {
 
 /// Declares `name` of `type` (private) unless a func.func of that type holds the name already; any other holder is
 /// an error on it.
-LogicalResult declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type, StringRef what,
-                                     bool cInterface) {
+LogicalResult declareRuntimeFunction(ModuleOp module, OpBuilder &b, StringRef name, FunctionType type,
+                                     StringRef what, bool cInterface) {
   if (Operation *existing = module.lookupSymbol(name)) {
     auto f = dyn_cast<func::FuncOp>(existing);
     if (!f || f.getFunctionType() != type)
@@ -776,8 +776,7 @@ LogicalResult declareRuntimeFunction(ModuleOp module, StringRef name, FunctionTy
              << name << "' is taken by something other than " << what << " " << type;
     return success();
   }
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
+  auto decl = func::FuncOp::create(b, module.getLoc(), name, type); // b moves past it: declarations keep their order
   decl.setPrivate();
   if (cInterface)
     decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
@@ -795,9 +794,9 @@ LogicalResult declareDSAToCPURuntimeFunctions(ModuleOp module) {
     if (cpu_lowering::compressedNeedsTopk(op))
       needsTopk = true;
   });
-  Builder b(module.getContext());
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   // The run-time check hook (the host defines it, see RuntimeErrors.h).
-  if (needsFail && failed(declareRuntimeFunction(module, ::dsa::abi::kFailSymbol,
+  if (needsFail && failed(declareRuntimeFunction(module, b, ::dsa::abi::kFailSymbol,
                                                  b.getFunctionType({b.getI32Type()}, {}),
                                                  "the run-time check hook's declaration", /*cInterface=*/false)))
     return failure();
@@ -806,7 +805,7 @@ LogicalResult declareDSAToCPURuntimeFunctions(ModuleOp module) {
     const int64_t dyn = ShapedType::kDynamic;
     auto values = MemRefType::get({dyn, dyn}, b.getF32Type());
     auto picks = MemRefType::get({dyn, dyn}, b.getI64Type());
-    if (failed(declareRuntimeFunction(module, ::dsa::abi::kTopkSymbol,
+    if (failed(declareRuntimeFunction(module, b, ::dsa::abi::kTopkSymbol,
                                       b.getFunctionType({values, b.getI64Type(), picks}, {b.getI32Type()}),
                                       "the top-k runtime's declaration", /*cInterface=*/true)))
       return failure();
