@@ -1012,4 +1012,103 @@ TEST_F(CPURuntimeSoakTest, RatioOneCandidateSourceFillsItsCachesToCapacity) {
   EXPECT_EQ(soak(config, 47, soakSteps()), soakSteps());
 }
 
+/// The two roles the single-layer soaks leave out, as a stack sharing the four slots every step: A, a ratio-1 kv +
+/// index + candidate source, then B, a ratio-1 kv + index source that USES A's candidates (section 1), B's x being
+/// A's output. Both layers' results (output, state, published slots, probes) bit-identical to the interpreter's at
+/// every step (prefill 5, then decode steps to `soakSteps()` / 4 = 2,500: the caches filled to that capacity; the
+/// interpreter's copies of two growing caches make 10,000 steps take 6 minutes, `DSA_SOAK_STEPS=40000` runs them),
+/// resident memory flat.
+TEST_F(CPURuntimeSoakTest, CandidateSourceAndAnIndexSourceUsingItShareSlotsEveryStep) {
+  const int64_t end = std::max<int64_t>(10, soakSteps() / 4);
+  struct Layer {
+    std::unique_ptr<cpu::CPUStepLibrary> library;
+    std::vector<Tensor> weights;
+    OwningOpRef<ModuleOp> decomposed;
+    std::string name;
+  };
+  std::vector<Layer> layers;
+  mlir::dsa::AttentionLayerConfig a = tinyLayer(1);
+  a.compress->isCandidateSource = true;
+  a.compress->maxSeqLen = end;
+  mlir::dsa::AttentionLayerConfig b = tinyLayer(1);
+  b.layerId = 8; // its own library file (the name includes the layer)
+  b.compress->usesCandidates = true;
+  b.compress->maxSeqLen = end;
+  uint64_t seed = 51;
+  for (const mlir::dsa::AttentionLayerConfig &config : {a, b}) {
+    build(config, seed++);
+    ASSERT_TRUE(library) << diagnostics;
+    layers.push_back(Layer{std::move(library), weights, std::move(decomposed), name});
+  }
+  std::vector<runtime::Sequence> sequences;
+  std::vector<std::vector<Tensor>> args(layers.size());
+  std::vector<const runtime::FunctionSignature *> sigs;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const runtime::FunctionSignature *sig = layers[l].library->signature(layers[l].name);
+    ASSERT_TRUE(sig && sig->step.present() && !sig->step.shared.empty());
+    sigs.push_back(sig);
+    std::map<size_t, runtime::HostValue> fixed;
+    for (size_t i = 0; i < layers[l].weights.size(); ++i)
+      fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(layers[l].weights[i]));
+    const cpu::CPUStepLibrary *lib = layers[l].library.get();
+    const std::string fn = layers[l].name;
+    runtime::Sequence::ValueRunner runner = [lib, fn](const std::vector<runtime::HostValue> &in,
+                                                     std::vector<runtime::NamedTensor> *probes) {
+      return lib->runValues(fn, in, probes);
+    };
+    auto seq = runtime::Sequence::start(*sig, runner, std::move(fixed));
+    ASSERT_TRUE(seq.ok()) << seq.error();
+    sequences.push_back(seq.take());
+    // The interpreter's arguments: the weights, the state from its init (x, start_pos and the slots per step).
+    args[l].resize(sig->args.size());
+    for (size_t i = 0; i < layers[l].weights.size(); ++i)
+      args[l][3 + i] = layers[l].weights[i];
+    for (const runtime::StateBinding &st : sig->state) {
+      const runtime::ValueKind &k = sig->args[static_cast<size_t>(st.arg)];
+      Tensor t(k.elem, k.shape);
+      if (st.init == runtime::StateInit::NegInf)
+        std::fill(t.floats(), t.floats() + t.numElements(), -std::numeric_limits<float>::infinity());
+      args[l][static_cast<size_t>(st.arg)] = t;
+    }
+  }
+  auto initial = runtime::Sequence::initialSlots(*sigs[0]);
+  ASSERT_TRUE(initial.ok()) << initial.error();
+  runtime::Sequence::SlotSet slots = *initial;
+  std::vector<Tensor> slotTensors;
+  for (const runtime::HostValue &v : slots)
+    slotTensors.push_back(v.toTensor());
+  std::mt19937_64 rng(53);
+  int64_t pos = 0, rssAfterTenth = 0;
+  while (pos < end) {
+    const int64_t tokens = pos == 0 ? 5 : 1;
+    Tensor x = randomTensor(rng, ElementType::BF16, {tokens, a.dim}, 1.0f);
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const runtime::FunctionSignature &sig = *sigs[l];
+      auto got = sequences[l].runValues(x, pos, &slots);
+      ASSERT_TRUE(got.ok()) << "layer " << l << " at " << pos << ": " << got.error();
+      std::vector<Tensor> &in = args[l];
+      in[static_cast<size_t>(sig.step.x)] = x;
+      in[static_cast<size_t>(sig.step.startPos)] = Tensor::scalarI64(pos);
+      for (size_t i = 0; i < sig.step.shared.size(); ++i)
+        in[static_cast<size_t>(sig.step.shared[i].arg)] = slotTensors[i];
+      func::FuncOp fn = layers[l].decomposed->lookupSymbol<func::FuncOp>(layers[l].name);
+      FailureOr<std::vector<Tensor>> want = interp::interpretFunction(fn, in, nullptr);
+      ASSERT_TRUE(succeeded(want) && want->size() == got->size()) << "interpreter, layer " << l << ": " << diagnostics;
+      for (size_t r = 0; r < want->size(); ++r)
+        ASSERT_TRUE(sameBits((*got)[r].toTensor(), (*want)[r]))
+            << "layer " << l << " at " << pos << ": result " << r << " differs from the interpreter's";
+      for (const runtime::StateBinding &st : sig.state)
+        in[static_cast<size_t>(st.arg)] = (*want)[static_cast<size_t>(st.result)];
+      for (size_t i = 0; i < sig.step.shared.size(); ++i)
+        slotTensors[i] = (*want)[static_cast<size_t>(sig.step.shared[i].result)];
+      x = (*want)[static_cast<size_t>(sig.step.output)]; // the next layer's input
+    }
+    pos += tokens;
+    if (pos >= end / 10 && rssAfterTenth == 0)
+      rssAfterTenth = residentBytes();
+  }
+  const int64_t growth = residentBytes() - rssAfterTenth;
+  EXPECT_LE(growth, kFlatBytes) << "resident memory grew by " << growth << " bytes over the stack's steps";
+}
+
 } // namespace
