@@ -1012,9 +1012,9 @@ TEST_F(CPURuntimeSoakTest, RatioOneCandidateSourceFillsItsCachesToCapacity) {
   EXPECT_EQ(soak(config, 47, soakSteps()), soakSteps());
 }
 
-/// The two roles the single-layer soaks leave out, as a stack sharing the four slots every step: A, a ratio-1 kv +
-/// index + candidate source, then B, a ratio-1 kv + index source that USES A's candidates (section 1), B's x being
-/// A's output. Both layers' results (output, state, published slots, probes) bit-identical to the interpreter's at
+/// The golden's L4 and L5 roles as a stack sharing the four slots every step: A, a ratio-1 kv + index + candidate
+/// source, then B, a ratio-1 index source that is not a kv source (it reads A's compress_kv) and USES A's candidates
+/// (section 1), B's x being A's output. Both layers' results (output, state, published slots, probes) bit-identical to the interpreter's at
 /// every step (prefill 5, then decode steps to `soakSteps()` / 4 = 2,500: the caches filled to that capacity; the
 /// interpreter's copies of two growing caches make 10,000 steps take 6 minutes, `DSA_SOAK_STEPS=40000` runs them),
 /// resident memory flat.
@@ -1032,6 +1032,7 @@ TEST_F(CPURuntimeSoakTest, CandidateSourceAndAnIndexSourceUsingItShareSlotsEvery
   a.compress->maxSeqLen = end;
   mlir::dsa::AttentionLayerConfig b = tinyLayer(1);
   b.layerId = 8; // its own library file (the name includes the layer)
+  b.compress->isKvSource = false;
   b.compress->usesCandidates = true;
   b.compress->maxSeqLen = end;
   uint64_t seed = 51;
