@@ -316,6 +316,18 @@ std::string formatOf(const std::string &path) {
   return "";
 }
 
+/// The common prologue of the dsa_function_* queries: `library` and `out_info` non-null, `function` one of the
+/// library's (its signature in `sig`).
+template <typename Out>
+std::optional<Failure> lookupFunction(const dsa_library_t *library, const char *function, const Out *out_info,
+                                      const FunctionSignature *&sig) {
+  if (std::optional<Failure> f = requireNonNull(library, "library"))
+    return f;
+  if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
+    return f;
+  return library->lib->lookup(function, sig);
+}
+
 } // namespace
 
 extern "C" {
@@ -448,12 +460,8 @@ dsa_status_t dsa_library_function_name(const dsa_library_t *library, size_t inde
 
 dsa_status_t dsa_function_info(const dsa_library_t *library, const char *function, dsa_function_info_t *out_info) {
   return guard("dsa_function_info", [&]() -> std::optional<Failure> {
-    if (std::optional<Failure> f = requireNonNull(library, "library"))
-      return f;
-    if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
-      return f;
     const FunctionSignature *sig = nullptr;
-    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+    if (std::optional<Failure> f = lookupFunction(library, function, out_info, sig))
       return f;
     dsa_function_info_t info{};
     info.num_args = sig->args.size();
@@ -474,12 +482,8 @@ dsa_status_t dsa_function_info(const dsa_library_t *library, const char *functio
 dsa_status_t dsa_function_arg(const dsa_library_t *library, const char *function, size_t index,
                               dsa_value_info_t *out_info) {
   return guard("dsa_function_arg", [&]() -> std::optional<Failure> {
-    if (std::optional<Failure> f = requireNonNull(library, "library"))
-      return f;
-    if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
-      return f;
     const FunctionSignature *sig = nullptr;
-    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+    if (std::optional<Failure> f = lookupFunction(library, function, out_info, sig))
       return f;
     if (index >= sig->args.size())
       return fail(DSA_STATUS_INVALID_ARGUMENT, "index: " + std::to_string(index) + " is past @" + sig->name + "'s " +
@@ -495,12 +499,8 @@ dsa_status_t dsa_function_arg(const dsa_library_t *library, const char *function
 dsa_status_t dsa_function_result(const dsa_library_t *library, const char *function, size_t index,
                                  dsa_value_info_t *out_info) {
   return guard("dsa_function_result", [&]() -> std::optional<Failure> {
-    if (std::optional<Failure> f = requireNonNull(library, "library"))
-      return f;
-    if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
-      return f;
     const FunctionSignature *sig = nullptr;
-    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+    if (std::optional<Failure> f = lookupFunction(library, function, out_info, sig))
       return f;
     if (index >= sig->numResults)
       return fail(DSA_STATUS_INVALID_ARGUMENT, "index: " + std::to_string(index) + " is past @" + sig->name + "'s " +

@@ -4,6 +4,7 @@
 #include "dsa/Numerics/BF16.h"
 #include "dsa/Runtime/Host/FileDigest.h"
 #include "dsa/Runtime/Host/MemoryFormat.h"
+#include "dsa/Runtime/Host/Values.h"
 #include "dsa/Support/StrictJson.h"
 
 #include "dsa/ABI/StepLibrary.h"
@@ -56,27 +57,15 @@ std::string directoryOf(const std::string &path) {
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
-/// Checks `value` against `kind` ("argument #i"); on success `shape`/`type` describe it.
+/// Checks `value` against `kind` ("argument #i"): runtime::checkValueKind (the CPU's packed call and the C API
+/// check the same way), and a scalar argument must be a host value (it is passed by value, not as a buffer).
 Status checkArgument(const GpuValue &value, const runtime::ValueKind &kind, const std::string &what) {
   const ElementType type = value.isDevice() ? value.device()->elementType() : value.host()->elementType();
   const std::vector<int64_t> &shape = value.isDevice() ? value.device()->shape() : value.host()->shape();
-  if (type != kind.elem)
-    return makeError(what + " has element type " + dsa::elementTypeName(type) + ", expected " +
-                     dsa::elementTypeName(kind.elem) + " (" + kind.typeString + ")");
-  if (!kind.isTensor) {
-    if (!shape.empty() || value.isDevice())
-      return makeError(what + " has shape " + shapeString(shape) + ", expected a host scalar (" + kind.typeString +
-                       ")");
-    return Status::success();
-  }
-  if (shape.size() != kind.shape.size())
-    return makeError(what + " has rank " + std::to_string(shape.size()) + " (shape " + shapeString(shape) +
-                     "), expected " + kind.typeString);
-  for (size_t d = 0; d < kind.shape.size(); ++d)
-    if (kind.shape[d] >= 0 && shape[d] != kind.shape[d])
-      return makeError(what + " has shape " + shapeString(shape) + ", expected " + kind.typeString + " (dimension " +
-                       std::to_string(d) + ")");
-  return Status::success();
+  if (!kind.isTensor && value.isDevice())
+    return makeError(what + " is a device buffer of shape " + shapeString(shape) + ", expected a host scalar (" +
+                     kind.typeString + ")");
+  return runtime::checkValueKind(kind, type, shape, what);
 }
 
 } // namespace

@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "Support.h"
+#include "../Common/RuntimeDeclarations.h"
 
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/ABI/RuntimeFunctions.h"
@@ -763,28 +764,6 @@ void configureDSAToCPUConversionLegality(ConversionTarget &target) {
       [](Operation *op) { return !isa<RankedTensorType>(op->getResult(0).getType()); });
 }
 
-namespace {
-
-/// Declares `name` of `type` (private) unless a func.func of that type holds the name already; any other holder is
-/// an error on it.
-LogicalResult declareRuntimeFunction(ModuleOp module, OpBuilder &b, StringRef name, FunctionType type,
-                                     StringRef what, bool cInterface) {
-  if (Operation *existing = module.lookupSymbol(name)) {
-    auto f = dyn_cast<func::FuncOp>(existing);
-    if (!f || f.getFunctionType() != type)
-      return existing->emitOpError("dsa-to-cpu: the symbol '")
-             << name << "' is taken by something other than " << what << " " << type;
-    return success();
-  }
-  auto decl = func::FuncOp::create(b, module.getLoc(), name, type); // b moves past it: declarations keep their order
-  decl.setPrivate();
-  if (cInterface)
-    decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
-  return success();
-}
-
-} // namespace
-
 LogicalResult declareDSAToCPURuntimeFunctions(ModuleOp module) {
   bool needsFail = false, needsTopk = false;
   module.walk([&](Operation *op) {
@@ -796,18 +775,18 @@ LogicalResult declareDSAToCPURuntimeFunctions(ModuleOp module) {
   });
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   // The run-time check hook (the host defines it, see RuntimeErrors.h).
-  if (needsFail && failed(declareRuntimeFunction(module, b, ::dsa::abi::kFailSymbol,
-                                                 b.getFunctionType({b.getI32Type()}, {}),
-                                                 "the run-time check hook's declaration", /*cInterface=*/false)))
+  if (needsFail && failed(conversion::declareRuntimeFunction(module, b, ::dsa::abi::kFailSymbol,
+                                                             b.getFunctionType({b.getI32Type()}, {}), "dsa-to-cpu",
+                                                             "the run-time check hook's declaration", /*cInterface=*/false)))
     return failure();
   // The top-k runtime function (RuntimeFunctions.h), memref descriptors passed by pointer (C interface).
   if (needsTopk) {
     const int64_t dyn = ShapedType::kDynamic;
     auto values = MemRefType::get({dyn, dyn}, b.getF32Type());
     auto picks = MemRefType::get({dyn, dyn}, b.getI64Type());
-    if (failed(declareRuntimeFunction(module, b, ::dsa::abi::kTopkSymbol,
-                                      b.getFunctionType({values, b.getI64Type(), picks}, {b.getI32Type()}),
-                                      "the top-k runtime's declaration", /*cInterface=*/true)))
+    if (failed(conversion::declareRuntimeFunction(module, b, ::dsa::abi::kTopkSymbol,
+                                                  b.getFunctionType({values, b.getI64Type(), picks}, {b.getI32Type()}),
+                                                  "dsa-to-cpu", "the top-k runtime's declaration", /*cInterface=*/true)))
       return failure();
   }
   return success();

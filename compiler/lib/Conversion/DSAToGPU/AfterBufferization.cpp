@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "EmbeddedKernels.h"
 #include "Symbols.h"
+#include "../Common/RuntimeDeclarations.h"
 
 #include "dsa/ABI/RuntimeFunctions.h"
 #include "dsa/ABI/GpuKernels.h"
@@ -34,19 +35,8 @@ namespace mlir::dsa {
 
 LogicalResult declareFunction(ModuleOp module, StringRef name, FunctionType type, StringRef what,
                               bool cInterface) {
-  if (Operation *existing = module.lookupSymbol(name)) {
-    auto f = dyn_cast<func::FuncOp>(existing);
-    if (!f || f.getFunctionType() != type)
-      return existing->emitOpError("dsa-to-gpu: the symbol '")
-             << name << "' is taken by something other than " << what << " " << type;
-    return success();
-  }
-  OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
-  auto decl = func::FuncOp::create(mb, module.getLoc(), name, type);
-  decl.setPrivate();
-  if (cInterface)
-    decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), UnitAttr::get(module.getContext()));
-  return success();
+  OpBuilder mb = OpBuilder::atBlockBegin(module.getBody()); // each declaration goes first (the module's layout)
+  return conversion::declareRuntimeFunction(module, mb, name, type, "dsa-to-gpu", what, cInterface);
 }
 
 LogicalResult declareTopk(ModuleOp module) {

@@ -18,7 +18,8 @@ inline constexpr llvm::StringLiteral kLaunchPrefix = "__dsa_gpu_launch_";
 inline constexpr llvm::StringLiteral kHostTopkSymbol = "__dsa_gpu_host_topk";
 
 /// Declares `func.func private @name(type)` at the start of `module` (with the C interface when `cInterface`) unless
-/// it exists with that type; a symbol taken by something else is an error naming `what` it should have been.
+/// it exists with that type; a symbol taken by something else is an error naming `what` it should have been
+/// (conversion::declareRuntimeFunction, shared with dsa-to-cpu: ../Common/RuntimeDeclarations.h).
 LogicalResult declareFunction(ModuleOp module, StringRef name, FunctionType type, StringRef what,
                               bool cInterface = false);
 

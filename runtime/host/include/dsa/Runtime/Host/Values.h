@@ -154,7 +154,8 @@ struct NamedTensor {
 
 /// Whether a value of element type `type` and shape `shape` (empty: a scalar or a rank-0 tensor) fits `kind`:
 /// the element type, a scalar for a scalar kind, the rank and every static dimension. The one check of a call's
-/// values against a signature (PackedCall's invokePacked, the C API's weights). Errors start with `what`:
+/// values against a signature (PackedCall's invokePacked, the C API's weights, GpuStepLibrary::run's arguments).
+/// Errors start with `what`:
 /// "<what> has element type f32, expected bf16 (tensor<4x8xbf16>)", "<what> has shape [2, 5], expected a scalar
 /// (i64)", "<what> has rank 1 (shape [4]), expected tensor<4x8xbf16>", "<what> has shape [2, 5], expected
 /// tensor<2x4xbf16> (dimension 1)".
