@@ -306,10 +306,19 @@ Result<Tensor> windowKv(const Tensor &kv, const Tensor &ring, int64_t startPos) 
     return err(op, "start_pos is " + str(startPos) + ", expected >= 0");
   if (startPos == 0)
     return kv;
-  if (kv.dim(0) != 1)
-    return err(op, "a step of " + str(kv.dim(0)) + " tokens at start_pos " + str(startPos) +
-                       ": multi-token steps at start_pos > 0 are split into decode steps by the runtime");
-  return ring;
+  // Decode: the ring with this step's row in slot start_pos % W (ringUpdate's write; the same ring when `ring`
+  // already holds it).
+  if (kv.dim(0) == 1)
+    return ringUpdate(ring, kv, startPos);
+  // A chunk at start_pos > 0: the ring as it stood before the step, then the chunk's own rows.
+  const int64_t W = ring.dim(0), hd = ring.dim(1), s = kv.dim(0);
+  Result<Tensor> allocated = Tensor::zeros(ElementType::BF16, {W + s, hd});
+  if (!allocated.ok())
+    return err(op, allocated.error());
+  Tensor out = std::move(*allocated);
+  std::copy(ring.floats(), ring.floats() + W * hd, out.floats());
+  std::copy(kv.floats(), kv.floats() + s * hd, out.floats() + W * hd);
+  return out;
 }
 
 Result<Tensor> windowIndices(int64_t startPos, int64_t count, int64_t windowSize) {
@@ -320,9 +329,6 @@ Result<Tensor> windowIndices(int64_t startPos, int64_t count, int64_t windowSize
     return err(op, "token count is " + str(count) + ", expected >= 1");
   if (windowSize < 1)
     return err(op, "window_size is " + str(windowSize) + ", expected >= 1");
-  if (startPos > 0 && count != 1)
-    return err(op, "a step of " + str(count) + " tokens at start_pos " + str(startPos) +
-                       ": multi-token steps at start_pos > 0 are split into decode steps by the runtime");
   if (startPos == 0) {
     const int64_t width = std::min(count, windowSize);
     Result<Tensor> allocated = Tensor::zeros(ElementType::I32, {count, width});
@@ -336,17 +342,38 @@ Result<Tensor> windowIndices(int64_t startPos, int64_t count, int64_t windowSize
       }
     return out;
   }
-  Result<Tensor> allocated = Tensor::zeros(ElementType::I32, {1, windowSize});
+  if (count == 1) {
+    Result<Tensor> allocated = Tensor::zeros(ElementType::I32, {1, windowSize});
+    if (!allocated.ok())
+      return err(op, allocated.error());
+    Tensor out = std::move(*allocated);
+    const int64_t oldest = startPos % windowSize + 1;
+    int64_t i = 0;
+    auto emit = [&](int64_t slot) { out.ints()[i++] = slot > startPos ? -1 : slot; };
+    for (int64_t slot = oldest; slot < windowSize; ++slot)
+      emit(slot);
+    for (int64_t slot = 0; slot < oldest; ++slot)
+      emit(slot);
+    return out;
+  }
+  // A chunk at start_pos > 0 (rows of window_kv's [W + count] result: the ring before the step, then the chunk).
+  // Query t at p = start_pos + t reads what its decode step would: the slots oldest first, slot (p % W + 1 + i) % W
+  // holding position pos = p - W + 1 + i at that time; -1 when pos < 0 (the slot number exceeds p: the ring is
+  // still filling), the chunk's row W + (pos - start_pos) when pos is in the chunk, else the ring's slot pos % W.
+  if (startPos > std::numeric_limits<int64_t>::max() - count)
+    return err(op, "start_pos " + str(startPos) + " + " + str(count) + " tokens overflows int64");
+  if (windowSize > std::numeric_limits<int32_t>::max() - count)
+    return err(op, "window_size " + str(windowSize) + " + " + str(count) +
+                       " tokens: the rows do not fit i32 indices");
+  Result<Tensor> allocated = Tensor::zeros(ElementType::I32, {count, windowSize});
   if (!allocated.ok())
     return err(op, allocated.error());
   Tensor out = std::move(*allocated);
-  const int64_t oldest = startPos % windowSize + 1;
-  int64_t i = 0;
-  auto emit = [&](int64_t slot) { out.ints()[i++] = slot > startPos ? -1 : slot; };
-  for (int64_t slot = oldest; slot < windowSize; ++slot)
-    emit(slot);
-  for (int64_t slot = 0; slot < oldest; ++slot)
-    emit(slot);
+  for (int64_t t = 0; t < count; ++t)
+    for (int64_t i = 0; i < windowSize; ++i) {
+      const int64_t pos = startPos + t - windowSize + 1 + i; // >= -W: no overflow (startPos + count fits)
+      out.ints()[t * windowSize + i] = pos < 0 ? -1 : pos >= startPos ? windowSize + (pos - startPos) : pos % windowSize;
+    }
   return out;
 }
 

@@ -7,6 +7,7 @@ dsa/Runtime/Host/Sequence.h).
     y = seq.step(x[:1], seq.position)                            # decode
 
 A sequence owns its state (ring, compressor state, caches) and its position; a multi-token step at start_pos > 0 is
+one chunk call of a window-only layer (the same bits as decode steps), elsewhere
 split into decode steps. A layer with shared slots (compress_ratio > 0) takes slots= (lib.initial_slots(), passed
 from layer to layer). Errors raise dsa.Error naming the argument ("x: ...", "start_pos: ...", "weights[3] ...",
 "shared: ...", "max_seq_len: ..."); after an error the state, the position and the slots are as before the call.

@@ -48,12 +48,12 @@ def test_decode_bit_identical_to_interpreter(lib0, layer0):
     assert np.array_equal(bits(out[0]), bits(fresh.step(x[:3], 0)))
 
 
-def test_multi_token_step_after_prefill_is_split(lib0, layer0):
+def test_multi_token_step_after_prefill_equals_decode_steps(lib0, layer0):
     a, b = lib0.sequence(layer0.weights), lib0.sequence(layer0.weights)
     x = tokens(4, 1)
     a.step(x[:2], 0)
     b.step(x[:2], 0)
-    y = a.step(x[2:], 2)                                               # split into two decode steps
+    y = a.step(x[2:], 2)                                               # one chunk call (a window-only layer)
     y2, y3 = b.step(x[2:3], 2), b.step(x[3:], 3)
     assert np.array_equal(bits(y), bits(np.concatenate([y2, y3])))
 

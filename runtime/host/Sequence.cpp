@@ -254,7 +254,9 @@ Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_
     return makeError(where + "max_seq_len: positions " + std::to_string(startPos) + " .. " +
                      std::to_string(startPos + s - 1) + " exceed the capacity of " + std::to_string(roles.maxSeqLen) +
                      " positions (max_seq_len)");
-  const bool split = startPos > 0 && s > 1;
+  // A multi-token step at start_pos > 0 is one call when the compiled code runs chunks (StepRoles::chunked), else
+  // the tokens one at a time.
+  const bool split = startPos > 0 && s > 1 && !roles.chunked;
   if (!roles.shared.empty()) {
     if (sharedGiven < 0)
       return makeError(where + "shared: the layer reads and publishes " + std::to_string(roles.shared.size()) +

@@ -102,7 +102,7 @@ Result<StateBinding> bindingFromJson(const json &j, const std::string &where, si
 Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const FunctionSignature &f) {
   if (!j.is_object())
     return makeError(where + ": expected an object");
-  if (Status st = checkKnownKeys(j, where, {"x", "start_pos", "output", "max_seq_len", "shared"}); !st)
+  if (Status st = checkKnownKeys(j, where, {"x", "start_pos", "output", "max_seq_len", "shared", "chunked"}); !st)
     return makeError(st.error());
   StepRoles roles;
   auto index = [&](const char *key, size_t limit, const char *what) -> Result<int64_t> {
@@ -142,6 +142,11 @@ Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const F
     if (!j["max_seq_len"].is_number_integer() || j["max_seq_len"].get<int64_t>() < 1)
       return makeError(where + ".max_seq_len: expected a positive integer or null");
     roles.maxSeqLen = j["max_seq_len"].get<int64_t>();
+  }
+  if (j.contains("chunked")) { // absent in descriptions written before it: such libraries split (false)
+    if (!j["chunked"].is_boolean())
+      return makeError(where + ".chunked: expected true or false");
+    roles.chunked = j["chunked"].get<bool>();
   }
   if (j.contains("shared")) {
     if (!j["shared"].is_array())
@@ -289,6 +294,7 @@ std::string describeStepLibrary(const StepLibraryDescription &d) {
       sj["start_pos"] = f.step.startPos;
       sj["output"] = f.step.output;
       sj["max_seq_len"] = f.step.maxSeqLen < 0 ? json(nullptr) : json(f.step.maxSeqLen);
+      sj["chunked"] = f.step.chunked;
       sj["shared"] = json::array();
       for (const StateBinding &b : f.step.shared)
         sj["shared"].push_back({{"arg", b.arg}, {"result", b.result}});

@@ -338,7 +338,7 @@ func.func @window_kv_result_rank(%kv: tensor<?x32xbf16>, %ring: tensor<8x32xbf16
 // -----
 
 func.func @window_kv_result_rows(%kv: tensor<3x32xbf16>, %ring: tensor<8x32xbf16>, %sp: i64) {
-  // expected-error @+1 {{result has 5 rows but the window has s = 3 rows (prefill, 'kv') or W = 8 rows (decode, 'ring')}}
+  // expected-error @+1 {{result has 5 rows but the window has s = 3 rows (prefill, 'kv'), W = 8 rows (decode, 'ring') or W + s rows (a chunk at start_pos > 0)}}
   %0 = dsa.window_kv %kv, %ring, %sp : (tensor<3x32xbf16>, tensor<8x32xbf16>, i64) -> tensor<5x32xbf16>
   return
 }

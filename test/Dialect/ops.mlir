@@ -117,6 +117,14 @@ func.func @window(%ring: tensor<8x32xbf16>, %kv: tensor<?x32xbf16>, %sp: i64, %s
 }
 
 // A static prefill chunk of 3 rows: the window is those 3 rows.
+// A chunk of 3 tokens at start_pos > 0 reads W + s = 11 rows (the ring before the step, then the chunk).
+// CHECK-LABEL: func.func @window_kv_static_chunk
+// CHECK: dsa.window_kv %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x32xbf16>, tensor<8x32xbf16>, i64) -> tensor<11x32xbf16>
+func.func @window_kv_static_chunk(%kv: tensor<3x32xbf16>, %ring: tensor<8x32xbf16>, %sp: i64) -> tensor<11x32xbf16> {
+  %0 = dsa.window_kv %kv, %ring, %sp : (tensor<3x32xbf16>, tensor<8x32xbf16>, i64) -> tensor<11x32xbf16>
+  return %0 : tensor<11x32xbf16>
+}
+
 // CHECK-LABEL: func.func @window_kv_static_prefill
 // CHECK: dsa.window_kv %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x32xbf16>, tensor<8x32xbf16>, i64) -> tensor<3x32xbf16>
 func.func @window_kv_static_prefill(%kv: tensor<3x32xbf16>, %ring: tensor<8x32xbf16>, %sp: i64) -> tensor<3x32xbf16> {

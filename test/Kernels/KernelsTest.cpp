@@ -466,19 +466,42 @@ TEST(KernelsWindowKv, PrefillReadsTheChunkDecodeReadsTheRing) {
   EXPECT_EQ(p->floatVector(), kv.floatVector());
   auto seeded = ringUpdate(ring, kv, 0);
   ASSERT_TRUE(seeded.ok());
+  // Decode at 12 from the ring before the step: the whole ring, slot 12 % 8 = 4 holding token 12.
   auto d = windowKv(tokenRows(12, 1), *seeded, 12);
   ASSERT_TRUE(d.ok()) << d.error();
   EXPECT_EQ(d->typeString(), "tensor<8x2xbf16>");
-  EXPECT_EQ(ringTokens(*d), (std::vector<int64_t>{8, 9, 10, 11, 4, 5, 6, 7}));
+  EXPECT_EQ(ringTokens(*d), (std::vector<int64_t>{8, 9, 10, 11, 12, 5, 6, 7}));
+}
+
+TEST(KernelsWindowKv, DecodeGivenTheRingBeforeOrAfterTheUpdateReadsTheSameRows) {
+  Tensor ring(ElementType::BF16, {8, 2});
+  auto seeded = ringUpdate(ring, tokenRows(0, 12), 0);
+  ASSERT_TRUE(seeded.ok());
+  auto updated = ringUpdate(*seeded, tokenRows(12, 1), 12);
+  ASSERT_TRUE(updated.ok());
+  auto before = windowKv(tokenRows(12, 1), *seeded, 12), after = windowKv(tokenRows(12, 1), *updated, 12);
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_EQ(ringTokens(*before), (std::vector<int64_t>{8, 9, 10, 11, 12, 5, 6, 7}));
+  EXPECT_EQ(before->floatVector(), after->floatVector());
+}
+
+TEST(KernelsWindowKv, ChunkReadsTheRingBeforeTheStepThenItsOwnRows) {
+  // W = 4, ring after a prefill of 4 (tokens 0..3), a chunk of 3 at 4: rows = slots 0..3, then tokens 4, 5, 6.
+  Tensor ring(ElementType::BF16, {4, 2});
+  auto seeded = ringUpdate(ring, tokenRows(0, 4), 0);
+  ASSERT_TRUE(seeded.ok());
+  auto rows = windowKv(tokenRows(4, 3), *seeded, 4);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  EXPECT_EQ(rows->typeString(), "tensor<7x2xbf16>");
+  EXPECT_EQ(ringTokens(*rows), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}));
 }
 
 TEST(KernelsWindowKv, Errors) {
   Tensor ring(ElementType::BF16, {8, 2});
-  EXPECT_EQ(errorOf(windowKv(tokenRows(5, 2), ring, 5)),
-            "window_kv: a step of 2 tokens at start_pos 5: multi-token steps at start_pos > 0 are split into "
-            "decode steps by the runtime");
   EXPECT_THAT(errorOf(windowKv(tokenRows(0, 1), ring, -3)), HasSubstr("start_pos is -3"));
   EXPECT_THAT(errorOf(windowKv(bf16({1, 4}, {1, 2, 3, 4}), ring, 0)),
+              HasSubstr("kv rows have 4 elements but ring rows have 2"));
+  EXPECT_THAT(errorOf(windowKv(bf16({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), ring, 5)),
               HasSubstr("kv rows have 4 elements but ring rows have 2"));
   EXPECT_THAT(errorOf(windowKv(tokenRows(0, 1), Tensor(ElementType::F32, {8, 2}), 0)),
               HasSubstr("ring has element type f32"));
@@ -532,13 +555,90 @@ TEST(KernelsWindowIndices, DecodeRingOrder) {
   EXPECT_EQ(at(1), (std::vector<int64_t>{N, N, N, N, N, N, 0, 1}));
 }
 
+TEST(KernelsWindowIndices, ChunkWorkedExamples) {
+  const int64_t N = -1;
+  // W = 4, a chunk of 3 at 4 over rows [slots 0..3, tokens 4, 5, 6]: token 4 reads positions 1..4 = slots 1, 2, 3
+  // then chunk row 4; token 5 positions 2..5; token 6 positions 3..6.
+  auto a = windowIndices(4, 3, 4);
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a->typeString(), "tensor<3x4xi32>");
+  EXPECT_EQ(a->intVector(), (std::vector<int64_t>{1, 2, 3, 4, /**/ 2, 3, 4, 5, /**/ 3, 4, 5, 6}));
+  // W = 8 still filling: a prefill of 1, then a chunk of 2 at 1: rows [slots 0..7, tokens 1, 2].
+  auto b = windowIndices(1, 2, 8);
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_EQ(b->intVector(), (std::vector<int64_t>{N, N, N, N, N, N, 0, 8, /**/ N, N, N, N, N, 0, 8, 9}));
+  // Crossing the wrap, W = 4, a chunk of 2 at 6: token 6 reads positions 3, 4, 5 (slots 3, 0, 1), then row 4.
+  auto c = windowIndices(6, 2, 4);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->intVector(), (std::vector<int64_t>{3, 0, 1, 4, /**/ 0, 1, 4, 5}));
+}
+
+/// The definition (section 13): every token of a chunk reads the same kv values, in the same order and with -1 in
+/// the same places, as its own decode step; and the ring after the chunk is the ring after the decodes. Rows are
+/// labelled by position (token p's row is [p + 1, -(p + 1)], so an empty slot reads 0), and the label each entry
+/// reads is also checked against the window itself: entry i of token p is position p - W + 1 + i, or none.
+TEST(KernelsWindowChunk, EqualsTokenByTokenDecodeOverRingBoundaries) {
+  for (int64_t W : {1, 4, 8}) {
+    for (int64_t prefix : {1, 2, 3, 5, 7, 8, 9, 13}) {
+      for (int64_t s : {int64_t{2}, int64_t{3}, W - 1, W, W + 1, 2 * W + 3}) {
+        if (s < 2)
+          continue;
+        SCOPED_TRACE("W " + std::to_string(W) + ", prefix " + std::to_string(prefix) + ", chunk " +
+                     std::to_string(s));
+        // The ring after a prefill of 1 and decodes up to prefix - 1.
+        auto ring0 = ringUpdate(Tensor(ElementType::BF16, {W, 2}), tokenRows(1, 1), 0);
+        ASSERT_TRUE(ring0.ok());
+        Tensor ring = *ring0;
+        for (int64_t p = 1; p < prefix; ++p)
+          ring = *ringUpdate(ring, tokenRows(p + 1, 1), p);
+        const Tensor chunk = tokenRows(prefix + 1, s);
+        auto rows = windowKv(chunk, ring, prefix);
+        auto idx = windowIndices(prefix, s, W);
+        ASSERT_TRUE(rows.ok()) << rows.error();
+        ASSERT_TRUE(idx.ok()) << idx.error();
+        ASSERT_EQ(rows->shape(), (std::vector<int64_t>{W + s, 2}));
+        ASSERT_EQ(idx->shape(), (std::vector<int64_t>{s, W}));
+        const std::vector<int64_t> chunkLabels = ringTokens(*rows);
+        Tensor decodeRing = ring;
+        for (int64_t t = 0; t < s; ++t) {
+          const int64_t p = prefix + t;
+          const Tensor one = tokenRows(p + 1, 1);
+          auto drows = windowKv(one, decodeRing, p);
+          auto didx = windowIndices(p, 1, W);
+          ASSERT_TRUE(drows.ok() && didx.ok());
+          decodeRing = *ringUpdate(decodeRing, one, p);
+          const std::vector<int64_t> decodeLabels = ringTokens(*drows);
+          for (int64_t i = 0; i < W; ++i) {
+            const int64_t c = idx->ints()[t * W + i], d = didx->ints()[i];
+            ASSERT_EQ(c < 0, d < 0) << "token " << t << " entry " << i;
+            const int64_t pos = p - W + 1 + i;
+            if (d < 0) {
+              EXPECT_LT(pos, 0);
+              continue;
+            }
+            EXPECT_EQ(chunkLabels[static_cast<size_t>(c)], decodeLabels[static_cast<size_t>(d)])
+                << "token " << t << " entry " << i;
+            EXPECT_EQ(chunkLabels[static_cast<size_t>(c)], pos + 1) << "token " << t << " entry " << i;
+          }
+        }
+        auto after = ringUpdate(ring, chunk, prefix);
+        ASSERT_TRUE(after.ok());
+        EXPECT_EQ(ringTokens(*after), ringTokens(decodeRing));
+      }
+    }
+  }
+}
+
 TEST(KernelsWindowIndices, Errors) {
-  EXPECT_EQ(errorOf(windowIndices(12, 2, 8)),
-            "window_indices: a step of 2 tokens at start_pos 12: multi-token steps at start_pos > 0 are split into "
-            "decode steps by the runtime");
   EXPECT_THAT(errorOf(windowIndices(-1, 1, 8)), HasSubstr("start_pos is -1"));
   EXPECT_THAT(errorOf(windowIndices(0, 0, 8)), HasSubstr("token count is 0"));
   EXPECT_THAT(errorOf(windowIndices(0, 4, 0)), HasSubstr("window_size is 0"));
+  EXPECT_EQ(errorOf(windowIndices(std::numeric_limits<int64_t>::max() - 2, 3, 8)),
+            "window_indices: start_pos 9223372036854775805 + 3 tokens overflows int64");
+  EXPECT_EQ(errorOf(windowIndices(5, 3, std::numeric_limits<int32_t>::max() - 2)),
+            "window_indices: window_size 2147483645 + 3 tokens: the rows do not fit i32 indices");
+  // Decode at a huge start_pos is fine (no sum is formed).
+  EXPECT_TRUE(windowIndices(std::numeric_limits<int64_t>::max() - 1, 1, 8).ok());
 }
 
 //===----------------------------------------------------------------------------------------------------------===//

@@ -53,7 +53,7 @@
 // CHECK-NEXT: %[[KVR:.+]] = dsa.apply_rope %[[KVN]], %[[POS]] {rope = #dsa.rope<{{.*}}yarn = <original_seq_len = 32
 // CHECK-NEXT: %[[KV:.+]] = dsa.act_quant_fp8 %[[KVR]]
 // CHECK-NEXT: %[[NRING2:.+]] = dsa.ring_update %[[RING2]], %[[KV]], %[[SP]]
-// CHECK-NEXT: %[[WROWS:.+]] = dsa.window_kv %[[KV]], %[[NRING2]], %[[SP]]
+// CHECK-NEXT: %[[WROWS:.+]] = dsa.window_kv %[[KV]], %[[RING2]], %[[SP]]
 // CHECK-NEXT: %[[WIDX:.+]] = dsa.window_indices %[[SP]], %[[S]] {window_size = 8 : i64} : (i64, index) -> tensor<?x?xi32>
 //
 // Section 8 step 1, the ratio-2 compressor (section 5): f32 projections, pooling with the state, bf16, norm.
@@ -139,7 +139,7 @@
 // CHECK-NEXT: %[[POS3:.+]] = dsa.positions %[[SP]], %[[S3]]
 // CHECK:      dsa.probe "L3.sa_q" %[[Q3:[^ ]+]] :
 // CHECK:      %[[NRING3:.+]] = dsa.ring_update %[[RING3]], %{{.+}}, %[[SP]]
-// CHECK-NEXT: %[[WROWS3:.+]] = dsa.window_kv %{{.+}}, %[[NRING3]], %[[SP]]
+// CHECK-NEXT: %[[WROWS3:.+]] = dsa.window_kv %{{.+}}, %[[RING3]], %[[SP]]
 // CHECK-NEXT: %[[WIDX3:.+]] = dsa.window_indices %[[SP]], %[[S3]] {window_size = 8 : i64}
 // CHECK-NEXT: %[[SPI3:.+]] = arith.index_cast %[[SP]] : i64 to index
 // CHECK-NEXT: %[[END3:.+]] = arith.addi %[[SPI3]], %[[S3]] : index

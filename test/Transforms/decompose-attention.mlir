@@ -44,7 +44,7 @@
 // CHECK-NEXT: %[[KV:.+]] = dsa.act_quant_fp8 %[[KVR]] : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
 // CHECK-NEXT: %[[NRING0:.+]] = dsa.ring_update %[[RING0]], %[[KV]], %[[SP]]
 // CHECK-SAME:     : (tensor<8x32xbf16>, tensor<?x32xbf16>, i64) -> tensor<8x32xbf16>
-// CHECK-NEXT: %[[ROWS:.+]] = dsa.window_kv %[[KV]], %[[NRING0]], %[[SP]]
+// CHECK-NEXT: %[[ROWS:.+]] = dsa.window_kv %[[KV]], %[[RING0]], %[[SP]]
 // CHECK-SAME:     : (tensor<?x32xbf16>, tensor<8x32xbf16>, i64) -> tensor<?x32xbf16>
 // CHECK-NEXT: dsa.probe "L0.sa_kv" %[[ROWS]] : tensor<?x32xbf16>
 // CHECK-NEXT: %[[IDX:.+]] = dsa.window_indices %[[SP]], %[[S]] {window_size = 8 : i64} : (i64, index) -> tensor<?x?xi32>
@@ -71,7 +71,7 @@
 // CHECK:      dsa.probe "L1.sa_q"
 // CHECK-NEXT: %[[KVA1:.+]] = dsa.linear %[[OUT0]], %[[WKV]]
 // CHECK:      %[[NRING1:.+]] = dsa.ring_update %[[RING1]], %{{.+}}, %[[SP]]
-// CHECK-NEXT: %[[ROWS1:.+]] = dsa.window_kv %{{.+}}, %[[NRING1]], %[[SP]]
+// CHECK-NEXT: %[[ROWS1:.+]] = dsa.window_kv %{{.+}}, %[[RING1]], %[[SP]]
 // CHECK-NEXT: dsa.probe "L1.sa_kv" %[[ROWS1]]
 // CHECK-NEXT: %[[IDX1:.+]] = dsa.window_indices %[[SP]], %[[S1]] {window_size = 8 : i64}
 // CHECK-NEXT: dsa.probe "L1.sa_topk_idxs" %[[IDX1]]
@@ -141,7 +141,7 @@ func.func @two_layers(%x: tensor<?x64xbf16>, %start_pos: i64, %ring0: tensor<8x3
 // CHECK-NEXT: %[[KV:.+]] = dsa.act_quant_fp8 %[[KVR]] : (tensor<1x64xbf16>) -> tensor<1x64xbf16>
 // CHECK-NEXT: %[[NRING:.+]] = dsa.ring_update %[[RING]], %[[KV]], %[[SP]]
 // CHECK-SAME:     : (tensor<4x64xbf16>, tensor<1x64xbf16>, i64) -> tensor<4x64xbf16>
-// CHECK-NEXT: %[[ROWS:.+]] = dsa.window_kv %[[KV]], %[[NRING]], %[[SP]]
+// CHECK-NEXT: %[[ROWS:.+]] = dsa.window_kv %[[KV]], %[[RING]], %[[SP]]
 // CHECK-SAME:     : (tensor<1x64xbf16>, tensor<4x64xbf16>, i64) -> tensor<?x64xbf16>
 // CHECK-NEXT: dsa.probe "L7.sa_kv" %[[ROWS]] : tensor<?x64xbf16>
 // CHECK-NEXT: %[[IDX:.+]] = dsa.window_indices %[[SP]], %[[S]] {window_size = 4 : i64} : (i64, index) -> tensor<1x?xi32>

@@ -7,7 +7,7 @@
 // Each case builds one window-only `dsa.attention` (compress_ratio = 0) with mlir::dsa::buildAttentionFunction
 // (compiler/include/dsa/Dialect/DSA/IR/AttentionBuilder.h, as tools/dsa-run/GoldenReplay.cpp does), fills its weights and inputs with seeded random bf16 values (uniform, scaled
 // by 1/sqrt(fan_in) so that activations stay O(1)), and runs a step sequence (a prefill at start_pos 0, then decode
-// steps at start_pos = tokens so far, the ring threaded by each side separately) on both. Every result (out,
+// steps or multi-token chunks at start_pos = tokens so far, the ring threaded by each side separately) on both. Every result (out,
 // new_ring) and every probe (L<l>.sa_q, sa_kv, sa_topk_idxs, sa_o, attn_out) is compared at every step:
 //   - index tensors (sa_topk_idxs, i32) exactly;
 //   - float tensors BIT-EXACTLY (NaN = NaN): the backend evaluates every f32 operation in the kernels' order
@@ -209,7 +209,17 @@ protected:
       // (section 4), so that the sequence really exercises the fill phase and the wrap of the ring.
       const Tensor &idx = wantProbes[2].value;
       ASSERT_EQ(idx.elementType(), ElementType::I32);
-      if (step.startPos > 0) {
+      if (step.startPos > 0 && step.tokens > 1) {
+        // A chunk (docs/architecture.md): token t at p reads position pos = p - W + 1 + i as the chunk's row
+        // W + pos - start_pos, the ring's slot pos % W before it, -1 before position 0.
+        ASSERT_EQ(idx.shape(), (std::vector<int64_t>{step.tokens, g.window}));
+        for (int64_t t = 0; t < step.tokens; ++t)
+          for (int64_t i = 0; i < g.window; ++i) {
+            const int64_t pos = step.startPos + t - g.window + 1 + i;
+            const int64_t want = pos < 0 ? -1 : pos >= step.startPos ? g.window + pos - step.startPos : pos % g.window;
+            EXPECT_EQ(idx.ints()[t * g.window + i], want) << "chunk token " << t << " index " << i;
+          }
+      } else if (step.startPos > 0) {
         ASSERT_EQ(idx.shape(), (std::vector<int64_t>{1, g.window}));
         int64_t oldest = step.startPos % g.window + 1;
         for (int64_t i = 0; i < g.window; ++i) {
@@ -255,8 +265,25 @@ TEST_F(DifferentialTest, TailsPrefillLongerThanWindow) {
   runDifferential(kTails, sequence(21, 24), 4, /*parallel=*/false);
 }
 
+// Multi-token steps at start_pos > 0 run as one chunk: while the ring fills (5 at 3), s == W (16 at 8), after a
+// decode a chunk longer than 2W crossing the wrap (37 at 25); every result and probe equal to the interpreter's.
+const std::vector<Step> kChunks = {{0, 3}, {3, 5}, {8, 16}, {24, 1}, {25, 37}};
+
+TEST_F(DifferentialTest, TailsChunksAtPositions) { runDifferential(kTails, kChunks, 6, /*parallel=*/false); }
+
+TEST_F(DifferentialTest, TailsChunksAtPositionsOpenMP) {
+  if (!haveOpenMP())
+    GTEST_SKIP() << "no OpenMP runtime (libomp) for parallel=true";
+  runDifferential(kTails, kChunks, 7, /*parallel=*/true);
+}
+
 TEST_F(DifferentialTest, FlashGeometryShortSequence) {
   runDifferential(kFlash, sequence(3, 4), 5, /*parallel=*/false);
+}
+
+TEST_F(DifferentialTest, FlashGeometryChunk) {
+  // A chunk of 3 at 2 (the ring of 128 still filling) at V4.1-Flash's window-only geometry.
+  runDifferential(kFlash, {{0, 2}, {2, 3}}, 8, /*parallel=*/false);
 }
 
 } // namespace

@@ -294,6 +294,8 @@ TEST_F(GPUStepLibraryTest, DescriptionParsesWithTheMlirFreeParser) {
   EXPECT_EQ(f.step.x, 0);
   EXPECT_EQ(f.step.startPos, 1);
   EXPECT_EQ(f.step.output, 0);
+  // dsa-to-gpu rejects a chunk at start_pos > 0, so the runtime splits it (a window-only CPU library: true).
+  EXPECT_FALSE(f.step.chunked);
 }
 
 TEST_F(GPUStepLibraryTest, WithoutADriverOpeningFailsClearly) {

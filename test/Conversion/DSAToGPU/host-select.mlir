@@ -108,19 +108,29 @@ func.func @not_returned(%c: i1, %x: tensor<4x32xbf16>, %a: tensor<4x32xf32>) -> 
   return %t : tensor<4x32xbf16>
 }
 
-// window_kv returned: the step's kv (prefill, start_pos == 0) or the ring; the kv rows the function made are freed
-// when they are not the returned rows (decode).
+// window_kv returned: the step's kv (prefill, start_pos == 0) or decode's rows, here (no ring_update of the same
+// operands in the function) a new buffer that window_kv writes with dsa_ring_update from the ring argument; each of
+// the two allocations is freed when it is not the returned rows.
 // CHECK-LABEL: func.func @window_rows(
 // CHECK-SAME: %{{.*}}: memref<?x32xf32>, %[[RING:[^:]*]]: memref<8x32xbf16>, %[[SP:[^:]*]]: i64)
 // CHECK: %[[KV:.*]] = gpu.alloc (%{{.*}}) : memref<?x32xbf16>
 // CHECK: %[[PREFILL:.*]] = arith.cmpi eq, %[[SP]], %c0_i64 : i64
-// CHECK: %[[RINGD:.*]] = memref.cast %[[RING]] : memref<8x32xbf16> to memref<?x32xbf16>
-// CHECK-NEXT: %[[ROWS:.*]] = arith.select %[[PREFILL]], %[[KV]], %[[RINGD]] : memref<?x32xbf16>
+// CHECK: func.call @dsa_cpu_fail(%c6_i32)
+// CHECK: %[[DEC:.*]] = gpu.alloc () : memref<8x32xbf16>
+// CHECK: memref.collapse_shape %[[RING]]
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_ring_update
+// CHECK: %[[DECD:.*]] = memref.cast %[[DEC]] : memref<8x32xbf16> to memref<?x32xbf16>
+// CHECK-NEXT: %[[ROWS:.*]] = arith.select %[[PREFILL]], %[[KV]], %[[DECD]] : memref<?x32xbf16>
 // CHECK-NEXT: %[[PKV:.*]] = memref.extract_aligned_pointer_as_index %[[KV]]
 // CHECK-NEXT: %[[PROWS:.*]] = memref.extract_aligned_pointer_as_index %[[ROWS]]
-// CHECK-NEXT: %[[DECODE:.*]] = arith.cmpi ne, %[[PKV]], %[[PROWS]] : index
-// CHECK-NEXT: scf.if %[[DECODE]] {
+// CHECK-NEXT: %[[NOTKV:.*]] = arith.cmpi ne, %[[PKV]], %[[PROWS]] : index
+// CHECK-NEXT: scf.if %[[NOTKV]] {
 // CHECK-NEXT: gpu.dealloc %[[KV]] : memref<?x32xbf16>
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[PDEC:.*]] = memref.extract_aligned_pointer_as_index %[[DEC]]
+// CHECK-NEXT: %[[NOTDEC:.*]] = arith.cmpi ne, %[[PDEC]], %[[PROWS]] : index
+// CHECK-NEXT: scf.if %[[NOTDEC]] {
+// CHECK-NEXT: gpu.dealloc %[[DEC]] : memref<8x32xbf16>
 // CHECK-NEXT: }
 // CHECK-NOT: gpu.dealloc
 // CHECK: return %[[ROWS]] : memref<?x32xbf16>

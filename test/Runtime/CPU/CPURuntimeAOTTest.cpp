@@ -34,6 +34,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -156,13 +157,14 @@ protected:
     cpu::CPUCompileOptions options;
     options.probesAsResults = true;
     options.targetCpu = targetCpu;
+    options.parallel = parallel;
     const std::string dir = ::testing::TempDir() + "dsa-cpu-runtime-aot-" + std::to_string(::getpid());
     // One file name per layer function and target: a library still loaded is never confused with a new one of the
     // same path.
     ::dsa::Result<std::string> json = cpu::emitCPUStepLibrary(
         *module, dir,
         config.functionName() + "_r" + std::to_string(config.compressRatio) +
-            (targetCpu.empty() ? "" : "_" + targetCpu),
+            (targetCpu.empty() ? "" : "_" + targetCpu) + (parallel ? "_omp" : ""),
         options);
     ASSERT_TRUE(json.ok()) << json.error();
     jsonPath = *json;
@@ -228,7 +230,11 @@ protected:
     return *r;
   }
 
+  /// The body of the window-layer chunk tests (after build()).
+  void chunksEqualTokenByTokenDecode();
+
   MLIRContext context;
+  bool parallel = false; ///< build() compiles with OpenMP
   std::unique_ptr<ScopedDiagnosticHandler> handler;
   std::string diagnostics;
   OwningOpRef<ModuleOp> module, decomposed;
@@ -245,10 +251,11 @@ Tensor rows(const Tensor &x, int64_t begin, int64_t count) {
                             std::vector<float>(x.floats() + begin * width, x.floats() + (begin + count) * width));
 }
 
-/// A window-only layer: multi-token steps at start_pos > 0 (inside the window, across it, longer than it) equal the
-/// interpreter stepped one token at a time, and the same library stepped one token at a time, bit for bit.
-TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreTokenByTokenDecode) {
-  build(tinyLayer(0), 11);
+/// A window-only layer: a multi-token step at start_pos > 0 is ONE call of the library (a chunk) and ONE interpreter
+/// step, and both equal, bit for bit, the interpreter stepped one token at a time (the definition, section 13) and
+/// the same library stepped one token at a time: the output, the ring, and the probes of the last token. The steps
+/// cover the ring still filling (chunks at 1 and 4), a chunk crossing the wrap (6 at 6), s == W, s > W, s > 2W.
+void CPURuntimeAOTTest::chunksEqualTokenByTokenDecode() {
   const runtime::FunctionSignature *sig = library->signature(name);
   ASSERT_TRUE(sig && sig->step.present());
   EXPECT_EQ(sig->step.x, 0);
@@ -256,19 +263,38 @@ TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreTokenByTokenDecode) {
   EXPECT_EQ(sig->step.output, 0);
   EXPECT_EQ(sig->step.maxSeqLen, -1);
   EXPECT_TRUE(sig->step.shared.empty());
-  runtime::Sequence whole = sequence(), single = sequence();
+  EXPECT_TRUE(sig->step.chunked);
+  int64_t calls = 0;
+  const cpu::CPUStepLibrary *lib = library.get();
+  const std::string fn = name;
+  std::map<size_t, runtime::HostValue> fixed;
+  for (size_t i = 0; i < weights.size(); ++i)
+    fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(weights[i]));
+  auto counted = runtime::Sequence::start(
+      *sig,
+      [lib, fn, &calls](const std::vector<runtime::HostValue> &args, std::vector<runtime::NamedTensor> *probes) {
+        ++calls;
+        return lib->run(fn, args, probes);
+      },
+      std::move(fixed));
+  ASSERT_TRUE(counted.ok()) << counted.error();
+  runtime::Sequence whole = counted.take(), single = sequence();
   std::mt19937_64 rng(12);
-  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32})};
+  std::vector<Tensor> state = {Tensor(ElementType::BF16, {8, 32})}, chunkState = state;
   int64_t pos = 0;
-  for (int64_t tokens : {5, 2, 6, 1, 11}) { // a prefill, then steps of 2, 6 (crossing W = 8), 1, 11 (> W)
+  for (int64_t tokens : {1, 3, 2, 6, 1, 8, 11, 17}) {
     SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
     const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    calls = 0;
     auto got = whole.run(x, pos);
     ASSERT_TRUE(got.ok()) << got.error();
+    EXPECT_EQ(calls, 1) << "one call of the library for the whole step";
+    std::vector<Tensor> chunk = interpret(x, pos, chunkState, 1); // the interpreter, one step
+    ASSERT_FALSE(chunk.empty());
     std::vector<float> want, oneByOne;
-    const int64_t pieces = pos == 0 ? 1 : tokens;
-    for (int64_t t = 0; t < pieces; ++t) {
-      const Tensor xt = pos == 0 ? x : rows(x, t, 1);
+    for (int64_t t = 0; t < tokens; ++t) {
+      const Tensor xt = rows(x, t, 1);
+      // Token by token: a prefill of one token at 0, then decode steps.
       std::vector<Tensor> r = interpret(xt, pos + t, state, 1);
       ASSERT_FALSE(r.empty());
       want.insert(want.end(), r[0].floats(), r[0].floats() + r[0].numElements());
@@ -279,20 +305,32 @@ TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreTokenByTokenDecode) {
     const Tensor wantOut = Tensor::fromFloats(ElementType::BF16, {tokens, 64}, want);
     EXPECT_TRUE(std::any_of(want.begin(), want.end(), [](float v) { return v != 0.0f; })) << "degenerate data";
     EXPECT_TRUE(std::all_of(want.begin(), want.end(), [](float v) { return std::isfinite(v); }));
+    EXPECT_TRUE(sameBits(chunk[0], wantOut)) << "the interpreter's chunk vs token by token";
+    EXPECT_TRUE(sameBits(chunkState[0], state[0])) << "the interpreter's ring after the chunk";
     EXPECT_TRUE(sameBits((*got)[0], wantOut)) << "out vs the interpreter";
     EXPECT_TRUE(sameBits((*got)[0], Tensor::fromFloats(ElementType::BF16, {tokens, 64}, oneByOne)))
         << "out vs one by one";
     EXPECT_TRUE(sameBits((*got)[1], state[0])) << "new_ring";
     EXPECT_TRUE(sameBits(*whole.state(2)->tensor(), state[0])) << "the sequence's ring";
     EXPECT_TRUE(sameBits(*single.state(2)->tensor(), state[0])) << "the one-by-one sequence's ring";
+    // The library's probes (results after out and new_ring) equal the interpreter's chunk step's.
+    ASSERT_EQ(got->size(), chunk.size());
+    for (size_t r = 2; r < chunk.size(); ++r)
+      EXPECT_TRUE(sameBits((*got)[r], chunk[r])) << "probe result " << r;
     pos += tokens;
     EXPECT_EQ(whole.position(), pos);
   }
-  // The compiled code alone still refuses such a step: the split is the runtime's.
-  std::vector<runtime::HostValue> args = {Tensor(ElementType::BF16, {2, 64}), Tensor::scalarI64(3), state[0]};
-  for (const Tensor &w : weights)
-    args.push_back(w);
-  EXPECT_FALSE(library->run(name, args).ok());
+}
+
+TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreOneChunkEqualToTokenByTokenDecode) {
+  build(tinyLayer(0), 11);
+  chunksEqualTokenByTokenDecode();
+}
+
+TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreOneChunkEqualToTokenByTokenDecodeOpenMP) {
+  parallel = true;
+  build(tinyLayer(0), 11);
+  chunksEqualTokenByTokenDecode();
 }
 
 /// A compressed layer (ratio 2, kv + index source): the sequence starts its five state tensors from their init
@@ -558,8 +596,10 @@ TEST_F(CPURuntimeAOTTest, TwoCompressedLayersWithResidentStateMatchTensorState) 
 }
 
 /// The golden's layer 0 (window-only, its real weights) as a step library: prefill12, then decode12 and decode13
-/// MERGED into one 2-token step at start_pos 12, which the runtime splits; the two output rows and each token's
-/// probes match the golden's decode12 and decode13 captures (section 12 tolerance, golden::compareCapture).
+/// MERGED into one 2-token step at start_pos 12, which the library runs as one chunk; the two output rows and each
+/// token's rows of the per-token probes match the golden's decode12 and decode13 captures (section 12 tolerance,
+/// golden::compareCapture), and the window rows each token's chunk indices select, put in the slots the golden's
+/// decode indices name, are the golden's decode sa_kv (every slot exactly once).
 TEST_F(CPURuntimeAOTTest, GoldenLayer0DecodesMergedIntoOneStepMatchTheGolden) {
   auto loaded = ::dsa::golden::GoldenFile::load(std::string(DSA_TEST_DATA_DIR) + "/ds41_tiny_golden.json");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
@@ -624,10 +664,41 @@ TEST_F(CPURuntimeAOTTest, GoldenLayer0DecodesMergedIntoOneStepMatchTheGolden) {
   ASSERT_EQ((*merged)[0].shape(), (std::vector<int64_t>{2, 64}));
   expectPass("decode12", "L0.attn_out", rows((*merged)[0], 0, 1));
   expectPass("decode13", "L0.attn_out", rows((*merged)[0], 1, 1));
-  // Five probes per token, in token order.
-  ASSERT_EQ(probes.size(), 10u);
-  for (size_t p = 0; p < probes.size(); ++p)
-    expectPass(p < 5 ? "decode12" : "decode13", probes[p].name, probes[p].value);
+  // Five probes of the one chunk step.
+  ASSERT_EQ(probes.size(), 5u);
+  std::map<std::string, Tensor> probe;
+  for (const runtime::NamedTensor &p : probes)
+    probe[p.name] = p.value;
+  for (const char *name : {"L0.sa_q", "L0.sa_o", "L0.attn_out"}) {
+    ASSERT_TRUE(probe.count(name)) << name;
+    expectPass("decode12", name, rows(probe[name], 0, 1));
+    expectPass("decode13", name, rows(probe[name], 1, 1));
+  }
+  ASSERT_TRUE(probe.count("L0.sa_kv") && probe.count("L0.sa_topk_idxs"));
+  const Tensor &chunkRows = probe["L0.sa_kv"], &chunkIdx = probe["L0.sa_topk_idxs"];
+  const int64_t W = f.windowSize, hd = f.headDim;
+  ASSERT_EQ(chunkRows.shape(), (std::vector<int64_t>{W + 2, hd}));
+  ASSERT_EQ(chunkIdx.shape(), (std::vector<int64_t>{2, W}));
+  for (int64_t t = 0; t < 2; ++t) {
+    const std::string regime = t == 0 ? "decode12" : "decode13";
+    auto wantIdx = file.capture(regime, "L0.sa_topk_idxs");
+    ASSERT_TRUE(wantIdx.ok()) << wantIdx.error();
+    ASSERT_EQ((*wantIdx)->data.size(), static_cast<size_t>(W)) << "the decode's W window indices, stored whole";
+    std::vector<float> gathered(static_cast<size_t>(W * hd), 0.0f);
+    std::set<int64_t> filled;
+    for (int64_t i = 0; i < W; ++i) {
+      const int64_t slot = static_cast<int64_t>((*wantIdx)->data[static_cast<size_t>(i)]);
+      const int64_t row = chunkIdx.ints()[t * W + i];
+      ASSERT_EQ(slot < 0, row < 0) << regime << " entry " << i;
+      if (slot < 0)
+        continue;
+      ASSERT_TRUE(filled.insert(slot).second) << regime << " slot " << slot << " twice";
+      std::copy(chunkRows.floats() + row * hd, chunkRows.floats() + (row + 1) * hd,
+                gathered.begin() + slot * hd);
+    }
+    EXPECT_EQ(filled.size(), static_cast<size_t>(W)) << "the ring is full at 12";
+    expectPass(regime, "L0.sa_kv", Tensor::fromFloats(ElementType::BF16, {W, hd}, gathered));
+  }
   EXPECT_EQ(seq.position(), 14);
 }
 

@@ -205,6 +205,15 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   auto good = runtime::parseStepLibrary(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null})"));
   ASSERT_TRUE(good.ok()) << good.error();
   EXPECT_TRUE(good->functions[0].step.present());
+  EXPECT_FALSE(good->functions[0].step.chunked) << "a description without \"chunked\" (older ones) splits";
+  auto chunked = runtime::parseStepLibrary(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "chunked": true})"));
+  ASSERT_TRUE(chunked.ok()) << chunked.error();
+  EXPECT_TRUE(chunked->functions[0].step.chunked);
+  auto chunkedBack = runtime::parseStepLibrary(runtime::describeStepLibrary(*chunked));
+  ASSERT_TRUE(chunkedBack.ok()) << chunkedBack.error();
+  EXPECT_TRUE(chunkedBack->functions[0].step.chunked) << "written back and read again";
+  expectError(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "chunked": 1})"),
+              "functions[0].step.chunked: expected true or false");
   expectError(withStep(R"([])"), "functions[0].step: expected an object");
   expectError(withStep(R"({"start_pos": 1, "output": 0})"), "functions[0].step.x: missing or not an integer");
   expectError(withStep(R"({"x": 3, "start_pos": 1, "output": 0})"),
@@ -652,6 +661,30 @@ TEST(CPURuntime, MultiTokenStepAtPositionIsTokenByTokenDecode) {
   // A single decode after the split step continues the sequence.
   auto next = a.run(rowsOf({1.0f, 1.0f}), 6);
   ASSERT_TRUE(next.ok()) << next.error();
+}
+
+/// A function whose code runs chunks (StepRoles::chunked) gets a multi-token step at start_pos > 0 as one call;
+/// prefill and decode plan the same either way.
+TEST(CPURuntime, PlanStepRunsAChunkAsOneCallWhenTheCodeRunsChunks) {
+  ToyLayer toy;
+  runtime::Sequence a = startToy(toy);
+  runtime::FunctionSignature sig = a.signature();
+  auto plan = [&](int64_t s, int64_t startPos) {
+    auto p = runtime::planStep(sig, startPos, ElementType::F32, {s, 2}, startPos, -1);
+    EXPECT_TRUE(p.ok()) << p.error();
+    std::vector<std::vector<int64_t>> calls;
+    if (p.ok())
+      for (const runtime::SubStep &c : *p)
+        calls.push_back({c.firstRow, c.rows, c.startPos});
+    return calls;
+  };
+  using Calls = std::vector<std::vector<int64_t>>;
+  ASSERT_FALSE(sig.step.chunked);
+  EXPECT_EQ(plan(3, 2), (Calls{{0, 1, 2}, {1, 1, 3}, {2, 1, 4}}));
+  sig.step.chunked = true;
+  EXPECT_EQ(plan(3, 2), (Calls{{0, 3, 2}}));
+  EXPECT_EQ(plan(3, 0), (Calls{{0, 3, 0}}));
+  EXPECT_EQ(plan(1, 7), (Calls{{0, 1, 7}}));
 }
 
 /// Every error names its field and leaves the state, the position and the slots as they were.

@@ -78,6 +78,9 @@ void addStepRoles(mlir::ModuleOp module, FunctionSignature &signature) {
   mlir::dsa::AttnConfigAttr config = att.getConfig();
   if (config.getCompressRatio() > 0 && config.getCompress())
     roles.maxSeqLen = config.getCompress().getMaxSeqLen();
+  // The CPU lowering runs a window-only layer's chunk at start_pos > 0 as one step; a compressed layer's compressor
+  // and indexer take one token at start_pos > 0 (the runtime splits, or refuses a layer with shared slots).
+  roles.chunked = config.getCompressRatio() == 0;
   // The shared slots, only when every one is an argument in and a result out.
   for (auto [in, out] : llvm::zip(att.getShared(), att.getNewShared())) {
     StateBinding b{argumentIndex(f, in), resultIndex(ret, out)};

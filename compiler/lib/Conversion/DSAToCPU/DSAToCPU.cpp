@@ -273,8 +273,39 @@ struct ApplyRopeLowering : OpConversionPattern<ApplyRopeOp> {
   }
 };
 
-/// ring_update (section 4): the last c = min(s, W) tokens, positions start_pos+lo .. (lo = s - c), go to slot
-/// p % W. Slot j takes row lo + ((j - (start_pos + lo)) mod W) when that offset is < c, else keeps its row.
+/// ring_update (section 4) of `ring` ([W, hd], static) with `kv`'s rows at positions start .. : the last
+/// c = min(s, W) tokens, positions start_pos+lo .. (lo = s - c), go to slot p % W. Slot j takes row
+/// lo + ((j - (start_pos + lo)) mod W) when that offset is < c, else keeps its row. (No checks: the callers'.)
+Value emitRingUpdate(Emit e, RankedTensorType ringType, Value ring, Value kv, Value start) {
+  MLIRContext *ctx = e.b.getContext();
+  const int64_t W = ringType.getDimSize(0);
+  Value s = e.indexToI64(e.sizeValue(sizesOf(e, kv)[0]));
+  Value nonEmpty = e.cmpi(arith::CmpIPredicate::sgt, s, e.c64(0));
+  return guarded(
+      e, nonEmpty, ringType,
+      [&](Emit g) -> Value {
+        Value lo = g.maxsi(g.c64(0), g.sub(s, g.c64(W)));
+        Value c = g.sub(s, lo);
+        // (j - (start_pos + lo)) mod W as ((j - lo) - start_pos mod W) mod W: no start_pos + lo, which wraps for a
+        // start_pos near 2^63 (the same slots as the reference kernel's, at every start_pos).
+        Value startMod = arith::RemSIOp::create(g.b, g.loc, start, g.c64(W));
+        SmallVector<AffineMap> maps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))};
+        return generic(g, ringType, ValueRange{ring}, g.empty(sizesOf(g, ring), ringType.getElementType()), maps,
+                       parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
+                         using P = arith::CmpIPredicate;
+                         Emit t{b, loc};
+                         Value j = t.indexToI64(t.linalgIndex(0));
+                         Value r = arith::RemSIOp::create(b, loc, t.sub(t.sub(j, lo), startMod), t.c64(W));
+                         Value off = t.sel(t.cmpi(P::slt, r, t.c64(0)), t.add(r, t.c64(W)), r);
+                         Value take = t.cmpi(P::slt, off, c);
+                         Value row = t.i64ToIndex(t.sel(take, t.add(lo, off), t.c64(0)));
+                         Value v = t.extract(kv, {row, t.linalgIndex(1)});
+                         linalg::YieldOp::create(b, loc, t.sel(take, v, args[0]));
+                       });
+      },
+      [&](Emit) -> Value { return ring; });
+}
+
 struct RingUpdateLowering : OpConversionPattern<RingUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(RingUpdateOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
@@ -282,65 +313,69 @@ struct RingUpdateLowering : OpConversionPattern<RingUpdateOp> {
     if (!ringType.hasStaticShape())
       return op.emitOpError() << "dsa-to-cpu needs 'ring' to have a static shape [W, hd]";
     Emit e{rewriter, op.getLoc()};
-    MLIRContext *ctx = rewriter.getContext();
-    const int64_t W = ringType.getDimSize(0);
-    Value ring = adaptor.getRing(), kv = adaptor.getKv(), start = adaptor.getStartPos();
+    Value start = adaptor.getStartPos();
     reportIf(e, e.cmpi(arith::CmpIPredicate::slt, start, e.c64(0)), RuntimeError::RingUpdateNegativeStart);
-    Value s = e.indexToI64(e.sizeValue(sizesOf(e, kv)[0]));
-    Value nonEmpty = e.cmpi(arith::CmpIPredicate::sgt, s, e.c64(0));
-    Value out = guarded(
-        e, nonEmpty, ringType,
-        [&](Emit g) -> Value {
-          Value lo = g.maxsi(g.c64(0), g.sub(s, g.c64(W)));
-          Value c = g.sub(s, lo);
-          // (j - (start_pos + lo)) mod W as ((j - lo) - start_pos mod W) mod W: no start_pos + lo, which wraps for a
-          // start_pos near 2^63 (the same slots as the reference kernel's, at every start_pos).
-          Value startMod = arith::RemSIOp::create(g.b, g.loc, start, g.c64(W));
-          SmallVector<AffineMap> maps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))};
-          return generic(g, ringType, ValueRange{ring}, g.empty(sizesOf(g, ring), ringType.getElementType()), maps,
-                         parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
-                           using P = arith::CmpIPredicate;
-                           Emit t{b, loc};
-                           Value j = t.indexToI64(t.linalgIndex(0));
-                           Value r = arith::RemSIOp::create(b, loc, t.sub(t.sub(j, lo), startMod), t.c64(W));
-                           Value off = t.sel(t.cmpi(P::slt, r, t.c64(0)), t.add(r, t.c64(W)), r);
-                           Value take = t.cmpi(P::slt, off, c);
-                           Value row = t.i64ToIndex(t.sel(take, t.add(lo, off), t.c64(0)));
-                           Value v = t.extract(kv, {row, t.linalgIndex(1)});
-                           linalg::YieldOp::create(b, loc, t.sel(take, v, args[0]));
-                         });
-        },
-        [&](Emit) -> Value { return ring; });
-    rewriter.replaceOp(op, out);
+    rewriter.replaceOp(op, emitRingUpdate(e, ringType, adaptor.getRing(), adaptor.getKv(), start));
     return success();
   }
 };
 
-/// window_kv (section 4): kv in prefill (start_pos == 0), the (updated) ring in decode.
+/// The dsa.ring_update of `op`'s ring, kv and start_pos that precedes it in its block, if any (the decomposition's:
+/// its result is decode's window rows, so window_kv reuses it instead of writing the slot again).
+RingUpdateOp siblingRingUpdate(WindowKvOp op) {
+  for (Operation *user : op.getRing().getUsers()) {
+    auto update = dyn_cast<RingUpdateOp>(user);
+    if (update && update.getRing() == op.getRing() && update.getKv() == op.getKv() &&
+        update.getStartPos() == op.getStartPos() && update->getBlock() == op->getBlock() &&
+        update->isBeforeInBlock(op))
+      return update;
+  }
+  return {};
+}
+
+/// window_kv (section 4) from the ring BEFORE this step: kv in prefill (start_pos == 0), the ring with this step's
+/// row written in decode (s == 1: the sibling ring_update's result when there is one), concat(ring, kv) in a chunk
+/// at start_pos > 0 (s > 1).
 struct WindowKvLowering : OpConversionPattern<WindowKvOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(WindowKvOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     using P = arith::CmpIPredicate;
+    auto ringType = cast<RankedTensorType>(op.getRing().getType());
+    if (!ringType.hasStaticShape())
+      return op.emitOpError() << "dsa-to-cpu needs 'ring' to have a static shape [W, hd]";
     Emit e{rewriter, op.getLoc()};
     Value start = adaptor.getStartPos();
     Value s = e.sizeValue(sizesOf(e, adaptor.getKv())[0]);
     reportIf(e, e.cmpi(P::slt, start, e.c64(0)), RuntimeError::WindowKvNegativeStart);
-    reportIf(e, e.band(e.cmpi(P::sgt, start, e.c64(0)), e.cmpi(P::ne, s, e.idx(1))),
-             RuntimeError::WindowKvMultiTokenDecode);
     Value prefill = e.cmpi(P::eq, start, e.c64(0));
-    // The branches' types differ ([s, hd] and [W, hd]): both are cast to the dynamic [?, hd].
+    Value oneToken = e.cmpi(P::eq, s, e.idx(1));
+    RingUpdateOp sibling = siblingRingUpdate(op);
+    Value updated = sibling ? rewriter.getRemappedValue(sibling.getResult()) : Value();
+    // The branches' types differ ([s, hd], [W, hd], [W + s, hd]): each is cast to the dynamic [?, hd].
     auto resultType = cast<RankedTensorType>(op.getType());
     auto dynType = RankedTensorType::get({ShapedType::kDynamic, resultType.getDimSize(1)}, resultType.getElementType());
     Value out = guarded(
         e, prefill, dynType, [&](Emit) -> Value { return adaptor.getKv(); },
-        [&](Emit) -> Value { return adaptor.getRing(); });
+        [&](Emit g) -> Value {
+          return guarded(
+              g, oneToken, dynType,
+              [&](Emit d) -> Value {
+                return updated ? updated : emitRingUpdate(d, ringType, adaptor.getRing(), adaptor.getKv(), start);
+              },
+              [&](Emit c) -> Value {
+                return tensor::ConcatOp::create(c.b, c.loc, /*dim=*/0, ValueRange{adaptor.getRing(), adaptor.getKv()})
+                    .getResult();
+              });
+        });
     rewriter.replaceOp(op, e.castTo(out, resultType));
     return success();
   }
 };
 
 /// window_indices (section 4): prefill [s, min(s, W)]: j = max(0, t-W+1) + i, -1 where j > t; decode [1, W]: slot
-/// (oldest + i) % W with oldest = start_pos % W + 1, -1 where the slot exceeds start_pos.
+/// (oldest + i) % W with oldest = start_pos % W + 1, -1 where the slot exceeds start_pos; a chunk at start_pos > 0
+/// [s, W]: pos = start_pos + t - W + 1 + i, -1 where pos < 0, W + pos - start_pos where pos >= start_pos (the
+/// chunk's rows of window_kv), else pos % W (the ring's).
 struct WindowIndicesLowering : OpConversionPattern<WindowIndicesOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(WindowIndicesOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
@@ -352,9 +387,14 @@ struct WindowIndicesLowering : OpConversionPattern<WindowIndicesOp> {
     Value count = adaptor.getCount();
     reportIf(e, e.cmpi(P::slt, start, e.c64(0)), RuntimeError::WindowIndicesNegativeStart);
     reportIf(e, e.cmpi(P::slt, count, e.idx(1)), RuntimeError::WindowIndicesEmptyStep);
-    reportIf(e, e.band(e.cmpi(P::sgt, start, e.c64(0)), e.cmpi(P::ne, count, e.idx(1))),
-             RuntimeError::WindowIndicesMultiTokenDecode);
     Value prefill = e.cmpi(P::eq, start, e.c64(0));
+    Value oneToken = e.cmpi(P::eq, count, e.idx(1));
+    // A chunk: start_pos + count must fit int64 and W + count i32 (the kernel's errors).
+    Value count64 = e.indexToI64(count);
+    Value chunk = e.band(e.cmpi(P::sgt, start, e.c64(0)), e.cmpi(P::sgt, count64, e.c64(1)));
+    Value overflow = e.bor(e.cmpi(P::sgt, start, e.sub(e.c64(std::numeric_limits<int64_t>::max()), count64)),
+                           e.cmpi(P::sgt, count64, e.c64(std::numeric_limits<int32_t>::max() - W)));
+    reportIf(e, e.band(chunk, overflow), RuntimeError::WindowIndicesChunkOverflow);
     Value width = e.sel(prefill, e.minsi(count, e.idx(W)), e.idx(W));
     SmallVector<OpFoldResult> sizes{count, width};
     Value out = generic(e, tensorType(sizes, e.i32()), {}, e.empty(sizes, e.i32()), {mapOf(ctx, 2, dimExprs(ctx, 2))},
@@ -371,7 +411,13 @@ struct WindowIndicesLowering : OpConversionPattern<WindowIndicesOp> {
                           Value oldest = t.add(arith::RemSIOp::create(b, loc, startNonNeg, t.c64(W)), t.c64(1));
                           Value slot = arith::RemSIOp::create(b, loc, t.add(oldest, i), t.c64(W));
                           Value dec = t.sel(t.cmpi(P::sgt, slot, start), none, slot);
-                          Value v = t.sel(prefill, pre, dec);
+                          // A chunk (start > 0, start + count fits int64 once the check above passed).
+                          Value pos = t.add(t.sub(t.add(startNonNeg, tt), t.c64(W - 1)), i);
+                          Value ringSlot = arith::RemSIOp::create(b, loc, t.maxsi(pos, t.c64(0)), t.c64(W));
+                          Value inChunk = t.add(t.c64(W), t.sub(pos, startNonNeg));
+                          Value chk = t.sel(t.cmpi(P::slt, pos, t.c64(0)), none,
+                                            t.sel(t.cmpi(P::sge, pos, startNonNeg), inChunk, ringSlot));
+                          Value v = t.sel(prefill, pre, t.sel(oneToken, dec, chk));
                           linalg::YieldOp::create(b, loc, arith::TruncIOp::create(b, loc, t.i32(), v).getResult());
                         });
     rewriter.replaceOp(op, e.castTo(out, op.getType()));

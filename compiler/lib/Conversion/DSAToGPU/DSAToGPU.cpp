@@ -479,15 +479,33 @@ LogicalResult OpLowering::lowerWindowKv(WindowKvOp op) {
   check(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, start, zero64), Err::WindowKvNegativeStart);
   Value prefill = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, start, zero64);
   Value oneToken = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dim(kv, 0), idx(1));
+  // A chunk at start_pos > 0 (s > 1) is not lowered to the GPU: the runtime splits it (StepRoles::chunked false).
   check(arith::OrIOp::create(b, loc, prefill, oneToken), Err::WindowKvMultiTokenDecode);
   checkEq(dim(kv, 1), dim(ring, 1), Err::WindowKvRowWidth);
-  // A choice between the step's rows and the ring, on tensors (bufferized as a select of buffers).
+  // Decode reads `ring` (the ring before the step) with this step's row written: the result of the ring_update of
+  // the same ring, kv and start_pos before it in the block (the decomposition's), or one written here.
+  Value updated;
+  for (Operation *user : op.getRing().getUsers())
+    if (auto u = dyn_cast<RingUpdateOp>(user); u && u.getRing() == op.getRing() && u.getKv() == op.getKv() &&
+                                               u.getStartPos() == op.getStartPos() &&
+                                               u->getBlock() == op->getBlock() && u->isBeforeInBlock(op)) {
+      updated = b.getRemappedValue(u.getResult());
+      break;
+    }
+  if (!updated) {
+    Value W = dim(ring, 0), hd = dim(ring, 1);
+    check(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, W, idx(0)), Err::RingUpdateNoSlots);
+    Value out = alloc(memrefFor(op.getRing().getType()), {});
+    launch1d(Kernel::RingUpdate, mul(W, hd), {flat(ring), flat(kv), flat(out), W, hd, dim(kv, 0), start});
+    updated = bufferization::ToTensorOp::create(b, loc, op.getRing().getType(), out, /*restrict=*/true,
+                                                /*writable=*/true);
+  }
+  // A choice between the step's rows and the updated ring, on tensors (bufferized as a select of buffers).
   auto rt = cast<RankedTensorType>(op.getResult().getType());
   auto castTo = [&](Value v) -> Value {
     return v.getType() == rt ? v : tensor::CastOp::create(b, loc, rt, v).getResult();
   };
-  Value sel = arith::SelectOp::create(b, loc, prefill, castTo(mapping.lookupOrDefault(op.getKv())),
-                                      castTo(mapping.lookupOrDefault(op.getRing())));
+  Value sel = arith::SelectOp::create(b, loc, prefill, castTo(mapping.lookupOrDefault(op.getKv())), castTo(updated));
   resultValues.map(op.getResult(), sel);
   return success();
 }

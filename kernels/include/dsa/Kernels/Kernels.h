@@ -45,16 +45,24 @@ Result<Tensor> actQuantFp8(const Tensor &x, int64_t blockSize);
 /// be overwritten anyway). Covers the prefill seeding (startPos 0, any s), decode (s == 1) and multi-token steps.
 /// Errors: startPos < 0, W < 1, ranks/element types, row widths that differ.
 Result<Tensor> ringUpdate(const Tensor &ring, const Tensor &kv, int64_t startPos);
-/// window_kv (section 4): the rows attention reads: kv [s, hd] itself in prefill (startPos 0); the ring
-/// [W, hd] (already updated with this step's row by ringUpdate) in decode (startPos > 0, s == 1).
-/// Errors: startPos < 0; s != 1 at startPos > 0 ("multi-token steps at start_pos > 0 are split into decode steps
-/// by the runtime"); the operand checks of ringUpdate.
+/// window_kv (section 4; the chunk regime: docs/architecture.md "Steps the reference does not have"): the rows
+/// attention reads, from `ring` as it stands BEFORE this step's ringUpdate ([W, hd]) and the step's kv [s, hd]:
+///   prefill (startPos 0): kv itself, [s, hd];
+///   decode (startPos > 0, s == 1): the ring with kv's row in slot startPos % W (= ringUpdate's result; passing the
+///     updated ring gives the same rows), [W, hd];
+///   chunk (startPos > 0, s > 1): concat(ring, kv), [W + s, hd].
+/// Errors: startPos < 0; the operand checks of ringUpdate.
 Result<Tensor> windowKv(const Tensor &kv, const Tensor &ring, int64_t startPos);
 /// window_indices (section 4), rows of the window_kv result, i32:
 ///   prefill (startPos 0): [count, min(count, W)], row t: j = max(0, t-W+1) + i, -1 where j > t;
 ///   decode (startPos > 0, count 1): [1, W], V4.1 ring order: slots oldest..W-1 then 0..oldest-1 with
-///   oldest = startPos % W + 1, each -1 when the slot exceeds startPos (the ring is still filling).
-/// Errors: startPos < 0, count < 1, windowSize < 1, count != 1 at startPos > 0 (split into decode steps).
+///   oldest = startPos % W + 1, each -1 when the slot exceeds startPos (the ring is still filling);
+///   chunk (startPos > 0, count > 1): [count, W], row t (position p = startPos + t) is decode's row at p with each
+///   slot mapped to the rows of concat(ring, kv): entry i stands for position pos = p - W + 1 + i (the position
+///   slot (p % W + 1 + i) % W holds at p): -1 if pos < 0, W + (pos - startPos) if pos >= startPos (the chunk's
+///   row), else pos % W (the ring's slot).
+/// Errors: startPos < 0, count < 1, windowSize < 1; in a chunk, startPos + count overflowing int64 or W + count
+/// rows not fitting i32.
 Result<Tensor> windowIndices(int64_t startPos, int64_t count, int64_t windowSize);
 /// sparse_attn (section 10): q bf16 [s, H, hd], kv bf16 [n, hd], indices i32 [s, k] (rows of kv, -1 = none),
 /// sink f32 [H], scale (hd^-0.5 in the model) -> bf16 [s, H, hd]. z_j = (q . kv[idx_j]) * scale in f32;

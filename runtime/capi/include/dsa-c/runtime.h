@@ -45,7 +45,8 @@
  * Shapes, dtypes and units of a step (a function around one dsa.attention layer, "step roles"): x [s, dim] of the
  * layer's activation type (bf16), s >= 1 token rows; start_pos is the position (in tokens) of x's first row, i64;
  * the output is [s, dim] (bf16); a step needs start_pos + s <= max_seq_len (the capacity in positions, -1: none).
- * A multi-token step at start_pos > 0 is run as s single-token steps (attention-semantics.md section 13).
+ * A multi-token step at start_pos > 0 is defined as s single-token steps (attention-semantics.md section 13): a
+ * window-only layer of a CPU step library runs it as one call with the same bits, other layers as s calls.
  *
  *===----------------------------------------------------------------------------------------------------------===*/
 #ifndef DSA_C_RUNTIME_H

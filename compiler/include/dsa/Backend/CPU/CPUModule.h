@@ -131,7 +131,8 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
 Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string &directory,
                                        const std::string &baseName, const CPUCompileOptions &options = {});
 
-/// Fills `signature.step` (StepRoles: x, start_pos, output, max_seq_len, shared slots) and the -inf init of a
+/// Fills `signature.step` (StepRoles: x, start_pos, output, max_seq_len, shared slots, chunked: true for a ratio-0
+/// layer, whose chunk at start_pos > 0 the CPU lowering runs as one step) and the -inf init of a
 /// ratio >= 2 compressor's score_state from the function of `module` named `signature.name`, when that function
 /// holds exactly one dsa.attention (before decomposition) whose x and start_pos are arguments and whose out is
 /// returned; leaves it absent otherwise. emitCPUStepLibrary calls it for every function it describes; a JIT user

@@ -201,11 +201,12 @@ LogicalResult WindowKvOp::verify() {
   int64_t w = ring.getDimSize(0), hd = ring.getDimSize(1);
   if (rTy.getRank() != 2 || !dimsAgree(rTy.getDimSize(1), hd))
     return emitOpError("result must have rank 2 with row width hd = ") << hd << ", got " << rTy;
-  // Prefill returns kv's s rows, decode the ring's W rows: a static row count must be one of them.
+  // Prefill returns kv's s rows, decode the ring's W rows, a chunk at start_pos > 0 W + s rows: a static row count
+  // must be one of them.
   int64_t n = rTy.getDimSize(0), s = kv.getDimSize(0);
-  if (isStaticDim(n) && n != w && !dimsAgree(n, s))
-    return emitOpError("result has ") << n << " rows but the window has s = " << s
-                                      << " rows (prefill, 'kv') or W = " << w << " rows (decode, 'ring')";
+  if (isStaticDim(n) && n != w && !dimsAgree(n, s) && n != w + s)
+    return emitOpError("result has ") << n << " rows but the window has s = " << s << " rows (prefill, 'kv'), W = "
+                                      << w << " rows (decode, 'ring') or W + s rows (a chunk at start_pos > 0)";
   return success();
 }
 

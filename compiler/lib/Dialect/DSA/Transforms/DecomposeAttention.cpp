@@ -8,7 +8,8 @@
 //   qr   = rms_norm(linear(x, wq_a), q_norm)
 //   q    = apply_rope(expand(linear(qr, wq_b)) [s, H, hd], pos)                        probe L<l>.sa_q
 //   kv   = act_quant_fp8(apply_rope(rms_norm(linear(x, wkv), kv_norm), pos), block 32)
-//   ring'= ring_update(ring, kv, start_pos)    wrows = window_kv(kv, ring', start_pos)
+//   ring'= ring_update(ring, kv, start_pos)    wrows = window_kv(kv, ring, start_pos) (the ring BEFORE the step:
+//   decode reads it with this step's row written, a chunk at start_pos > 0 reads it followed by the chunk's rows)
 //   widx = window_indices(start_pos, s, W)
 // compress_ratio 0: rows = wrows (probe L<l>.sa_kv), idx = widx (probe L<l>.sa_topk_idxs).
 // compress_ratio r > 0, section 8's order, with the four shared slots threaded as SSA values:
@@ -199,11 +200,13 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     Value kvRope = ApplyRopeOp::create(rewriter, loc, kvNorm.getType(), kvNorm, pos, rope, UnitAttr());
     Value kv = ActQuantFp8Op::create(rewriter, loc, kvRope.getType(), kvRope, i64Attr(kFp8BlockSize));
     Value newRing = RingUpdateOp::create(rewriter, loc, op.getNewRing().getType(), op.getRing(), kv, startPos);
-    // s rows in prefill, W rows in decode: dynamic either way.
-    Value rows = WindowKvOp::create(rewriter, loc, RankedTensorType::get({dyn, headDim}, bf16), kv, newRing, startPos);
+    // s rows in prefill, W rows in decode, W + s in a chunk at start_pos > 0: dynamic. window_kv reads the ring as
+    // it stood before this step (a chunk needs the rows its own tokens overwrite).
+    Value rows =
+        WindowKvOp::create(rewriter, loc, RankedTensorType::get({dyn, headDim}, bf16), kv, op.getRing(), startPos);
     if (ratio == 0)
       layerProbe("sa_kv", rows);
-    // Width min(s, W) in prefill, W in decode.
+    // Width min(s, W) in prefill, W in decode and in a chunk at start_pos > 0.
     Value idx = WindowIndicesOp::create(rewriter, loc, perToken({dyn}, i32), startPos, s,
                                         i64Attr(config.getWindowSize()));
     if (ratio == 0)

@@ -158,15 +158,18 @@ def DSA_RingUpdateOp : DSA_Op<"ring_update", [Pure]> {
 def DSA_WindowKvOp : DSA_Op<"window_kv", [Pure]> {
   let summary = "window rows attention reads: the chunk in prefill, the ring in decode (attention-semantics.md section 4)";
   let description = [{
-    Prefill (`start_pos == 0`): the step's own `kv` rows (`[s, hd]`). Decode (`start_pos > 0`, s = 1): the whole
-    ring AFTER this step's `dsa.ring_update` (`[W, hd]`). A step with `start_pos > 0` and more than one token is
-    not a reference regime: the runtime splits it into decode steps (section 13); the interpreter reports an error
-    for it. `ring` is static `[W, hd]`, `kv` is `[s, hd]` with the same width, the result is `[n, hd]`; a static
-    `n` must be `W` or `kv`'s static row count.
+    `ring` is the layer's ring as it stands BEFORE this step's `dsa.ring_update` (static `[W, hd]`), `kv` the
+    step's rows `[s, hd]` (same width). Prefill (`start_pos == 0`): `kv` itself (`[s, hd]`). Decode
+    (`start_pos > 0`, s = 1): the ring with this step's row in slot `start_pos % W`, i.e. `dsa.ring_update`'s
+    result (`[W, hd]`; given the updated ring it returns the same rows). A chunk at `start_pos > 0` with s > 1
+    (not a reference regime; section 13 defines it as the tokens fed one decode step at a time):
+    `concat(ring, kv)` (`[W + s, hd]`), the rows `dsa.window_indices` maps each token's decode window to
+    (docs/architecture.md, "Steps the reference does not have"). The result is `[n, hd]`; a static `n` must be
+    `W`, `kv`'s static row count `s` or `W + s`.
 
     Example:
     ```mlir
-    %rows = dsa.window_kv %kv, %ring1, %start_pos
+    %rows = dsa.window_kv %kv, %ring, %start_pos
         : (tensor<?x32xbf16>, tensor<8x32xbf16>, i64) -> tensor<?x32xbf16>
     ```
   }];
@@ -185,6 +188,10 @@ def DSA_WindowIndicesOp : DSA_Op<"window_indices", [Pure]> {
     (`start_pos % W + 1 .. W-1`, then `0 .. start_pos % W`), each -1 when the slot number exceeds `start_pos` (the
     ring is still filling). Example with W = 8, prefill 3 then decode at 3: `[-1,-1,-1,-1,0,1,2,3]`. This is V4.1's
     order; V4 (0731) lists `[0..sp, -1, ...]` instead, and index tensors are compared exactly.
+    A chunk at `start_pos > 0` with `count` > 1: width W, row t (position p = start_pos + t) is decode's row at p
+    over the rows of `concat(ring before the step, chunk)`: entry i stands for position `pos = p - W + 1 + i` (what
+    slot `(p % W + 1 + i) % W` holds at p) and is -1 if `pos < 0`, `W + pos - start_pos` if `pos >= start_pos`, else
+    `pos % W`; so every token reads the same rows, in the same order, as its own decode step.
     `window_size` (W) must be > 0; the result is rank 2, its width static W or dynamic.
 
     Example:

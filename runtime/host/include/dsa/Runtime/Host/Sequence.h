@@ -25,7 +25,7 @@ struct SubStep {
 /// backends, e.g. device-resident tensors): checks a step of token rows of element type `xType` and shape `xShape`
 /// at `startPos`, for a sequence whose next position is `position`, against `signature`'s step roles, with
 /// `sharedGiven` shared slots (-1: none given), and returns the calls to make: one {0, s, start_pos}, or s 1-token
-/// calls for a multi-token step at start_pos > 0. Errors: those listed at Sequence::run (naming x, start_pos,
+/// calls for a multi-token step at start_pos > 0 of a function that does not run chunks (StepRoles::chunked). Errors: those listed at Sequence::run (naming x, start_pos,
 /// max_seq_len, shared), prefixed "sequence @<name>: ".
 Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_t position,
                                       dsa::ElementType xType, const std::vector<int64_t> &xShape,
@@ -38,9 +38,10 @@ Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_
 /// Two ways to drive it:
 ///   - run(x, start_pos, shared): for a function with step roles (FunctionSignature::step, a dsa.attention layer).
 ///     The sequence owns its position: prefill at 0 (any length), decode, and a multi-token step at start_pos > 0,
-///     which is DEFINED as the same tokens fed one decode step at a time (attention-semantics.md section 13; the
-///     compiled code rejects it): run() splits it into 1-token steps, threads the state through them and
-///     concatenates their outputs. A multi-layer model keeps one sequence per layer and passes the shared slots
+///     which is DEFINED as the same tokens fed one decode step at a time (attention-semantics.md section 13): one
+///     call when the compiled code runs such a chunk (StepRoles::chunked: a window-only layer on the CPU), else
+///     run() splits it into 1-token steps, threads the state through them and concatenates their outputs. A
+///     multi-layer model keeps one sequence per layer and passes the shared slots
 ///     (a SlotSet, from initialSlots()) from layer to layer: each run() reads them and replaces them with what
 ///     the layer published.
 ///   - step(stepArgs): the low-level call, any function with state bindings; no position or capacity checks.

@@ -21,13 +21,17 @@
 //                            {"type": "i64", "element": "i64", "shape": null}, ...],
 //                   "results": [...], "num_results": 2, "probes": ["L0.sa_q", ...],
 //                   "state": [{"arg": 2, "result": 1, "init": "zeros"}],
-//                   "step": {"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null, "shared": []},
+//                   "step": {"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null, "shared": [],
+//                            "chunked": true},
 //                   "writable": [], "in_place": []}]}
 // "shape": null marks a scalar; -1 a dynamic dimension; "type" is the spelling of element and shape (kindSpelling;
 // a "type" that says something else is an error). "results" lists the function's own results, then one per probe.
 // "state": result -> argument of the next step, "init" "zeros" or "-inf" (the first step's value). "step"
 // (optional, StepRoles): which argument is x (token rows) and start_pos, which result is the output, the capacity
-// max_seq_len (null: none) and the shared-slot bindings [{"arg": A, "result": R}] of a compressed layer.
+// max_seq_len (null: none), the shared-slot bindings [{"arg": A, "result": R}] of a compressed layer, and
+// "chunked" (optional, default false: StepRoles::chunked, whether a multi-token step at start_pos > 0 is one call;
+// not part of the signature compiled into the library: a description claiming it for a GPU library gets dsa-to-gpu's
+// run-time check error, code 6).
 // "writable" (FunctionSignature::writableArgs): the arguments the code updates in place (a compressed layer's
 // compressed-KV and index-key caches); "in_place" [{"arg": A, "result": R}] (FunctionSignature::inPlace): result R is
 // argument A's buffer after the call and the entry does not return it (Values.h). "target_features": the LLVM target

@@ -56,6 +56,11 @@ struct StepRoles {
   /// result = the slot after it (what it published, or the argument passed through). Threaded between LAYERS of a
   /// step by the caller, not between steps.
   std::vector<StateBinding> shared;
+  /// Whether the compiled code runs a multi-token step at start_pos > 0 as ONE call (a chunk: bit for bit the
+  /// tokens fed one decode step at a time, docs/architecture.md "Steps the reference does not have"): true for a
+  /// window-only layer of a CPU step library or JIT module. False: planStep splits such a step into 1-token calls
+  /// (the GPU libraries; compressed layers, whose compressor and indexer take one token at start_pos > 0).
+  bool chunked = false;
   bool present() const { return x >= 0; }
 };
 
