@@ -8,6 +8,13 @@
 // linear) or nothing (f32), inserted at (m, n). Leftover outputs of a block of tokens: 4 x 1 blocks; leftover
 // tokens (decode): 1 x 4 blocks over strided outputs n, n + q, n + 2q, n + 3q (q = outputs / 4), then 1 x 1.
 // RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
+// With 16 vector registers (AVX2: --dsa-cpu-pipeline sets it from cpu=) the blocks are 3 tokens x 3 outputs.
+// RUN: dsa-opt %s --dsa-to-cpu=vector-registers=16 --canonicalize --cse | FileCheck %s --check-prefix=V16
+// V16-LABEL: func.func @linear_tail
+// V16: scf.for %{{.*}} = %c0 to %{{.*}} step %c3 iter_args(%{{.*}}) -> (tensor<?x5xbf16>) {
+// V16: %{{.*}}:9 = scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args(
+// V16-NOT: :16 = scf.for
+// V16-LABEL: func.func @linear_rank3
 
 // K = 29: three 8-lane steps and a tail of 5; N = 5: one 4 x 4 block and a 4 x 1 leftover per block of tokens.
 // CHECK-LABEL: func.func @linear_tail
