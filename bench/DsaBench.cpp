@@ -18,6 +18,10 @@
 //   - the reference interpreter (interp::interpretFunction on the same module, decomposed, same inputs);
 //   - the machine's streaming read bandwidth (a buffer of 1 GiB, far larger than the caches), one thread and all
 //     hardware threads;
+//   - the machine's compute peaks (Peak/fma, Peak/muladd: 8-lane f32 FMA, and separate multiply + add as the
+//     bit-exact lowering issues them), one thread and all hardware threads; the prefill and the CPUOp/ benchmarks
+//     (the prefill's five products alone, 512 tokens) report their GFLOP/s as ratios to them (x_fma_peak,
+//     x_muladd_peak, x_fma_peak_cpu);
 // and reports, as counters of each CPU benchmark:
 //   step_ms        wall-clock milliseconds per step (the same as the benchmark's real time);
 //   cpu_ms         process CPU milliseconds per step (serial only: on a shared machine the wall clock also counts
@@ -35,7 +39,8 @@
 //                  is <= 2); x_mem_floor_cpu: cpu_ms / floor_ms (serial only);
 //   GFLOPs         floating-point rate from step_ms (2 flops per multiply-add of the linears and the attention).
 //   context, index_rows  (index-source layer) start_pos of the decode step; compressed positions the indexer scores.
-// Flags of its own (besides Google Benchmark's): --dsa_skip_interpreter (no interpreter runs: no speedup_interp,
+// After the run it prints every issue-13 target it measured with its ratio, and the ones it cannot measure yet
+// (printTargets, to stderr). Flags of its own (besides Google Benchmark's): --dsa_skip_interpreter (no interpreter runs: no speedup_interp,
 // used by bench/torch_compare.py), --dsa_buffer_mib=N (size of the bandwidth buffer, default 1024),
 // --dsa_index_contexts=A,B,... (the index-source layer's decode positions, default 4096,65536), --dsa_no_in_place
 // (compile with CPUCompileOptions::inPlaceCaches = false: every step copies the caches, for before/after runs).
@@ -55,6 +60,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "RandomLayer.h" // test/Backend/CPU: the seeded generator shared with the differential tests
@@ -77,6 +83,10 @@
 #include <vector>
 
 #include <time.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 using namespace mlir;
 namespace interp = ::dsa::interp;
@@ -166,6 +176,192 @@ unsigned hardwareThreads() { return std::max(1u, std::thread::hardware_concurren
 /// What the machine can read: the better of one thread and all hardware threads (on a shared machine the
 /// all-threads pass can come out lower than one thread: the other cores are busy).
 double machineBandwidth() { return std::max(readBandwidth(1), readBandwidth(hardwareThreads())); }
+
+//===----------------------------------------------------------------------------------------------------------===//
+// Compute peak (issue 13: the prefill's GFLOP/s as a fraction of what this machine's cores can issue)
+//===----------------------------------------------------------------------------------------------------------===//
+
+// Two loops on 8-lane f32 vectors (the width of the lowering's vector<8xf32>, docs/cpu-backend.md), each with enough
+// independent accumulators to hide the latency, so that they run at the issue rate of the floating-point pipes:
+//   fma     acc_i = fma(acc_i, b, c), 12 chains (vfmadd231ps ymm: 4-5 cycles latency x 2 pipes on Zen 2-4 and
+//           Intel since Haswell): 16 flops per instruction.
+//   mul+add acc_i = acc_i + x_(i%2) * b_(i/2) with the product kept as its own vmulps (x0, x1 "changed" by an empty
+//           asm every iteration, so no product is hoisted or shared; an empty asm on each product stops the compiler
+//           from contracting it into an FMA), 8 add chains: what the bit-exact lowering can issue (it
+//           never contracts, docs/cpu-backend.md "Lowering"). On AMD Zen the adds have their own two pipes, so this
+//           can reach the FMA peak; on Intel the adds share the FMA ports and it tops out at half of it.
+// Each loop is compiled for AVX2 + FMA by a target attribute, not by the build's flags, and called only when cpuid
+// says the host has both (__builtin_cpu_supports), so the binary runs on any x86-64: without AVX2 + FMA the FMA
+// peak is reported as unavailable and the mul+add peak is the SSE2 loop (4 lanes). No AVX-512 (16-lane) loop:
+// the lowering's vectors are 8 lanes, so 8 lanes is the peak it can approach; on Zen 4 a 16-lane FMA is
+// double-pumped and gives the same flops.
+
+constexpr int kFmaChains = 12, kMulAddChains = 8;
+/// Flops of one iteration of each loop (2 per lane per fma, 1 per lane per mul and per add).
+constexpr double kFmaFlopsPerIter = 2.0 * 8 * kFmaChains;
+constexpr double kMulAddFlopsPerIter = 2.0 * 8 * kMulAddChains;
+constexpr double kMulAddSseFlopsPerIter = 2.0 * 4 * kMulAddChains;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DSA_BENCH_X86_PEAK 1
+__attribute__((noinline, target("avx2,fma"))) float fmaPeakLoopAvx2(int64_t iters) {
+  __m256 acc[kFmaChains];
+  for (int i = 0; i < kFmaChains; ++i)
+    acc[i] = _mm256_set1_ps(1.0f + 0.01f * static_cast<float>(i));
+  const __m256 b = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f); // acc -> 1: no overflow, no denormals
+  for (int64_t n = 0; n < iters; ++n)
+    for (int i = 0; i < kFmaChains; ++i)
+      acc[i] = _mm256_fmadd_ps(acc[i], b, c);
+  __m256 s = acc[0];
+  for (int i = 1; i < kFmaChains; ++i)
+    s = _mm256_add_ps(s, acc[i]);
+  return _mm256_cvtss_f32(s);
+}
+
+__attribute__((noinline, target("avx2,fma"))) float mulAddPeakLoopAvx2(int64_t iters) {
+  __m256 acc[kMulAddChains];
+  for (int i = 0; i < kMulAddChains; ++i)
+    acc[i] = _mm256_setzero_ps();
+  __m256 x0 = _mm256_set1_ps(1e-3f), x1 = _mm256_set1_ps(2e-3f);
+  __m256 b[kMulAddChains / 2];
+  for (int j = 0; j < kMulAddChains / 2; ++j)
+    b[j] = _mm256_set1_ps(0.5f + 0.125f * static_cast<float>(j));
+  for (int64_t n = 0; n < iters; ++n) {
+    asm volatile("" : "+x"(x0), "+x"(x1)); // the products are not loop-invariant: one vmulps each per iteration
+    for (int i = 0; i < kMulAddChains; ++i) {
+      __m256 p = _mm256_mul_ps((i & 1) ? x1 : x0, b[i / 2]);
+      asm("" : "+x"(p)); // keep vmulps + vaddps (no contraction into vfmadd)
+      acc[i] = _mm256_add_ps(acc[i], p);
+    }
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < kMulAddChains; ++i)
+    s = _mm256_add_ps(s, acc[i]);
+  return _mm256_cvtss_f32(s);
+}
+
+__attribute__((noinline)) float mulAddPeakLoopSse2(int64_t iters) {
+  __m128 acc[kMulAddChains];
+  for (int i = 0; i < kMulAddChains; ++i)
+    acc[i] = _mm_setzero_ps();
+  __m128 x0 = _mm_set1_ps(1e-3f), x1 = _mm_set1_ps(2e-3f);
+  __m128 b[kMulAddChains / 2];
+  for (int j = 0; j < kMulAddChains / 2; ++j)
+    b[j] = _mm_set1_ps(0.5f + 0.125f * static_cast<float>(j));
+  for (int64_t n = 0; n < iters; ++n) {
+    asm volatile("" : "+x"(x0), "+x"(x1));
+    for (int i = 0; i < kMulAddChains; ++i) {
+      __m128 p = _mm_mul_ps((i & 1) ? x1 : x0, b[i / 2]);
+      asm("" : "+x"(p));
+      acc[i] = _mm_add_ps(acc[i], p);
+    }
+  }
+  __m128 s = acc[0];
+  for (int i = 1; i < kMulAddChains; ++i)
+    s = _mm_add_ps(s, acc[i]);
+  return _mm_cvtss_f32(s);
+}
+
+bool hostHasAvx2Fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#else
+bool hostHasAvx2Fma() { return false; }
+#endif
+
+enum class PeakKind { Fma, MulAdd };
+const char *peakName(PeakKind k) { return k == PeakKind::Fma ? "fma" : "muladd"; }
+
+/// The instruction set a peak loop runs with on this host ("" when it cannot run here).
+std::string peakIsa(PeakKind k) {
+#ifdef DSA_BENCH_X86_PEAK
+  if (hostHasAvx2Fma())
+    return "avx2+fma, 8 lanes";
+  return k == PeakKind::MulAdd ? "sse2, 4 lanes" : "";
+#else
+  (void)k;
+  return "";
+#endif
+}
+
+/// Runs one peak loop for `iters` iterations; returns its flops (0 when it cannot run on this host).
+double runPeakLoop(PeakKind k, int64_t iters) {
+#ifdef DSA_BENCH_X86_PEAK
+  float r = 0;
+  double flops = 0;
+  if (hostHasAvx2Fma()) {
+    r = k == PeakKind::Fma ? fmaPeakLoopAvx2(iters) : mulAddPeakLoopAvx2(iters);
+    flops = (k == PeakKind::Fma ? kFmaFlopsPerIter : kMulAddFlopsPerIter) * static_cast<double>(iters);
+  } else if (k == PeakKind::MulAdd) {
+    r = mulAddPeakLoopSse2(iters);
+    flops = kMulAddSseFlopsPerIter * static_cast<double>(iters);
+  }
+  benchmark::DoNotOptimize(r);
+  return flops;
+#else
+  (void)k;
+  (void)iters;
+  return 0;
+#endif
+}
+
+/// CPU seconds used by the calling thread so far.
+double threadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// A peak: flop/s of wall-clock time with `threads` threads running at once, and flop per CPU second of one core
+/// (each thread's flops over its own CPU time: what a core does while it runs, whatever else the machine runs).
+struct Peak {
+  double wall = 0, perCpuSecond = 0;
+};
+
+/// The peak of loop `k` on `threads` threads running at once (each its own loop, ~0.2 s), the best of 5 passes;
+/// measured once per (loop, threads) and cached. Zeros when the loop cannot run on this host.
+Peak computePeak(PeakKind k, unsigned threads) {
+  static std::map<std::pair<int, unsigned>, Peak> cache;
+  const auto key = std::make_pair(static_cast<int>(k), threads);
+  if (auto it = cache.find(key); it != cache.end())
+    return it->second;
+  if (runPeakLoop(k, 1) == 0)
+    return cache[key] = Peak{};
+  // Iterations for ~0.2 s: calibrated on one thread.
+  int64_t iters = 1 << 16;
+  for (;;) {
+    auto t0 = Clock::now();
+    runPeakLoop(k, iters);
+    if (secondsSince(t0) > 0.05 || iters > (int64_t{1} << 40))
+      break;
+    iters *= 2;
+  }
+  iters *= 4;
+  Peak best;
+  for (int pass = 0; pass < 5; ++pass) {
+    std::vector<double> flops(threads), cpu(threads);
+    auto t0 = Clock::now();
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const double c0 = threadCpuSeconds();
+        flops[t] = runPeakLoop(k, iters);
+        cpu[t] = threadCpuSeconds() - c0;
+      });
+    for (std::thread &th : pool)
+      th.join();
+    const double s = secondsSince(t0);
+    double total = 0;
+    for (unsigned t = 0; t < threads; ++t) {
+      total += flops[t];
+      if (cpu[t] > 0)
+        best.perCpuSecond = std::max(best.perCpuSecond, flops[t] / cpu[t]);
+    }
+    best.wall = std::max(best.wall, total / s);
+  }
+  return cache[key] = best;
+}
 
 //===----------------------------------------------------------------------------------------------------------===//
 // The layers
@@ -629,9 +825,69 @@ void reportInterpreter(benchmark::State &state, const std::string &label, StepTi
   state.counters["GFLOPs"] = flops / t.wall / 1e9;
 }
 
-/// The counters of a CPU benchmark (see the file comment).
-void reportCPU(benchmark::State &state, StepTime t, double bytes, double flops, int64_t tokens, bool par,
-               StepTime interp) {
+void BM_Peak(benchmark::State &state, PeakKind kind) {
+  const unsigned threads = static_cast<unsigned>(state.range(0));
+  Peak peak;
+  for (auto _ : state)
+    peak = computePeak(kind, threads);
+  if (peak.wall == 0) {
+    state.SkipWithError((std::string(peakName(kind)) + " loop: this host has no AVX2 + FMA").c_str());
+    return;
+  }
+  state.counters["GFLOPs"] = peak.wall / 1e9;
+  state.counters["GFLOP_per_cpu_s"] = peak.perCpuSecond / 1e9;
+  state.counters["threads"] = threads;
+  state.SetLabel(peakIsa(kind));
+}
+
+/// One CPU benchmark's figures, kept for the targets' summary printed after the run (printTargets); a benchmark
+/// that Google Benchmark runs more than once (min_time) keeps its last run.
+struct CPUResult {
+  std::string label; // windowLabel / indexLabel
+  bool par = false;
+  double stepMs = 0, xMemFloor = 0, xMemFloorCpu = 0, gflops = 0, xFmaPeak = 0, xMulAddPeak = 0, xFmaPeakCpu = 0, speedupInterp = 0;
+};
+std::vector<CPUResult> gCPUResults;
+void keepResult(const CPUResult &r) {
+  for (CPUResult &old : gCPUResults)
+    if (old.label == r.label && old.par == r.par) {
+      old = r;
+      return;
+    }
+  gCPUResults.push_back(r);
+}
+
+/// The ratios of a compute-bound step's rate to the peaks of the same number of threads: x_fma_peak,
+/// x_muladd_peak (wall-clock rates) and x_fma_peak_cpu (flops per process CPU second over one core's FMA flops per
+/// CPU second: the same ratio with the time the step waited for a core on a shared machine left out).
+void reportPeakRatios(benchmark::State &state, double flops, StepTime t, bool par, CPUResult *result) {
+  const unsigned threads = par ? hardwareThreads() : 1u;
+  const Peak fma = computePeak(PeakKind::Fma, threads), mulAdd = computePeak(PeakKind::MulAdd, threads);
+  const double rate = flops / t.wall;
+  if (fma.wall > 0) {
+    state.counters["fma_peak_GFLOPs"] = fma.wall / 1e9;
+    state.counters["x_fma_peak"] = rate / fma.wall;
+    const Peak one = computePeak(PeakKind::Fma, 1);
+    if (t.cpu > 0)
+      state.counters["x_fma_peak_cpu"] = flops / t.cpu / one.perCpuSecond;
+    if (result) {
+      result->xFmaPeak = rate / fma.wall;
+      result->xFmaPeakCpu = t.cpu > 0 ? flops / t.cpu / one.perCpuSecond : 0;
+    }
+  }
+  if (mulAdd.wall > 0) {
+    state.counters["muladd_peak_GFLOPs"] = mulAdd.wall / 1e9;
+    state.counters["x_muladd_peak"] = rate / mulAdd.wall;
+    if (result)
+      result->xMulAddPeak = rate / mulAdd.wall;
+  }
+}
+
+/// The counters of a CPU benchmark (see the file comment). `computeBound`: also the ratios to the compute peaks of
+/// the same number of threads (x_fma_peak, x_muladd_peak).
+void reportCPU(benchmark::State &state, const std::string &label, StepTime t, double bytes, double flops,
+               int64_t tokens, bool par, StepTime interp, bool computeBound = false) {
+  CPUResult result{label, par};
   const double floor = bytes / machineBandwidth();
   state.counters["step_ms"] = 1e3 * t.wall;
   state.counters["bytes_MB"] = bytes / 1e6;
@@ -650,7 +906,15 @@ void reportCPU(benchmark::State &state, StepTime t, double bytes, double flops, 
     state.counters["speedup_interp"] = interp.wall / t.wall;
     if (!par)
       state.counters["speedup_interp_cpu"] = interp.cpu / t.cpu;
+    result.speedupInterp = interp.wall / t.wall;
   }
+  result.stepMs = 1e3 * t.wall;
+  result.xMemFloor = t.wall / floor;
+  result.xMemFloorCpu = par ? 0 : t.cpu / floor;
+  result.gflops = flops / t.wall / 1e9;
+  if (computeBound)
+    reportPeakRatios(state, flops, t, par, &result);
+  keepResult(result);
 }
 
 /// The serial module, or the OpenMP one; null after marking the benchmark skipped when there is no OpenMP runtime.
@@ -686,7 +950,8 @@ void BM_CPU(benchmark::State &state, bool prefill, bool par) {
   l.runCPU(*m, prefill); // warm-up: first-touch of the JIT's code and the allocator
   StepTime t = timeSteps(state, [&] { l.runCPU(*m, prefill); });
   StepTime interp = interpreterTime(windowLabel(prefill), [&] { l.runInterpreter(prefill); });
-  reportCPU(state, t, l.stepBytes(), l.stepFlops(prefill), l.tokens(prefill), par, interp);
+  reportCPU(state, windowLabel(prefill), t, l.stepBytes(), l.stepFlops(prefill), l.tokens(prefill), par, interp,
+            /*computeBound=*/prefill);
 }
 
 void BM_IndexInterpreter(benchmark::State &state, int64_t context) {
@@ -736,9 +1001,196 @@ void BM_IndexCPU(benchmark::State &state, int64_t context, bool par, bool perCal
     t = timeSteps(state, [&] { IndexLayer::step(r, l.xDecode); });
   }
   StepTime interp = interpreterTime(indexLabel(context), [&] { l.runInterpreter(context); });
-  reportCPU(state, t, l.stepBytes(context), l.stepFlops(context), 1, par, interp);
+  reportCPU(state, perCall ? "percall_" + indexLabel(context) : indexLabel(context), t, l.stepBytes(context),
+            l.stepFlops(context), 1, par, interp);
   state.counters["context"] = static_cast<double>(context);
   state.counters["index_rows"] = static_cast<double>(IndexLayer::width(context));
+}
+
+/// One linear of the window-only layer alone (CPUOp/<name>, CPUOpParallel/<name>): its 512-token product as the
+/// prefill runs it (dsa.linear, or dsa.grouped_output for wo_a), compiled by itself, random bf16 x and weights, so
+/// the GEMM's rate can be compared with the compute peaks without the rest of the layer. 2 flops per multiply-add.
+struct OpBench {
+  std::string name;
+  int64_t N, K, groups; // weight [N, K]; groups > 1: grouped_output, x [M, heads, headDim], K = heads * headDim / groups
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<cpu::CPUModule> serial, parallel;
+  Tensor x;
+  std::vector<runtime::HostValue> w; // the weight, prepared once
+
+  static constexpr int64_t kTokens = 512;
+  /// x [M, K] (grouped: o [M, heads, headDim] with heads * headDim = groups * K, w [groups * R, K]).
+  std::string text(const Geometry &g) const {
+    std::ostringstream os;
+    if (groups == 1) {
+      os << "func.func @op(%x: tensor<?x" << K << "xbf16>, %w: tensor<" << N << "x" << K << "xbf16>) -> tensor<?x" << N
+         << "xbf16> {\n  %y = dsa.linear %x, %w : (tensor<?x" << K << "xbf16>, tensor<" << N << "x" << K
+         << "xbf16>) -> tensor<?x" << N << "xbf16>\n  return %y : tensor<?x" << N << "xbf16>\n}\n";
+    } else {
+      os << "func.func @op(%x: tensor<?x" << g.nHeads << "x" << g.headDim << "xbf16>, %w: tensor<" << N << "x" << K
+         << "xbf16>) -> tensor<?x" << N << "xbf16> {\n  %y = dsa.grouped_output %x, %w {groups = " << groups
+         << " : i64} : (tensor<?x" << g.nHeads << "x" << g.headDim << "xbf16>, tensor<" << N << "x" << K
+         << "xbf16>) -> tensor<?x" << N << "xbf16>\n  return %y : tensor<?x" << N << "xbf16>\n}\n";
+    }
+    return os.str();
+  }
+  double flops() const { return 2.0 * static_cast<double>(kTokens) * static_cast<double>(N) * static_cast<double>(K); }
+
+  OpBench(std::string name_, int64_t n, int64_t k, int64_t grp, const Geometry &g)
+      : name(std::move(name_)), N(n), K(k), groups(grp) {
+    context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+    module = parseSourceString<ModuleOp>(text(g), &context);
+    if (!module)
+      die("CPUOp/" + name + ": the module does not parse (see the diagnostic above)");
+    Random rng(7);
+    x = groups == 1 ? randomTensor(rng, ElementType::BF16, {kTokens, K}, 1.0f)
+                    : randomTensor(rng, ElementType::BF16, {kTokens, g.nHeads, g.headDim}, 1.0f);
+    w.push_back(runtime::HostBuffer::fromTensor(randomTensor(rng, ElementType::BF16, {N, K}, fanIn(K))));
+  }
+  const cpu::CPUModule *get(bool par, std::string &why) {
+    std::unique_ptr<cpu::CPUModule> &m = par ? parallel : serial;
+    if (!m) {
+      cpu::CPUCompileOptions options;
+      options.parallel = par;
+      ::dsa::Result<std::unique_ptr<cpu::CPUModule>> r = cpu::compileForCPU(*module, options);
+      if (!r) {
+        if (!par)
+          die("compileForCPU (CPUOp/" + name + "): " + r.error());
+        why = r.error();
+        return nullptr;
+      }
+      m = r.take();
+    }
+    return m.get();
+  }
+};
+
+std::vector<std::unique_ptr<OpBench>> gOps;
+OpBench &opBench(const std::string &name) {
+  const Geometry g;
+  if (gOps.empty()) {
+    gOps.push_back(std::make_unique<OpBench>("wq_a", g.qLora, g.dim, 1, g));
+    gOps.push_back(std::make_unique<OpBench>("wq_b", g.nHeads * g.headDim, g.qLora, 1, g));
+    gOps.push_back(std::make_unique<OpBench>("wkv", g.headDim, g.dim, 1, g));
+    gOps.push_back(std::make_unique<OpBench>("wo_a", g.oGroups * g.oLora, g.groupWidth(), g.oGroups, g));
+    gOps.push_back(std::make_unique<OpBench>("wo_b", g.dim, g.oGroups * g.oLora, 1, g));
+  }
+  for (auto &op : gOps)
+    if (op->name == name)
+      return *op;
+  die("no CPUOp benchmark named " + name);
+}
+const char *kOpNames[] = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b"};
+
+void BM_CPUOp(benchmark::State &state, const std::string &name, bool par) {
+  OpBench &op = opBench(name);
+  std::string why;
+  const cpu::CPUModule *m = op.get(par, why);
+  if (!m) {
+    state.SkipWithError(("parallel=true unavailable: " + why).c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  auto run = [&] {
+    ::dsa::Result<std::vector<Tensor>> r = m->run("op", {op.x, op.w.front()});
+    if (!r)
+      die("CPUOp/" + name + ": " + r.error());
+    benchmark::DoNotOptimize(r->front().floats());
+  };
+  run(); // warm-up
+  StepTime t = timeSteps(state, run);
+  state.counters["step_ms"] = 1e3 * t.wall;
+  state.counters["cpu_ms"] = 1e3 * t.cpu;
+  state.counters["GFLOPs"] = op.flops() / t.wall / 1e9;
+  state.counters["threads"] = par ? hardwareThreads() : 1u;
+  state.counters["tokens"] = static_cast<double>(OpBench::kTokens);
+  reportPeakRatios(state, op.flops(), t, par, nullptr);
+}
+
+/// "CPU/" or "CPUParallel/" + label (the per-call label's prefix spelled as its benchmark's).
+std::string benchmarkName(const CPUResult &r) {
+  if (r.label.rfind("percall_", 0) == 0)
+    return "CPUPerCall/" + r.label.substr(8);
+  return (r.par ? "CPUParallel/" : "CPU/") + r.label;
+}
+
+/// "met" or "MISSED by <how much>" for `value` against a lower (atLeast) or upper bound.
+std::string verdict(double value, double bound, bool atLeast) {
+  char buf[64];
+  if (atLeast ? value >= bound : value <= bound)
+    return "met";
+  std::snprintf(buf, sizeof buf, "MISSED by %.0f%%", 100.0 * (atLeast ? (bound - value) / bound : (value - bound) / bound));
+  return buf;
+}
+
+/// Prints every issue-13 target this run can measure, with its ratio and verdict, and the ones it cannot yet (to
+/// stderr: stdout carries Google Benchmark's report, JSON for bench/torch_compare.py).
+void printTargets() {
+  auto line = [](const std::string &s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  char buf[512];
+  line("dsa-bench: issue 13 targets, measured in this run (docs/benchmarks.md):");
+  // Prefill at the FMA peak, 1 and all threads.
+  for (bool par : {false, true}) {
+    const unsigned threads = par ? hardwareThreads() : 1u;
+    bool found = false;
+    for (const CPUResult &r : gCPUResults) {
+      if (r.label != windowLabel(true) || r.par != par)
+        continue;
+      found = true;
+      if (r.xFmaPeak > 0)
+        std::snprintf(buf, sizeof buf,
+                      "  prefill 512 >= 0.70 x FMA peak, %u thread(s): %s %.1f GFLOP/s = %.2f x fma peak (%.1f), "
+                      "%.2f x mul+add peak (%.1f); from CPU time %.2f x fma peak: %s",
+                      threads, benchmarkName(r).c_str(), r.gflops, r.xFmaPeak,
+                      computePeak(PeakKind::Fma, threads).wall / 1e9, r.xMulAddPeak,
+                      computePeak(PeakKind::MulAdd, threads).wall / 1e9, r.xFmaPeakCpu,
+                      verdict(r.xFmaPeak, 0.70, true).c_str());
+      else
+        std::snprintf(buf, sizeof buf, "  prefill 512 >= 0.70 x FMA peak, %u thread(s): %s %.1f GFLOP/s; no FMA "
+                                       "peak on this host (no AVX2 + FMA)",
+                      threads, benchmarkName(r).c_str(), r.gflops);
+      line(buf);
+    }
+    if (!found) {
+      std::snprintf(buf, sizeof buf, "  prefill 512 >= 0.70 x FMA peak, %u thread(s): not run in this invocation (%s)",
+                    threads, par ? "CPUParallel/prefill512" : "CPU/prefill512");
+      line(buf);
+    }
+  }
+  line("  prefill 512 >= 1.0 x torch's f32 F.linear route: not measured by dsa-bench (bench/torch_compare.py)");
+  line("  decode batch 16 <= 2 x batch 1, batch 64 <= 5 x batch 1: not measurable yet (needs batched decode, "
+       "issue 13 scope 1)");
+  // Batch-1 decode at the read floor: every resident decode step benchmarked.
+  bool anyDecode = false;
+  for (const CPUResult &r : gCPUResults) {
+    if (r.label == windowLabel(true) || r.label.rfind("percall_", 0) == 0)
+      continue;
+    anyDecode = true;
+    char cpu[64] = "";
+    if (r.xMemFloorCpu > 0)
+      std::snprintf(cpu, sizeof cpu, " (from CPU time %.2f x)", r.xMemFloorCpu);
+    std::snprintf(buf, sizeof buf, "  batch-1 decode <= 1.2 x read floor: %s %.2f ms = %.2f x floor%s: %s",
+                  benchmarkName(r).c_str(), r.stepMs, r.xMemFloor, cpu, verdict(r.xMemFloor, 1.2, false).c_str());
+    line(buf);
+  }
+  if (!anyDecode)
+    line("  batch-1 decode <= 1.2 x read floor: no decode benchmark run in this invocation");
+  line("  chunked prefill 512 at start_pos 4096 <= 1.3 x prefill 512 at 0: not measurable yet (needs chunked "
+       "prefill, issue 13 scope 2)");
+  // CPU backend vs the interpreter on every benchmarked step.
+  if (gCPUResults.empty())
+    line("  CPU >= 100 x interpreter: no CPU benchmark run in this invocation");
+  for (const CPUResult &r : gCPUResults) {
+    if (r.speedupInterp > 0)
+      std::snprintf(buf, sizeof buf, "  CPU >= 100 x interpreter: %s %.1f x: %s", benchmarkName(r).c_str(),
+                    r.speedupInterp, verdict(r.speedupInterp, 100, true).c_str());
+    else
+      std::snprintf(buf, sizeof buf, "  CPU >= 100 x interpreter: %s: interpreter not run (%s)",
+                    benchmarkName(r).c_str(), gSkipInterpreter ? "--dsa_skip_interpreter" : "filtered out");
+    line(buf);
+  }
 }
 
 } // namespace
@@ -784,6 +1236,17 @@ int main(int argc, char **argv) {
                                  BM_ReadBandwidth)
         ->Arg(hardwareThreads())
         ->Iterations(1);
+  for (PeakKind kind : {PeakKind::Fma, PeakKind::MulAdd}) {
+    benchmark::RegisterBenchmark(("Peak/" + std::string(peakName(kind)) + "/threads:1").c_str(), BM_Peak, kind)
+        ->Arg(1)
+        ->Iterations(1);
+    if (hardwareThreads() > 1)
+      benchmark::RegisterBenchmark(
+          ("Peak/" + std::string(peakName(kind)) + "/threads:" + std::to_string(hardwareThreads())).c_str(), BM_Peak,
+          kind)
+          ->Arg(hardwareThreads())
+          ->Iterations(1);
+  }
   benchmark::RegisterBenchmark("Interpreter/decode", BM_Interpreter, false)
       ->Iterations(3)
       ->Unit(benchmark::kMillisecond)
@@ -808,6 +1271,15 @@ int main(int argc, char **argv) {
       ->Iterations(2)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+
+  // The prefill's linears one at a time (512 tokens each).
+  for (bool par : {false, true})
+    for (const char *name : kOpNames)
+      benchmark::RegisterBenchmark((std::string(par ? "CPUOpParallel/" : "CPUOp/") + name).c_str(), BM_CPUOp,
+                                   std::string(name), par)
+          ->Iterations(3)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
 
   // The index-source layer (ratio 4, kv + index source): one decode step per context, from a filled state.
   for (int64_t context : gIndexContexts) {
@@ -834,10 +1306,12 @@ int main(int argc, char **argv) {
   if (benchmark::ReportUnrecognizedArguments(restArgc, rest.data()))
     return 1;
   benchmark::RunSpecifiedBenchmarks();
+  printTargets();
   benchmark::Shutdown();
   // Free the layers (their JIT-compiled modules) here, while everything they use is alive, not in the static
   // destructors after main (a run was seen hanging at exit there).
   gIndexLayer.reset();
+  gOps.clear();
   gLayer.reset();
   return 0;
 }

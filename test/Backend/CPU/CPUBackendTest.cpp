@@ -585,10 +585,11 @@ func.func @grouped13(%o: tensor<?x4x13xbf16>, %w: tensor<12x26xbf16>) -> tensor<
                                                randomFloats(ElementType::BF16, {12, 26})});
 }
 
-/// The blocked products of linear and grouped_output (emitGroupedDots): several panels of w rows (256 KiB each, the
-/// last one partial), blocks of 4 tokens x 4 outputs with leftover tokens and columns, the strided one-token path
-/// (with a leftover column), the K % 8 tail, 1 and 4+ tokens, serial and OpenMP: every output bit-identical to the
-/// interpreter's one dotF32 at a time.
+/// The blocked products of linear and grouped_output (emitGroupedDots): several panels of w rows (the last one
+/// partial; a bf16 panel widened to f32 when x has a full block of rows), blocks of tokens x outputs with leftover
+/// tokens and columns (M, N and K multiples of no tile size: tokens 1 .. 7 and 11, N = 301 / 70 / 531 per group,
+/// K = 1003 / 2056 / 500), the strided one-token path (with a leftover column), the K % 8 tail, serial and OpenMP:
+/// every output bit-identical to the interpreter's one dotF32 at a time.
 TEST_F(CPUBackendTest, BlockedLinearAndGroupedOutputMatchInterpreter) {
   const char *text = R"mlir(
 func.func @lin(%x: tensor<?x1003xbf16>, %w: tensor<301x1003xbf16>) -> tensor<?x301xbf16> {
@@ -613,7 +614,7 @@ func.func @grouped(%o: tensor<?x4x250xbf16>, %w: tensor<1062x500xbf16>) -> tenso
   Tensor w32 = randomFloats(ElementType::F32, {70, 2056}, 0.05f);
   Tensor wo = randomFloats(ElementType::BF16, {1062, 500}, 0.05f);
   for (const cpu::CPUCompileOptions &mode : modes) {
-    for (int64_t tokens : {1, 3, 4, 11}) {
+    for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 11}) {
       SCOPED_TRACE("tokens " + std::to_string(tokens) + (mode.parallel ? " (OpenMP)" : ""));
       expectMatchesInterpreter(text, "lin", {randomFloats(ElementType::BF16, {tokens, 1003}), w}, mode);
       expectMatchesInterpreter(text, "lin32", {randomFloats(ElementType::F32, {tokens, 2056}), w32}, mode);

@@ -1,12 +1,20 @@
 // dsa.linear -> x widened to f32 once (an elementwise generic), then emitGroupedDots' blocked product: an
-// scf.forall over panels of w rows (folded away when one panel holds all of w), and inside, blocks of 4 tokens x 4
-// outputs: ONE scf.for over k = 0, 8, .. carrying 16 vector<8xf32> accumulators, one per (token, output), each
+// scf.forall over panels of w rows (folded away when one panel holds all of w), and inside, when x has at least 4
+// rows, the panel's bf16 w rows widened to f32 once (an scf.if: decode reads the bf16 rows), then blocks of 4 tokens x 4
+// outputs reading the widened rows: ONE scf.for over k = 0, 8, .. carrying 16 vector<8xf32> accumulators, one per (token, output), each
 // updated as acc + x[m, k:k+8] * w[n, k:k+8] (element-wise mulf then addf: the kernels' dotF32 lanes, no
 // contraction, no reduction across lanes); then a scalar tail loop over the last K % 8 columns (one f32 sum per
 // pair, from 0.0), each pair's lanes combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, then bf16 RNE (bf16
 // linear) or nothing (f32), inserted at (m, n). Leftover outputs of a block of tokens: 4 x 1 blocks; leftover
 // tokens (decode): 1 x 4 blocks over strided outputs n, n + q, n + 2q, n + 3q (q = outputs / 4), then 1 x 1.
 // RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
+// With 16 vector registers (AVX2: --dsa-cpu-pipeline sets it from cpu=) the blocks are 3 tokens x 3 outputs.
+// RUN: dsa-opt %s --dsa-to-cpu=vector-registers=16 --canonicalize --cse | FileCheck %s --check-prefix=V16
+// V16-LABEL: func.func @linear_tail
+// V16: scf.for %{{.*}} = %c0 to %{{.*}} step %c3 iter_args(%{{.*}}) -> (tensor<?x5xbf16>) {
+// V16: %{{.*}}:9 = scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args(
+// V16-NOT: :16 = scf.for
+// V16-LABEL: func.func @linear_rank3
 
 // K = 29: three 8-lane steps and a tail of 5; N = 5: one 4 x 4 block and a 4 x 1 leftover per block of tokens.
 // CHECK-LABEL: func.func @linear_tail
@@ -17,16 +25,23 @@
 // CHECK: arith.extf %{{.*}} : bf16 to f32
 // CHECK: %[[OUT:[a-z0-9_]+]] = tensor.empty(%{{.*}}) : tensor<?x5xbf16>
 // CHECK: %[[SLICE:[a-z0-9_]+]] = tensor.extract_slice %[[OUT]][0, 0] [%{{.*}}, 5] [1, 1]
-// Blocks of 4 tokens.
-// CHECK: %[[BANDS:[a-z0-9_]+]] = scf.for %[[M0:[a-z0-9_]+]] = %c0 to %{{.*}} step %c4 iter_args(%[[Y:[a-z0-9_]+]] = %[[SLICE]]) -> (tensor<?x5xbf16>) {
+// Blocks of 4 tokens, when there is one: the panel's w rows widened to f32 first (8 lanes, then the K % 8 tail).
+// CHECK: %[[ANY:[a-z0-9_]+]] = arith.cmpi sgt, %[[MFULL:[a-z0-9_]+]], %c0 : index
+// CHECK: %[[FILLED:[a-z0-9_]+]] = scf.if %[[ANY]] -> (tensor<?x?xbf16>) {
+// CHECK: %[[WF:[a-z0-9_]+]] = scf.for %[[R:[a-z0-9_]+]] = %c0 to %c5 step %c1 iter_args({{.*}}) -> (tensor<?x29xf32>) {
+// CHECK: vector.transfer_read %[[W]][%[[R]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
+// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[R]], %{{.*}}] {in_bounds = [true]} : vector<8xf32>, tensor<?x29xf32>
+// CHECK: scf.for %{{.*}} = %c24 to %c29 step %c1
+// CHECK: tensor.extract %[[W]][%[[R]], %{{.*}}] : tensor<5x29xbf16>
+// CHECK: tensor.insert %{{.*}} into %{{.*}}[%[[R]], %{{.*}}] : tensor<?x29xf32>
+// CHECK: %[[BANDS:[a-z0-9_]+]] = scf.for %[[M0:[a-z0-9_]+]] = %c0 to %[[MFULL]] step %c4 iter_args(%[[Y:[a-z0-9_]+]] = %[[SLICE]]) -> (tensor<?x5xbf16>) {
 // CHECK: %[[M1:[a-z0-9_]+]] = arith.addi %[[M0]], %c1 : index
 // CHECK: %[[ACC:[a-z0-9_]+]]:16 = scf.for %[[K:[a-z0-9_]+]] = %c0 to %c24 step %c8 iter_args(%[[A00:[a-z0-9_]+]] = %[[ZERO8]], %[[A01:[a-z0-9_]+]] = %[[ZERO8]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-DAG: %[[XV0:[a-z0-9_]+]] = vector.transfer_read %[[XF]][%[[M0]], %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
 // CHECK-DAG: %[[XV1:[a-z0-9_]+]] = vector.transfer_read %[[XF]][%[[M1]], %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
-// CHECK-DAG: %[[WB0:[a-z0-9_]+]] = vector.transfer_read %[[W]][%c0, %[[K]]], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
-// CHECK-DAG: %[[WV0:[a-z0-9_]+]] = arith.extf %[[WB0]] : vector<8xbf16> to vector<8xf32>
-// CHECK-DAG: %[[WB1:[a-z0-9_]+]] = vector.transfer_read %[[W]][%c1, %[[K]]], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
-// CHECK-DAG: %[[WV1:[a-z0-9_]+]] = arith.extf %[[WB1]] : vector<8xbf16> to vector<8xf32>
+// CHECK-DAG: %[[WV0:[a-z0-9_]+]] = vector.transfer_read %[[WF]][%c0, %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
+// CHECK-DAG: %[[WV1:[a-z0-9_]+]] = vector.transfer_read %[[WF]][%c1, %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
 // CHECK: %[[P00:[a-z0-9_]+]] = arith.mulf %[[XV0]], %[[WV0]] : vector<8xf32>
 // CHECK: %[[S00:[a-z0-9_]+]] = arith.addf %[[A00]], %[[P00]] : vector<8xf32>
 // CHECK: %[[P01:[a-z0-9_]+]] = arith.mulf %[[XV0]], %[[WV1]] : vector<8xf32>
@@ -34,9 +49,8 @@
 // CHECK: scf.yield %[[S00]], %[[S01]], {{.*}} : vector<8xf32>,
 // CHECK: %[[TAIL:[a-z0-9_]+]]:16 = scf.for %[[KT:[a-z0-9_]+]] = %c24 to %c29 step %c1 iter_args(%[[T00:[a-z0-9_]+]] = %[[ZERO]], {{.*}}) -> (f32,
 // CHECK-DAG: %[[XS:[a-z0-9_]+]] = tensor.extract %[[XF]][%[[M0]], %[[KT]]] : tensor<?x29xf32>
-// CHECK-DAG: %[[WS:[a-z0-9_]+]] = tensor.extract %[[W]][%c0, %[[KT]]] : tensor<5x29xbf16>
-// CHECK: %[[WSF:[a-z0-9_]+]] = arith.extf %[[WS]] : bf16 to f32
-// CHECK: %[[PT:[a-z0-9_]+]] = arith.mulf %[[XS]], %[[WSF]] : f32
+// CHECK-DAG: %[[WS:[a-z0-9_]+]] = tensor.extract %[[WF]][%c0, %[[KT]]] : tensor<?x29xf32>
+// CHECK: %[[PT:[a-z0-9_]+]] = arith.mulf %[[XS]], %[[WS]] : f32
 // CHECK: arith.addf %[[T00]], %[[PT]] : f32
 // The lanes of (m0, n0): ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, bf16, inserted at (m0, 0).
 // CHECK-DAG: %[[L0:[a-z0-9_]+]] = vector.extract %[[ACC]]#0[0] : f32 from vector<8xf32>
@@ -59,10 +73,13 @@
 // CHECK: tensor.insert %[[R]] into %[[Y]][%[[M0]], %c0] : tensor<?x5xbf16>
 // The leftover output (n = 4) of the block of tokens: 4 x 1.
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
-// CHECK: vector.transfer_read %[[W]][%c4, %{{.*}}]
+// CHECK: vector.transfer_read %[[WF]][%c4, %{{.*}}]
 // CHECK: scf.yield %{{.*}} : tensor<?x5xbf16>
-// Leftover tokens: 1 x 4 blocks of strided outputs (q = 1 here: n = 0, 1, 2, 3), then n = 4 alone.
-// CHECK: %[[ROWS:[a-z0-9_]+]] = scf.for %[[M:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c1 iter_args(%{{.*}} = %[[BANDS]]) -> (tensor<?x5xbf16>) {
+// No block of 4 tokens (decode): the panel is not widened.
+// CHECK: } else {
+// Leftover tokens: 1 x 4 blocks of strided outputs (q = 1 here: n = 0, 1, 2, 3), then n = 4 alone, reading the bf16
+// rows of w.
+// CHECK: %[[ROWS:[a-z0-9_]+]] = scf.for %[[M:[a-z0-9_]+]] = %[[MFULL]] to %{{.*}} step %c1 iter_args(%{{.*}} = %[[FILLED]]) -> (tensor<?x?xbf16>) {
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK: vector.transfer_read %[[XF]][%[[M]], %{{.*}}]
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>) {

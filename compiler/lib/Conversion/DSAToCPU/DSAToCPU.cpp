@@ -89,7 +89,8 @@ Value widenRows(Emit e, Value x) {
 /// widened to f32 once; the dots are emitGroupedDots' blocked product (G = 1): panels of w rows, blocks of
 /// tokens x outputs sharing each loaded vector, every output in dotF32's own order.
 struct LinearLowering : OpConversionPattern<LinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LinearLowering(MLIRContext *ctx, GemmTiling t) : OpConversionPattern(ctx), tiling(t) {}
+  GemmTiling tiling;
   LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     if (failed(requireStatic(op, op.getWeight(), 1, "weight")) || failed(requireStatic(op, op.getWeight(), 0, "weight")))
       return failure();
@@ -101,7 +102,7 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     Type outElem = resultType.getElementType();
     SmallVector<OpFoldResult> ySizes{sizesOf(e, x)[0], rewriter.getIndexAttr(N)};
-    Value y = emitGroupedDots(e, x, w, e.empty(ySizes, outElem), /*G=*/1, N, K, GemmTiling(),
+    Value y = emitGroupedDots(e, x, w, e.empty(ySizes, outElem), /*G=*/1, N, K, tiling,
                               [&](Emit t, Value dot) { return outElem.isBF16() ? t.toBf16(dot) : dot; });
     rewriter.replaceOp(op, expandRows(e, y, adaptor.getX(), resultType));
     return success();
@@ -760,7 +761,8 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
 
 /// grouped_output (section 11): og[t, g, r] = bf16(dotF32(o[t, g, :], wo_a[g*R + r, :])), o[t] viewed as G groups.
 struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
-  using OpConversionPattern::OpConversionPattern;
+  GroupedOutputLowering(MLIRContext *ctx, GemmTiling t) : OpConversionPattern(ctx), tiling(t) {}
+  GemmTiling tiling;
   LogicalResult matchAndRewrite(GroupedOutputOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     auto oType = cast<RankedTensorType>(op.getO().getType());
     auto wType = cast<RankedTensorType>(op.getWoA().getType());
@@ -778,7 +780,7 @@ struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
     Value oFlat = widenRows(e, tensor::CollapseShapeOp::create(e.b, e.loc, o, ArrayRef<ReassociationIndices>{{0}, {1, 2}}));
     SmallVector<OpFoldResult> ySizes{s, rewriter.getIndexAttr(G * R)};
     Type bf16 = rewriter.getBF16Type();
-    Value y = emitGroupedDots(e, oFlat, adaptor.getWoA(), e.empty(ySizes, bf16), G, R, gw, GemmTiling(),
+    Value y = emitGroupedDots(e, oFlat, adaptor.getWoA(), e.empty(ySizes, bf16), G, R, gw, tiling,
                               [&](Emit t, Value dot) { return t.toBf16(dot); });
     rewriter.replaceOp(op, e.castTo(y, op.getType()));
     return success();
@@ -791,10 +793,18 @@ struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
 // The patterns (dsa/Conversion/DSAToCPU/DSAToCPU.h)
 //===----------------------------------------------------------------------------------------------------------===//
 
-void populateDSAToCPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<LinearLowering, RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering,
-               WindowKvLowering, WindowIndicesLowering, SparseAttnLowering, GroupedOutputLowering>(
-      patterns.getContext());
+void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters) {
+  // The register tile of the blocked products: rows x cols accumulators plus the rows' and columns' vectors and a
+  // product must fit the registers (4 x 4: 16 + 8 + 1 of 32; with 16 registers 4 x 4 spilled accumulators every
+  // k-step, 3 x 3: 9 + 6 + 1).
+  GemmTiling tiling;
+  if (vectorRegisters < 32) {
+    tiling.blockRows = 3;
+    tiling.blockCols = 3;
+  }
+  patterns.add<LinearLowering, GroupedOutputLowering>(patterns.getContext(), tiling);
+  patterns.add<RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering, WindowKvLowering,
+               WindowIndicesLowering, SparseAttnLowering>(patterns.getContext());
   // The compressed-attention primitives and the elementwise casts on tensors; act_quant_fp8 and the fp4 round trips
   // share one lowering (BlockRoundTripLowering, CompressedToCPU.cpp).
   cpu_lowering::populateCompressedToCPUPatterns(patterns);
@@ -845,6 +855,7 @@ LogicalResult declareDSAToCPURuntimeFunctions(ModuleOp module) {
 namespace {
 
 struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
+  using ConvertDSAToCPUBase::ConvertDSAToCPUBase;
   void getDependentDialects(DialectRegistry &registry) const override {
     ConvertDSAToCPUBase::getDependentDialects(registry);
     registry.insert<func::FuncDialect, vector::VectorDialect, bufferization::BufferizationDialect,
@@ -881,7 +892,7 @@ struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
     configureDSAToCPUConversionLegality(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
-    populateDSAToCPUPatterns(patterns);
+    populateDSAToCPUPatterns(patterns, vectorRegisters);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

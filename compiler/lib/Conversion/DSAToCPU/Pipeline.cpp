@@ -19,6 +19,7 @@
 // of threads.
 //
 //===----------------------------------------------------------------------------------------------------------===//
+#include "dsa/Conversion/CPUTarget.h"
 #include "dsa/Conversion/DSAToCPU/Passes.h"
 #include "dsa/Conversion/DSAToCPU/InPlaceResults.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
@@ -285,7 +286,15 @@ struct DSACPUPipelineOptions : PassPipelineOptions<DSACPUPipelineOptions> {
 void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) {
   pm.addPass(createDSADecomposeAttention());
   pm.addPass(createDSAStripProbes());
-  pm.addPass(createConvertDSAToCPU());
+  // The register tile of the blocked products follows the target's vector registers (32 with AVX-512, else 16).
+  // An unknown cpu name fails dsa-cpu-set-target below, with resolveCPUTarget's message.
+  ConvertDSAToCPUOptions convert;
+  std::string targetError;
+  FailureOr<CPUTarget> target = resolveCPUTarget(cpu.empty() ? llvm::StringRef(kHostCPU) : cpu, targetError);
+  if (succeeded(target))
+    convert.vectorRegisters =
+        llvm::is_contained(target->features, std::string("+avx512f")) ? 32 : 16;
+  pm.addPass(createConvertDSAToCPU(convert));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

@@ -258,7 +258,17 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
     int64_t rows = std::max<int64_t>(1, bytes / std::max<int64_t>(1, K * wBytes));
     return std::min(N, std::max(unit, rows / unit * unit));
   };
-  const int64_t smallPanel = panelRows(tiling.panelBytes), largePanel = panelRows(tiling.streamPanelBytes);
+  // A bf16 w is widened to f32 once per panel when x has at least one block of rows (prefill), so the blocks read
+  // f32 rows (no widening in the k-loop, where it took a quarter of the vector pipes' slots); the panel is sized
+  // by its f32 bytes. Decode reads the bf16 rows directly (every row is used once: widening would double the
+  // bytes moved).
+  const bool widenPanel = wBytes == 2 && tiling.widenPanels;
+  auto panelRowsF32 = [&](int64_t bytes) {
+    int64_t rows = std::max<int64_t>(1, bytes / std::max<int64_t>(1, K * 4));
+    return std::min(N, std::max(unit, rows / unit * unit));
+  };
+  const int64_t smallPanel = widenPanel ? panelRowsF32(tiling.widePanelBytes) : panelRows(tiling.panelBytes),
+                largePanel = panelRows(tiling.streamPanelBytes);
   Value M = e.sizeValue(sizesOf(e, x)[0]);
   Type outElem = cast<RankedTensorType>(out.getType()).getElementType();
   const int64_t mb = tiling.blockRows;
@@ -282,13 +292,15 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                                                                       f.b.getIndexAttr(1)};
   Value slice = tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, outElem), shared, offsets, sizes, strides);
 
-  // One block: rows m0 .. m0+mb-1 of x times the panel columns `cols`, inserted into `acc`.
-  auto block = [&](Emit t, Value acc, Value m0, int64_t rows, ArrayRef<Value> cols) -> Value {
-    DotRows a{x, {}, xk0}, b{w, {}, Value()};
+  // One block: rows m0 .. m0+mb-1 of x times the panel columns `cols`, inserted into `acc`. The w rows come from
+  // `wSrc`: w itself (row col0 + c) or the panel's widened copy (row c, wBase null).
+  auto block = [&](Emit t, Value acc, Value m0, int64_t rows, ArrayRef<Value> cols, Value wSrc,
+                   Value wBase) -> Value {
+    DotRows a{x, {}, xk0}, b{wSrc, {}, Value()};
     for (int64_t i = 0; i < rows; ++i)
       a.rows.push_back({i ? t.add(m0, t.idx(i)) : m0});
     for (Value c : cols)
-      b.rows.push_back({t.add(col0, c)});
+      b.rows.push_back({wBase ? t.add(wBase, c) : c});
     SmallVector<Value> dots = emitDotBlock(t, a, b, K);
     const int64_t nb = static_cast<int64_t>(cols.size());
     for (int64_t i = 0; i < rows; ++i)
@@ -300,7 +312,8 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   // Adjacent columns (rows == mb): the block's w rows are adjacent in memory. Strided (one x row, decode): block c
   // takes columns c, c + q, .., c + (nb-1)q (q = nc / nb), so each of its nb w rows continues a sequential stream of
   // q rows (adjacent short rows would be nb short streams restarted every block, which the prefetcher follows badly).
-  auto rowBand = [&](Emit t, Value acc, Value m0, int64_t rows, int64_t nb, bool strided) -> Value {
+  auto rowBand = [&](Emit t, Value acc, Value m0, int64_t rows, int64_t nb, bool strided, Value wSrc,
+                     Value wBase) -> Value {
     Value q = arith::DivSIOp::create(t.b, t.loc, nc, t.idx(nb));
     Value full = t.mul(q, t.idx(nb));
     Value upper = strided ? q : full;
@@ -311,34 +324,88 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                        SmallVector<Value> cols{c};
                                        for (int64_t j = 1; j < nb; ++j)
                                          cols.push_back(u.add(c, strided ? u.mul(q, u.idx(j)) : u.idx(j)));
-                                       scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, cols));
+                                       scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, cols, wSrc, wBase));
                                      });
     if (nb == 1)
       return blocks.getResult(0);
     auto rest = scf::ForOp::create(t.b, t.loc, full, nc, t.idx(1), ValueRange{blocks.getResult(0)},
                                    [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
                                      Emit u{bb, loc};
-                                     scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, {c}));
+                                     scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, {c}, wSrc, wBase));
                                    });
     return rest.getResult(0);
   };
   Value mFull = f.sub(M, arith::RemSIOp::create(f.b, f.loc, M, f.idx(mb)));
   Value filled = slice;
   if (mb > 1) {
-    auto bands = scf::ForOp::create(f.b, f.loc, f.idx(0), mFull, f.idx(mb), ValueRange{filled},
-                                    [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
-                                      Emit u{bb, loc};
-                                      scf::YieldOp::create(
-                                          bb, loc, rowBand(u, iter[0], m0, mb, tiling.blockCols, /*strided=*/false));
-                                    });
-    filled = bands.getResult(0);
+    auto bandsOver = [&](Emit t, Value init, Value wSrc, Value wBase) -> Value {
+      auto bands = scf::ForOp::create(t.b, t.loc, t.idx(0), mFull, t.idx(mb), ValueRange{init},
+                                      [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
+                                        Emit u{bb, loc};
+                                        scf::YieldOp::create(bb, loc,
+                                                             rowBand(u, iter[0], m0, mb, tiling.blockCols,
+                                                                     /*strided=*/false, wSrc, wBase));
+                                      });
+      return bands.getResult(0);
+    };
+    if (widenPanel) {
+      // The panel's w rows [nc, K] widened to f32 (exact), only when there is a band of mb rows to use them.
+      Value any = f.cmpi(arith::CmpIPredicate::sgt, mFull, f.idx(0));
+      filled = guarded(
+          f, any, slice.getType(),
+          [&](Emit t) {
+            // Sequential loops (not a linalg.generic: with parallel=true that would be an OpenMP loop nested in the
+            // panel's): 8 lanes at a time, then the K % 8 tail.
+            SmallVector<OpFoldResult> wSizes{nc, t.b.getIndexAttr(K)};
+            Value wide0 = t.empty(wSizes, t.f32());
+            const int64_t K8 = K / kLanes * kLanes;
+            auto rowsLoop = scf::ForOp::create(
+                t.b, t.loc, t.idx(0), nc, t.idx(1), ValueRange{wide0},
+                [&](OpBuilder &bb, Location loc, Value r, ValueRange iter) {
+                  Emit u{bb, loc};
+                  Value row = u.add(col0, r);
+                  Value acc = iter[0];
+                  if (K8 > 0) {
+                    auto lanes = scf::ForOp::create(
+                        u.b, u.loc, u.idx(0), u.idx(K8), u.idx(kLanes), ValueRange{acc},
+                        [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
+                          Emit v{b2, l2};
+                          Value lanesF32 = readLanes(v, w, ValueRange{row}, k);
+                          Value next = vector::TransferWriteOp::create(v.b, v.loc, lanesF32, it[0],
+                                                                       ValueRange{r, k}, ArrayRef<bool>{true})
+                                           .getResult();
+                          scf::YieldOp::create(b2, l2, next);
+                        });
+                    acc = lanes.getResult(0);
+                  }
+                  if (K8 < K) {
+                    auto tail = scf::ForOp::create(
+                        u.b, u.loc, u.idx(K8), u.idx(K), u.idx(1), ValueRange{acc},
+                        [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
+                          Emit v{b2, l2};
+                          Value x1 = v.toF32(v.extract(w, ValueRange{row, k}));
+                          scf::YieldOp::create(b2, l2,
+                                               tensor::InsertOp::create(v.b, v.loc, x1, it[0], ValueRange{r, k})
+                                                   .getResult());
+                        });
+                    acc = tail.getResult(0);
+                  }
+                  scf::YieldOp::create(bb, loc, acc);
+                });
+            return bandsOver(t, slice, rowsLoop.getResult(0), Value());
+          },
+          [&](Emit) { return slice; });
+    } else {
+      filled = bandsOver(f, filled, w, col0);
+    }
   } else {
     mFull = f.idx(0);
   }
   auto rows = scf::ForOp::create(f.b, f.loc, mFull, M, f.idx(1), ValueRange{filled},
                                  [&](OpBuilder &bb, Location loc, Value m, ValueRange iter) {
                                    Emit u{bb, loc};
-                                   scf::YieldOp::create(bb, loc, rowBand(u, iter[0], m, 1, tiling.rowCols, true));
+                                   scf::YieldOp::create(bb, loc,
+                                                        rowBand(u, iter[0], m, 1, tiling.rowCols, true, w, col0));
                                  });
   filled = rows.getResult(0);
   e.b.setInsertionPointToStart(forall.getTerminator().getBody());

@@ -146,6 +146,9 @@ struct GemmTiling {
                                 // 0: 4 when a w row has <= 4 KiB, else 8
   int64_t panelBytes = 256 << 10; // bytes of w per panel (the unit of reuse from L2, and of OpenMP work)
   int64_t streamPanelBytes = 2 << 20; // bytes of w per panel when x has fewer than blockRows rows (decode)
+  bool widenPanels = true; // bf16 w: each panel widened to f32 once before its blocks of rows (when x has a full
+                           // block of rows), so the k-loop reads f32 rows and widens nothing
+  int64_t widePanelBytes = 512 << 10; // bytes of the widened f32 panel (instead of panelBytes)
 };
 /// G independent blocked products: out[m, g*N + n] = finish(dotF32(x[m, g*K .. g*K+K), w[g*N + n, 0:K))) for
 /// m < rows of x, g < G, n < N. x [M, G*K] and w [G*N, K] are bf16 or f32 (f32 x avoids widening x in every

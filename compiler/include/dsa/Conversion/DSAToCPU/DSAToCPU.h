@@ -36,7 +36,10 @@ namespace mlir::dsa {
 /// indexer_topk (CompressedToCPU.cpp), and the patterns turning arith.extf / arith.truncf on ranked tensors
 /// (from dsa-decompose-attention) into elementwise linalg.generic ops. Failed run-time checks call
 /// `dsa_cpu_fail(i32)`, the top-k ops `dsa_cpu_topk_set`: declare them first (declareDSAToCPURuntimeFunctions).
-void populateDSAToCPUPatterns(RewritePatternSet &patterns);
+/// `vectorRegisters`: the target's vector registers (32 with AVX-512, 16 with AVX2; dsa-to-cpu's
+/// vector-registers option), which size the register tile of linear / grouped_output (4 x 4 with 32, 3 x 3 with
+/// fewer, so that the accumulators do not spill); the results are the same bits for any value.
+void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters = 32);
 
 /// Makes the dsa dialect illegal, the dialects the patterns produce (arith, linalg, tensor, math, scf, func,
 /// vector, bufferization, memref) legal, and arith.extf / arith.truncf legal only on non-tensor types (the

@@ -22,6 +22,12 @@ def ConvertDSAToCPU : Pass<"dsa-to-cpu", "::mlir::ModuleOp"> {
     lowers to LLVM. The fp8/fp4/e8m0 round trips are lowered with integer/bit arithmetic so they are bit-exact
     (see ../shared/toolchain.md: the stock arith lowerings round these types wrongly).
   }];
+  let options = [
+    Option<"vectorRegisters", "vector-registers", "int64_t", /*default=*/"32",
+           "Vector registers of the target (32 with AVX-512, 16 with AVX2): sizes the register tile of the linear / "
+           "grouped_output products (4 tokens x 4 outputs with 32, 3 x 3 with 16, so the accumulators do not "
+           "spill). --dsa-cpu-pipeline sets it from its cpu. The results are the same bits either way">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect"];
