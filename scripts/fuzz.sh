@@ -20,7 +20,7 @@ while (($#)); do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
     --seconds=*) seconds=${1#--seconds=}; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     compiler|interpreter|golden|step-description) targets+=("$1"); shift ;;
     *) echo "fuzz: unknown argument '$1' (targets: compiler interpreter golden step-description)" >&2; exit 2 ;;
   esac

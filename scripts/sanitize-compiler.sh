@@ -15,7 +15,7 @@
 # What is not instrumented: Debian's libMLIR/libLLVM (the passes' upstream part, ORC, the LLVM backends), and the
 # code ORC JIT compiles or a step library holds (machine code from LLVM, no sanitizer passes): their calls into dsa's
 # runtime and into malloc/free are checked, their own loads and stores are not. Called by scripts/test.sh
-# (DSA_SKIP_SANITIZE=1 skips it); about 5 minutes on 2 cores after the fuzz build.
+# (DSA_SKIP_SANITIZE=1 skips it); about 5 minutes on 2 cores once the fuzz build is there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 fz=${DSA_FUZZ_BUILD_DIR:-$root/build-fuzz}
