@@ -9,6 +9,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include <string>
 
@@ -25,6 +26,7 @@ mlir::MLIRContext &context() {
     mlir::DialectRegistry registry;
     mlir::registerAllDialects(registry);
     mlir::registerAllExtensions(registry);
+    mlir::registerAllToLLVMIRTranslations(registry); // the GPU pipeline's gpu.binary translates the kernels
     registry.insert<mlir::dsa::DSADialect>();
     auto *c = new mlir::MLIRContext(registry, mlir::MLIRContext::Threading::DISABLED);
     c->loadAllAvailableDialects();

@@ -11,8 +11,9 @@
 
 namespace dsa::fuzz {
 
-/// One context for the whole fuzzing run (every upstream dialect and dsa's; single-threaded, diagnostics dropped:
-/// an error is a normal outcome), reused across inputs as mlir-opt reuses one across a file's split inputs.
+/// One context for the whole fuzzing run (every upstream dialect, their extensions and LLVM IR translations, and
+/// dsa's; single-threaded, diagnostics dropped: an error is a normal outcome), reused across inputs as mlir-opt
+/// reuses one across a file's split inputs.
 mlir::MLIRContext &context();
 
 /// Parses `data` as a module (null on a parse error) and verifies it (null if invalid).

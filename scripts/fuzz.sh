@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The fuzzers (fuzz/, docs/robustness.md "Fuzzers"): builds the fuzz targets with clang-22 + libFuzzer, ASan and UBSan
-# into ${DSA_FUZZ_BUILD_DIR:-build-fuzz}, then fuzzes each target for N seconds from its seed corpus:
+# into ${DSA_FUZZ_BUILD_DIR:-build-fuzz} (configured by scripts/fuzz-configure.sh), then fuzzes each target for N
+# seconds from its seed corpus:
 #   fuzz/corpus/<target>/ (in the tree) plus what the tree already holds: every split input (`// -----`) of
 #   test/**/*.mlir (compiler, interpreter), test/Golden's goldens (golden), and the step descriptions the main build's
 #   dsa-run emits for the golden's layers (step-description; main build ${DSA_BUILD_DIR:-build} needed, else skipped).
@@ -26,22 +27,7 @@ while (($#)); do
 done
 ((${#targets[@]})) || targets=(compiler interpreter golden step-description)
 
-bash "$root/scripts/install-deps.sh"
-clang=$(command -v clang++-22 || true)
-if [ -z "$clang" ]; then
-  echo "fuzz: clang++-22 not found (scripts/install-deps.sh installs clang-22 and libfuzzer-22-dev)" >&2
-  exit 1
-fi
-flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -gline-tables-only"
-if [ ! -f "$fz/build.ninja" ]; then
-  echo "fuzz: configuring $fz (clang-22, libFuzzer, ASan + UBSan)" >&2
-  mkdir -p "$fz"
-  cmake -S "$root" -B "$fz" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DDSA_ENABLE_FUZZERS=ON -DDSA_ENABLE_TESTS=OFF \
-    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >"$fz/configure.log" 2>&1 ||
-    { cat "$fz/configure.log"; exit 1; }
-fi
+bash "$root/scripts/fuzz-configure.sh" # clang-22, ASan + UBSan, libFuzzer
 cmake --build "$fz" --target dsa-fuzzers -j "${DSA_JOBS:-$(nproc)}"
 
 # Seeds: the tree's corpus plus the tree's own inputs, regenerated each run (not committed twice).

@@ -249,6 +249,10 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                       function_ref<Value(Emit, Value)> finish) {
   if (G == 0 || N == 0) // no output column: `out` is empty, nothing to compute (a zero panel size would divide by 0)
     return out;
+  // No row (a static 0 rows of x): `out` is empty too, and the panels' extract_slice at row 0 of a static 0-row
+  // tensor would not verify ("offset 0 is out-of-bounds").
+  if (cast<RankedTensorType>(x.getType()).getDimSize(0) == 0)
+    return out;
   GemmTiling tiling = tilingIn;
   const int64_t wBytes = cast<RankedTensorType>(w.getType()).getElementType().isF32() ? 4 : 2;
   if (tiling.rowCols == 0) // short rows: fewer concurrent streams measured faster

@@ -247,7 +247,11 @@ private:
       ReassociationIndices all;
       for (int64_t i = 0; i < t.getRank(); ++i)
         all.push_back(i);
-      v = memref::CollapseShapeOp::create(b, loc, m, ArrayRef<ReassociationIndices>{all});
+      // The collapsed size is dynamic when any dim is, even with a static 0 among them: the verifier requires it
+      // (the builder's inferred type would be a static 0 for memref<?x0xT>, which does not verify).
+      const int64_t n = t.hasStaticShape() ? t.getNumElements() : ShapedType::kDynamic;
+      v = memref::CollapseShapeOp::create(b, loc, MemRefType::get({n}, t.getElementType()), m,
+                                          ArrayRef<ReassociationIndices>{all});
     }
     auto dynType = MemRefType::get({ShapedType::kDynamic}, t.getElementType());
     if (v.getType() != dynType)
