@@ -128,8 +128,10 @@ Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string 
   description.base.targetCpu = cpuName;
   description.base.parallel = false;
   description.base.functions = prepared->functions;
-  for (runtime::FunctionSignature &f : description.base.functions)
+  for (runtime::FunctionSignature &f : description.base.functions) {
     cpu::addStepRoles(module, f); // x / start_pos / output / capacity / shared slots, as for the CPU libraries
+    cpu::addAttentionConfigs(module, f); // the dsa.attention configuration the code was compiled from
+  }
   description.chip = options.chip;
   description.binaryFormat = options.format;
   backend::embedSignature(*llvmModule,
