@@ -253,7 +253,36 @@ int64_t shapeProduct(const std::vector<int64_t> &shape) {
   return p;
 }
 
+// The keys each object of the format may hold (shared/spec/tiny-model-harness.md "File format", shared/golden's
+// goldens): any other key is an error naming its path and these (a misspelt optional key would be ignored).
+// Weight names and capture names are data (a capture the replays do not produce fails the replay: "nothing
+// produced this capture"); the keys inside a weight or a capture are the format's.
+const std::vector<std::string> kFixtureKeys = {
+    // the model (attention-semantics.md section 1)
+    "vocab_size", "dim", "n_layers", "n_heads", "head_dim", "rope_head_dim", "q_lora_rank", "o_lora_rank", "o_groups",
+    "moe_inter_dim", "n_routed_experts", "n_shared_experts", "n_activated_experts", "score_func", "route_scale",
+    "norm_topk_prob", "swiglu_limit", "window_size", "compress_ratios", "kv_source_layers", "index_source_layers",
+    "candidate_source_layer", "candidate_topk_blocks", "candidate_block_size", "index_n_heads", "index_head_dim",
+    "index_topk", "hc_mult", "hc_sinkhorn_iters", "hc_eps", "engram", "engram_layer_ids", "engram_max_ngram_size",
+    "engram_vocab_size", "engram_n_heads", "engram_head_dim", "engram_pad_id", "engram_compressed_vocab_size",
+    "engram_num_embeddings", "rope_theta", "compress_rope_theta", "rope_factor", "original_seq_len", "beta_fast",
+    "beta_slow", "norm_eps", "gate_temp", "vision_n_layers", "dtype", "expert_dtype", "n_mtp_layers",
+    "dspark_block_size", "max_batch_size", "max_seq_len", "temperature", "batch",
+    // the run
+    "prefill_len", "regimes", "steps", "n_tokens", "lcg_probe", "input_ids_rule", "filler",
+    // provenance (strings)
+    "reference", "kernels", "torch", "storage"};
+const std::vector<std::string> kEngramKeys = {"layer_ids",    "max_ngram_size", "n_heads",     "head_dim",
+                                              "n_hash_cols",  "num_embeddings", "pad_id_compressed",
+                                              "token_map",    "multipliers",    "primes",      "offsets",
+                                              "scale_block",  "scales"};
+const std::vector<std::string> kStepKeys = {"regime", "start_pos", "seqlen", "input_ids_slice"};
+const std::vector<std::string> kWeightKeys = {"shape", "n", "scale", "offset", "kind", "dtype", "ck"};
+const std::vector<std::string> kCaptureKeys = {"shape", "n", "stride", "ck", "data"};
+
 Status parseEngram(const Json &j, EngramTables &e) {
+  if (Status st = dsa::json::checkKnownKeys(j, "fixture.engram", kEngramKeys); !st)
+    return st;
   ObjectReader r(j, "fixture.engram");
   e.layerIds = r.i64s("layer_ids");
   e.maxNgramSize = r.i64("max_ngram_size");
@@ -337,6 +366,8 @@ Status parseEngram(const Json &j, EngramTables &e) {
 }
 
 Status parseFixtureFields(const Json &j, Fixture &f) {
+  if (Status st = dsa::json::checkKnownKeys(j, "fixture", kFixtureKeys); !st)
+    return st;
   ObjectReader r(j, "fixture");
   f.vocabSize = r.i64("vocab_size");
   f.dim = r.i64("dim");
@@ -439,6 +470,8 @@ Status parseFixtureFields(const Json &j, Fixture &f) {
   if (steps) {
     for (size_t i = 0; i < steps->size(); ++i) {
       const std::string path = "fixture.steps[" + std::to_string(i) + "]";
+      if (Status st = dsa::json::checkKnownKeys((*steps)[i], path, kStepKeys); !st)
+        return st;
       ObjectReader sr((*steps)[i], path);
       Fixture::Step step;
       step.regime = sr.str("regime");
@@ -680,6 +713,8 @@ Status parseWeights(const Json &j, std::vector<WeightMeta> &weights) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     WeightMeta w;
     w.name = it.key();
+    if (Status st = dsa::json::checkKnownKeys(it.value(), "weights_meta." + w.name, kWeightKeys); !st)
+      return st;
     ObjectReader r(it.value(), "weights_meta." + w.name);
     w.shape = r.i64s("shape");
     w.n = r.i64("n");
@@ -719,6 +754,8 @@ Result<Capture> parseCapture(const std::string &regime, const std::string &name,
   Capture c;
   c.name = name;
   const std::string path = regime + "." + name;
+  if (Status st = dsa::json::checkKnownKeys(j, path, kCaptureKeys); !st)
+    return makeError(st.error());
   ObjectReader r(j, path);
   c.shape = r.i64s("shape");
   c.n = r.i64("n");
@@ -793,6 +830,11 @@ Result<GoldenFile> GoldenFile::parse(const std::string &text, const std::string 
       return withOrigin("fixture: missing");
     if (Status s = parseFixture(*fixture, golden.fixture_); !s)
       return withOrigin(s.error());
+    // The top level: the fixture, the weights and one object per regime fixture.regimes names.
+    std::vector<std::string> topLevel = {"fixture", "weights_meta"};
+    topLevel.insert(topLevel.end(), golden.fixture_.regimes.begin(), golden.fixture_.regimes.end());
+    if (Status s = dsa::json::checkKnownKeys(root, "", topLevel); !s)
+      return withOrigin(s.error() + " (a regime's captures are read only when fixture.regimes names it)");
 
     auto weights = root.find("weights_meta");
     if (weights == root.end())

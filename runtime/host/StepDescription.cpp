@@ -162,8 +162,204 @@ Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const F
   return roles;
 }
 
+/// An AttentionConfig in its canonical JSON form (StepDescription.h): every key present, named as the
+/// #dsa.attn_config parameters, "yarn" and "compress" null when absent.
+json attentionToJson(const AttentionConfig &a) {
+  json j;
+  j["layer_id"] = a.layerId;
+  j["dim"] = a.dim;
+  j["n_heads"] = a.nHeads;
+  j["head_dim"] = a.headDim;
+  j["rope_head_dim"] = a.ropeHeadDim;
+  j["q_lora_rank"] = a.qLoraRank;
+  j["o_groups"] = a.oGroups;
+  j["o_lora_rank"] = a.oLoraRank;
+  j["window_size"] = a.windowSize;
+  j["compress_ratio"] = a.compressRatio;
+  j["norm_eps"] = a.normEps;
+  json rope;
+  rope["rope_dim"] = a.ropeDim;
+  rope["theta"] = a.ropeTheta;
+  if (a.yarn)
+    rope["yarn"] = {{"original_seq_len", a.yarn->originalSeqLen},
+                    {"factor", a.yarn->factor},
+                    {"beta_fast", a.yarn->betaFast},
+                    {"beta_slow", a.yarn->betaSlow}};
+  else
+    rope["yarn"] = nullptr;
+  j["rope"] = rope;
+  if (a.compress) {
+    const AttentionConfig::Compress &c = *a.compress;
+    j["compress"] = {{"is_kv_source", c.isKvSource},
+                     {"is_index_source", c.isIndexSource},
+                     {"is_candidate_source", c.isCandidateSource},
+                     {"uses_candidates", c.usesCandidates},
+                     {"index_n_heads", c.indexNHeads},
+                     {"index_head_dim", c.indexHeadDim},
+                     {"index_topk", c.indexTopk},
+                     {"candidate_topk_blocks", c.candidateTopkBlocks},
+                     {"candidate_block_size", c.candidateBlockSize},
+                     {"max_seq_len", c.maxSeqLen},
+                     {"index_k_source", c.indexKSource},
+                     {"tie_order", c.tieOrder}};
+  } else {
+    j["compress"] = nullptr;
+  }
+  return j;
+}
+
+/// Reads attentionToJson's form; every key is required, an unknown one is an error; errors name the field.
+Result<AttentionConfig> attentionFromJson(const json &j, const std::string &where) {
+  if (!j.is_object())
+    return makeError(where + ": expected an object");
+  if (Status st = checkKnownKeys(j, where,
+                                 {"layer_id", "dim", "n_heads", "head_dim", "rope_head_dim", "q_lora_rank", "o_groups",
+                                  "o_lora_rank", "window_size", "compress_ratio", "norm_eps", "rope", "compress"});
+      !st)
+    return makeError(st.error());
+  std::string error;
+  auto integer = [&](const json &o, const std::string &at, const char *key, int64_t &into) {
+    if (!error.empty())
+      return;
+    if (!o.contains(key) || !o[key].is_number_integer())
+      error = at + "." + key + ": missing or not an integer";
+    else
+      into = o[key].get<int64_t>();
+  };
+  auto real = [&](const json &o, const std::string &at, const char *key, double &into) {
+    if (!error.empty())
+      return;
+    if (!o.contains(key) || !o[key].is_number())
+      error = at + "." + key + ": missing or not a number";
+    else
+      into = o[key].get<double>();
+  };
+  auto boolean = [&](const json &o, const std::string &at, const char *key, bool &into) {
+    if (!error.empty())
+      return;
+    if (!o.contains(key) || !o[key].is_boolean())
+      error = at + "." + key + ": missing or not a boolean";
+    else
+      into = o[key].get<bool>();
+  };
+  auto string = [&](const json &o, const std::string &at, const char *key, std::string &into) {
+    if (!error.empty())
+      return;
+    if (!o.contains(key) || !o[key].is_string() || o[key].get<std::string>().empty())
+      error = at + "." + key + ": missing or not a non-empty string";
+    else
+      into = o[key].get<std::string>();
+  };
+  AttentionConfig a;
+  integer(j, where, "layer_id", a.layerId);
+  integer(j, where, "dim", a.dim);
+  integer(j, where, "n_heads", a.nHeads);
+  integer(j, where, "head_dim", a.headDim);
+  integer(j, where, "rope_head_dim", a.ropeHeadDim);
+  integer(j, where, "q_lora_rank", a.qLoraRank);
+  integer(j, where, "o_groups", a.oGroups);
+  integer(j, where, "o_lora_rank", a.oLoraRank);
+  integer(j, where, "window_size", a.windowSize);
+  integer(j, where, "compress_ratio", a.compressRatio);
+  real(j, where, "norm_eps", a.normEps);
+  if (!error.empty())
+    return makeError(error);
+  const std::string ropeAt = where + ".rope";
+  if (!j.contains("rope") || !j["rope"].is_object())
+    return makeError(ropeAt + ": missing or not an object");
+  const json &rope = j["rope"];
+  if (Status st = checkKnownKeys(rope, ropeAt, {"rope_dim", "theta", "yarn"}); !st)
+    return makeError(st.error());
+  integer(rope, ropeAt, "rope_dim", a.ropeDim);
+  real(rope, ropeAt, "theta", a.ropeTheta);
+  if (!error.empty())
+    return makeError(error);
+  if (!rope.contains("yarn"))
+    return makeError(ropeAt + ".yarn: missing (null without YaRN)");
+  if (!rope["yarn"].is_null()) {
+    const json &y = rope["yarn"];
+    const std::string yarnAt = ropeAt + ".yarn";
+    if (!y.is_object())
+      return makeError(yarnAt + ": expected an object or null");
+    if (Status st = checkKnownKeys(y, yarnAt, {"original_seq_len", "factor", "beta_fast", "beta_slow"}); !st)
+      return makeError(st.error());
+    AttentionConfig::Yarn yarn;
+    integer(y, yarnAt, "original_seq_len", yarn.originalSeqLen);
+    real(y, yarnAt, "factor", yarn.factor);
+    real(y, yarnAt, "beta_fast", yarn.betaFast);
+    real(y, yarnAt, "beta_slow", yarn.betaSlow);
+    if (!error.empty())
+      return makeError(error);
+    a.yarn = yarn;
+  }
+  if (!j.contains("compress"))
+    return makeError(where + ".compress: missing (null for a window-only layer)");
+  if (!j["compress"].is_null()) {
+    const json &c = j["compress"];
+    const std::string compressAt = where + ".compress";
+    if (!c.is_object())
+      return makeError(compressAt + ": expected an object or null");
+    if (Status st = checkKnownKeys(c, compressAt,
+                                   {"is_kv_source", "is_index_source", "is_candidate_source", "uses_candidates",
+                                    "index_n_heads", "index_head_dim", "index_topk", "candidate_topk_blocks",
+                                    "candidate_block_size", "max_seq_len", "index_k_source", "tie_order"});
+        !st)
+      return makeError(st.error());
+    AttentionConfig::Compress cc;
+    boolean(c, compressAt, "is_kv_source", cc.isKvSource);
+    boolean(c, compressAt, "is_index_source", cc.isIndexSource);
+    boolean(c, compressAt, "is_candidate_source", cc.isCandidateSource);
+    boolean(c, compressAt, "uses_candidates", cc.usesCandidates);
+    integer(c, compressAt, "index_n_heads", cc.indexNHeads);
+    integer(c, compressAt, "index_head_dim", cc.indexHeadDim);
+    integer(c, compressAt, "index_topk", cc.indexTopk);
+    integer(c, compressAt, "candidate_topk_blocks", cc.candidateTopkBlocks);
+    integer(c, compressAt, "candidate_block_size", cc.candidateBlockSize);
+    integer(c, compressAt, "max_seq_len", cc.maxSeqLen);
+    string(c, compressAt, "index_k_source", cc.indexKSource);
+    string(c, compressAt, "tie_order", cc.tieOrder);
+    if (!error.empty())
+      return makeError(error);
+    a.compress = cc;
+  }
+  return a;
+}
+
+/// The first field where two canonical JSON values differ, as a path under `path` ("rope.theta"), with both
+/// values' text; empty path and texts when they agree.
+struct JsonDifference {
+  bool differs = false;
+  std::string path, given, built;
+};
+JsonDifference firstDifference(const json &given, const json &built, const std::string &path) {
+  auto text = [](const json *v) { return v ? v->dump() : std::string("(absent)"); };
+  if (given.is_object() && built.is_object()) {
+    std::vector<std::string> keys;
+    for (auto it = given.begin(); it != given.end(); ++it)
+      keys.push_back(it.key());
+    for (auto it = built.begin(); it != built.end(); ++it)
+      if (!given.contains(it.key()))
+        keys.push_back(it.key());
+    std::sort(keys.begin(), keys.end());
+    for (const std::string &k : keys) {
+      const std::string at = path.empty() ? k : path + "." + k;
+      const json *g = given.contains(k) ? &given[k] : nullptr;
+      const json *b = built.contains(k) ? &built[k] : nullptr;
+      if (!g || !b)
+        return {true, at, text(g), text(b)};
+      if (JsonDifference d = firstDifference(*g, *b, at); d.differs)
+        return d;
+    }
+    return {};
+  }
+  if (given != built)
+    return {true, path, given.dump(), built.dump()};
+  return {};
+}
+
 /// What the code of a function fixes (the part of a description the library's own signature repeats): name,
-/// args, results, num_results, writable, in_place.
+/// args, results, num_results, writable, in_place, and the dsa.attention configurations ("attention", written only
+/// when there are any).
 json compiledFunctionToJson(const FunctionSignature &f) {
   json fj;
   fj["name"] = f.name;
@@ -178,6 +374,11 @@ json compiledFunctionToJson(const FunctionSignature &f) {
   fj["in_place"] = json::array();
   for (const StateBinding &b : f.inPlace)
     fj["in_place"].push_back({{"arg", b.arg}, {"result", b.result}});
+  if (!f.attention.empty()) {
+    fj["attention"] = json::array();
+    for (const AttentionConfig &a : f.attention)
+      fj["attention"].push_back(attentionToJson(a));
+  }
   return fj;
 }
 
@@ -220,6 +421,17 @@ Status compiledFunctionFromJson(const json &fj, const std::string &where, Functi
       return makeError(bw + ": argument #" + std::to_string(binding->arg) + " (" + ak.typeString +
                        ") cannot be result #" + std::to_string(binding->result) + " (" + rk.typeString + ")");
     f.inPlace.push_back(*binding);
+  }
+  if (fj.contains("attention")) {
+    if (!fj["attention"].is_array())
+      return makeError(where + ".attention: expected an array of dsa.attention configurations");
+    for (size_t a = 0; a < fj["attention"].size(); ++a) {
+      Result<AttentionConfig> config =
+          attentionFromJson(fj["attention"][a], where + ".attention[" + std::to_string(a) + "]");
+      if (!config)
+        return makeError(config.error());
+      f.attention.push_back(config.take());
+    }
   }
   return Status::success();
 }
@@ -366,7 +578,7 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
     const std::string where = "functions[" + std::to_string(i) + "]";
     if (Status st = checkKnownKeys(fj, where,
                                    {"name", "symbol", "args", "results", "num_results", "probes", "state", "step",
-                                    "writable", "in_place"});
+                                    "writable", "in_place", "attention"});
         !st)
       return makeError(st.error());
     FunctionSignature f;
@@ -508,7 +720,7 @@ Status checkCompiledSignature(const StepLibraryDescription &d, const TargetField
   for (size_t i = 0; i < j["functions"].size(); ++i) {
     const std::string where = "functions[" + std::to_string(i) + "]";
     if (Status st = checkKnownKeys(j["functions"][i], where,
-                                   {"name", "args", "results", "num_results", "writable", "in_place"});
+                                   {"name", "args", "results", "num_results", "writable", "in_place", "attention"});
         !st)
       return makeError("the library's " + sym + ": " + st.error());
     FunctionSignature f;
@@ -563,6 +775,16 @@ Status checkCompiledSignature(const StepLibraryDescription &d, const TargetField
     if (givenInPlace != builtInPlace)
       return makeError(f.name + ": in-place results: description says " + bindingList(f.inPlace) +
                        ", library was compiled for " + bindingList(c.inPlace));
+    // The dsa.attention configurations, compared in their canonical form; the message names the first field.
+    if (f.attention.size() != c.attention.size())
+      return makeError(f.name + ": attention: description says " + std::to_string(f.attention.size()) +
+                       " dsa.attention configurations, library was compiled from " +
+                       std::to_string(c.attention.size()));
+    for (size_t a = 0; a < f.attention.size(); ++a)
+      if (JsonDifference d = firstDifference(attentionToJson(f.attention[a]), attentionToJson(c.attention[a]), "");
+          d.differs)
+        return makeError(f.name + ": attention[" + std::to_string(a) + "]." + d.path + ": description says " +
+                         d.given + ", library was compiled for " + d.built);
   }
   return Status::success();
 }

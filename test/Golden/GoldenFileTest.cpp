@@ -17,6 +17,7 @@
 #include <limits>
 #include <functional>
 #include <cstdio>
+#include <fstream>
 #include <unistd.h>
 
 using namespace dsa::golden;
@@ -264,10 +265,15 @@ TEST(GoldenFileErrors, MissingFixture) {
 }
 
 TEST(GoldenFileErrors, MissingFixtureKey) {
-  std::string err = loadError(replaceOnce(goldenText(), "\"dim\":64,", "\"dimension\":64,"));
+  std::string err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"].erase("dim"); }));
   EXPECT_TRUE(contains(err, "fixture.dim: missing")) << err;
-  err = loadError(replaceOnce(goldenText(), "\"scale_block\":", "\"scale_blocks\":"));
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["engram"].erase("scale_block"); }));
   EXPECT_TRUE(contains(err, "fixture.engram.scale_block: missing")) << err;
+  // Renamed (misspelt): the unknown key is what is reported, with the keys the object may hold.
+  err = loadError(replaceOnce(goldenText(), "\"dim\":64,", "\"dimension\":64,"));
+  EXPECT_TRUE(contains(err, "fixture.dimension: unknown key (expected one of: vocab_size, dim, ")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"scale_block\":", "\"scale_blocks\":"));
+  EXPECT_TRUE(contains(err, "fixture.engram.scale_blocks: unknown key")) << err;
 }
 
 TEST(GoldenFileErrors, MistypedFixtureKey) {
@@ -286,15 +292,21 @@ TEST(GoldenFileErrors, MistypedFixtureKey) {
 }
 
 TEST(GoldenFileErrors, MissingWeightsMetaOrField) {
-  std::string err = loadError(replaceOnce(goldenText(), "\"weights_meta\":", "\"weights\":"));
+  std::string err = loadError(editedGolden([](nlohmann::ordered_json &j) { j.erase("weights_meta"); }));
   EXPECT_TRUE(contains(err, "weights_meta: missing")) << err;
+  err = loadError(replaceOnce(goldenText(), "\"weights_meta\":", "\"weights\":"));
+  EXPECT_TRUE(contains(err, "edited.json: weights: unknown key (expected one of: fixture, weights_meta, ")) << err;
   err = loadError(replaceOnce(goldenText(), "\"embed.weight\":{\"shape\":[64,64],\"n\":4096,",
                               "\"embed.weight\":{\"shape\":[64,64],\"n\":4095,"));
   EXPECT_TRUE(contains(err, "weights_meta.embed.weight")) << err;
   EXPECT_TRUE(contains(err, "n = 4095")) << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["weights_meta"]["embed.weight"].erase("ck"); }));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.ck: missing")) << err;
   err = loadError(replaceOnce(goldenText(), "\"dtype\":\"bfloat16\",\"ck\":51667.900228500366",
                               "\"dtype\":\"bfloat16\",\"ckk\":51667.900228500366"));
-  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.ck: missing")) << err;
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.ckk: unknown key (expected one of: shape, n, scale, offset, "
+                            "kind, dtype, ck)"))
+      << err;
 }
 
 TEST(GoldenFileErrors, MissingRegimeObject) {
@@ -476,6 +488,59 @@ TEST(GoldenFileHostile, DuplicateKeysAreErrorsNamingThePath) {
   // Top level.
   err = loadError(replaceOnce(goldenText(), "{\"fixture\":", "{\"decode13\":{},\"fixture\":"));
   EXPECT_TRUE(contains(err, "edited.json: decode13: duplicate key")) << err;
+}
+
+// A key the format does not have (a misspelt optional key used to be ignored) is an error naming its path and the
+// keys that object may hold; weight and capture names are data, not keys of the format.
+TEST(GoldenFileHostile, UnknownKeysAreErrorsNamingThePathAndTheExpectedKeys) {
+  // The fixture: a misspelt key (window_size itself is then missing, but the unknown key is what is reported).
+  std::string err = loadError(replaceOnce(goldenText(), "\"window_size\":8,", "\"window_sise\":8,"));
+  EXPECT_TRUE(contains(err, "edited.json: fixture.window_sise: unknown key (expected one of: vocab_size, dim, "))
+      << err;
+  EXPECT_TRUE(contains(err, "window_size, ")) << err;
+  // A misspelt OPTIONAL key (n_tokens): nothing would miss it.
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["n_token"] = 32; }));
+  EXPECT_TRUE(contains(err, "fixture.n_token: unknown key (expected one of: ")) << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["fixture"]["engram"]["scale_blocks"] = 4; }));
+  EXPECT_TRUE(contains(err, "fixture.engram.scale_blocks: unknown key (expected one of: layer_ids, max_ngram_size, "))
+      << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) {
+    j["fixture"]["steps"] = tinySteps();
+    j["fixture"]["steps"][1]["startpos"] = 12;
+  }));
+  EXPECT_TRUE(contains(err, "fixture.steps[1].startpos: unknown key (expected one of: regime, start_pos, seqlen, "
+                            "input_ids_slice)"))
+      << err;
+  // A weight and a capture.
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["weights_meta"]["embed.weight"]["scael"] = 0.5; }));
+  EXPECT_TRUE(contains(err, "weights_meta.embed.weight.scael: unknown key (expected one of: shape, n, scale, offset, "
+                            "kind, dtype, ck)"))
+      << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["decode12"]["L0.sa_q"]["strides"] = 1; }));
+  EXPECT_TRUE(contains(err, "decode12.L0.sa_q.strides: unknown key (expected one of: shape, n, stride, ck, data)"))
+      << err;
+  // The top level: an object that is no regime of fixture.regimes (its captures would never be read).
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["decode14"] = j["decode13"]; }));
+  EXPECT_TRUE(contains(err, "edited.json: decode14: unknown key (expected one of: fixture, weights_meta, prefill12, "
+                            "decode12, decode13) (a regime's captures are read only when fixture.regimes names it)"))
+      << err;
+  err = loadError(editedGolden([](nlohmann::ordered_json &j) { j["weight_meta"] = nlohmann::ordered_json::object(); }));
+  EXPECT_TRUE(contains(err, "weight_meta: unknown key")) << err;
+  // Names are data: a capture of any name and a weight nobody reads load (a replay fails a capture it does not
+  // produce: "nothing produced this capture").
+  auto named = GoldenFile::parse(editedGolden([](nlohmann::ordered_json &j) {
+                                   j["decode12"]["L0.not_a_capture"] = j["decode12"]["L0.sa_q"];
+                                   j["weights_meta"]["layers.9.unused"] = j["weights_meta"]["embed.weight"];
+                                 }),
+                                 "named.json");
+  ASSERT_TRUE(named.ok()) << named.error();
+  EXPECT_TRUE(named->capture("decode12", "L0.not_a_capture").ok());
+  // Both shared goldens hold only the format's keys (the debug golden adds fixture.storage).
+  EXPECT_TRUE(GoldenFile::load(kTinyGoldenPath).ok());
+  if (std::ifstream(kFullGoldenPath).good()) {
+    auto full = GoldenFile::load(kFullGoldenPath);
+    EXPECT_TRUE(full.ok()) << full.error();
+  }
 }
 
 TEST(GoldenFileHostile, UnsupportedSettingsAreErrors) {

@@ -16,7 +16,9 @@
 //
 // Before anything is allocated or run, each layer's step function is checked against the golden's configuration as
 // far as its signature shows it (checkCompiledFor: dim, window_size, head_dim, index_head_dim, max_seq_len, the
-// layer's ratio and role, n_heads, the weights' shapes): a golden whose configuration is not what the libraries were
+// layer's ratio and role, n_heads, the weights' shapes) and as its recorded dsa.attention configuration shows the
+// rest (rope_theta, compress_rope_theta, the YaRN parameters, norm_eps, index_n_heads, index_topk, the candidate
+// sizes, q_lora_rank, o_groups, o_lora_rank, the candidate roles): a golden whose configuration is not what the libraries were
 // compiled for is an error naming the golden's field, never a replay of the libraries' own configuration. The golden
 // itself is bounded on load (dsa/Golden/GoldenFile.h).
 //
@@ -46,6 +48,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -124,9 +127,14 @@ std::vector<std::string> attentionWeightNames(int64_t l, const golden::LayerRole
 /// capacity max_seq_len, a window-only one neither; a kv source has the compressor state ([r, head_dim] twice for
 /// r >= 2) and the caches [ceil(max_seq_len / r), head_dim], [ceil(max_seq_len / r), index_head_dim]; the manifest's
 /// weights are those of the layer's role (kv_source_layers, index_source_layers) and each weight argument has the
-/// golden's weights_meta shape; the probe L<l>.sa_q is [?, n_heads, head_dim]. Errors name the golden's field, its
-/// value and what the library was compiled for. Not visible in a signature (and so not checked): rope_theta and
-/// the YaRN parameters, norm_eps, index_topk, the candidate sizes (docs/robustness.md).
+/// golden's weights_meta shape; the probe L<l>.sa_q is [?, n_heads, head_dim]. Then what no shape shows, from the
+/// dsa.attention configuration the library records (FunctionSignature::attention, the same in its compiled-in
+/// signature): layer_id is l; dim, n_heads, head_dim, rope_head_dim, q_lora_rank, o_groups, o_lora_rank,
+/// window_size, the ratio, norm_eps (as the f32 it compiles to), the RoPE theta (rope_theta for ratio 0, else
+/// compress_rope_theta) and YaRN (original_seq_len, rope_factor, beta_fast, beta_slow), the role flags
+/// (kv_source_layers, index_source_layers, candidate_source_layer), index_n_heads, index_head_dim, index_topk,
+/// candidate_topk_blocks, candidate_block_size, max_seq_len; a library that records none is refused (emit it again).
+/// Errors name the golden's field, its value and what the library was compiled for.
 dsa::Status checkCompiledFor(const golden::GoldenFile &file, int64_t l, const runtime::FunctionSignature &sig,
                              const nlohmann::json &manifestWeights, const std::string &description) {
   const golden::Fixture &f = file.fixture();
@@ -266,6 +274,100 @@ dsa::Status checkCompiledFor(const golden::GoldenFile &file, int64_t l, const ru
     if (k.shape.size() == 3 && k.shape[2] >= 0 && k.shape[2] != f.headDim)
       return mismatch("fixture.head_dim", f.headDim, "the probe " + saQ + " " + k.typeString);
   }
+
+  // What no shape shows: the dsa.attention configuration the code was compiled from (its constants), recorded in
+  // the description and checked against the library's own signature when it was opened.
+  if (sig.attention.size() != 1)
+    return dsa::makeError(lib + " records " + std::to_string(sig.attention.size()) +
+                          " dsa.attention configurations, not the one of a layer (a library emitted before they were "
+                          "recorded? emit the libraries again with dsa-run --golden FILE --emit-libraries=DIR)");
+  const runtime::AttentionConfig &a = sig.attention.front();
+  auto compiledFor = [&](const std::string &attr, const std::string &value) {
+    return "dsa.attention " + attr + " = " + value;
+  };
+  auto integer = [&](const std::string &field, int64_t want, const char *attr, int64_t got) -> dsa::Status {
+    if (want == got)
+      return dsa::Status::success();
+    return mismatch(field, want, compiledFor(attr, std::to_string(got)));
+  };
+  // Reals compare exactly, as the compiled attribute holds them: an f64 attribute the golden's double, norm_eps the
+  // f32 it rounds to (shortest round-trip spelling in messages).
+  auto real = [&](const std::string &field, double want, const char *attr, double got,
+                  std::optional<double> written = std::nullopt) -> dsa::Status {
+    if (want == got)
+      return dsa::Status::success();
+    const std::string golden = written ? nlohmann::json(*written).dump() + " (" + nlohmann::json(want).dump() +
+                                             " as f32)"
+                                       : nlohmann::json(want).dump();
+    return dsa::makeError(field + ": " + golden + " in the golden, but " + lib + " was compiled for " +
+                          compiledFor(attr, nlohmann::json(got).dump()));
+  };
+  auto flag = [&](const std::string &field, bool want, const std::string &what, const char *attr,
+                  bool got) -> dsa::Status {
+    if (want == got)
+      return dsa::Status::success();
+    return dsa::makeError(field + ": layer " + std::to_string(l) + " is " + (want ? "" : "not ") + what +
+                          " in the golden, but " + lib + " was compiled for " +
+                          compiledFor(attr, got ? "true" : "false"));
+  };
+  if (a.layerId != l)
+    return dsa::makeError("layer " + std::to_string(l) + ": " + lib + " was compiled for " +
+                          compiledFor("layer_id", std::to_string(a.layerId)) +
+                          " (another layer's attention: its probes are that layer's)");
+  const double normEps = static_cast<double>(static_cast<float>(f.normEps)); // the attribute is f32
+  const dsa::Status checks[] = {
+      integer("fixture.dim", f.dim, "dim", a.dim),
+      integer("fixture.n_heads", f.nHeads, "n_heads", a.nHeads),
+      integer("fixture.head_dim", f.headDim, "head_dim", a.headDim),
+      integer("fixture.rope_head_dim", f.ropeHeadDim, "rope_head_dim", a.ropeHeadDim),
+      integer("fixture.rope_head_dim", f.ropeHeadDim, "rope.rope_dim", a.ropeDim),
+      integer("fixture.q_lora_rank", f.qLoraRank, "q_lora_rank", a.qLoraRank),
+      integer("fixture.o_groups", f.oGroups, "o_groups", a.oGroups),
+      integer("fixture.o_lora_rank", f.oLoraRank, "o_lora_rank", a.oLoraRank),
+      integer("fixture.window_size", f.windowSize, "window_size", a.windowSize),
+      integer(ratioField, role.ratio, "compress_ratio", a.compressRatio),
+      real("fixture.norm_eps", normEps, "norm_eps", a.normEps, f.normEps),
+      // Section 2: ratio-0 layers rotate with rope_theta, ratio > 0 layers with compress_rope_theta and YaRN.
+      role.ratio == 0 ? real("fixture.rope_theta", f.ropeTheta, "rope.theta", a.ropeTheta)
+                      : real("fixture.compress_rope_theta", f.compressRopeTheta, "rope.theta", a.ropeTheta),
+  };
+  for (const dsa::Status &st : checks)
+    if (!st)
+      return st;
+  if ((role.ratio > 0) != a.yarn.has_value() || (role.ratio > 0) != a.compress.has_value())
+    return mismatch(ratioField, role.ratio,
+                    std::string("a layer ") + (a.yarn ? "with" : "without") + " YaRN and " +
+                        (a.compress ? "with" : "without") + " a #dsa.compress");
+  if (role.ratio == 0)
+    return dsa::Status::success();
+  const runtime::AttentionConfig::Yarn &y = *a.yarn;
+  const runtime::AttentionConfig::Compress &c = *a.compress;
+  const std::string kv = "a kv source", index = "an index source", candidates = "the candidate source",
+                    user = "an index source using the candidate source's mask";
+  const dsa::Status more[] = {
+      integer("fixture.original_seq_len", f.originalSeqLen, "rope.yarn.original_seq_len", y.originalSeqLen),
+      real("fixture.rope_factor", f.ropeFactor, "rope.yarn.factor", y.factor),
+      real("fixture.beta_fast", f.betaFast, "rope.yarn.beta_fast", y.betaFast),
+      real("fixture.beta_slow", f.betaSlow, "rope.yarn.beta_slow", y.betaSlow),
+      flag("fixture.kv_source_layers", role.isKvSource, kv, "compress.is_kv_source", c.isKvSource),
+      flag("fixture.index_source_layers", role.isIndexSource, index, "compress.is_index_source", c.isIndexSource),
+      flag("fixture.candidate_source_layer", role.isCandidateSource, candidates, "compress.is_candidate_source",
+           c.isCandidateSource),
+      flag("fixture.candidate_source_layer", role.usesCandidates, user, "compress.uses_candidates", c.usesCandidates),
+      integer("fixture.index_n_heads", f.indexNHeads, "compress.index_n_heads", c.indexNHeads),
+      integer("fixture.index_head_dim", f.indexHeadDim, "compress.index_head_dim", c.indexHeadDim),
+      integer("fixture.index_topk", f.indexTopk, "compress.index_topk", c.indexTopk),
+      integer("fixture.candidate_topk_blocks", f.candidateTopkBlocks, "compress.candidate_topk_blocks",
+              c.candidateTopkBlocks),
+      integer("fixture.candidate_block_size", f.candidateBlockSize, "compress.candidate_block_size",
+              c.candidateBlockSize),
+      integer("fixture.max_seq_len", f.maxSeqLen, "compress.max_seq_len", c.maxSeqLen),
+  };
+  for (const dsa::Status &st : more)
+    if (!st)
+      return st;
+  // index_k_source (a replay option, not the golden's: the golden is the reference's published_slot) and the
+  // top-k tie_order (torch_cpu, the only one) are not golden fields.
   return dsa::Status::success();
 }
 

@@ -103,6 +103,29 @@ CLASSES = [
     ("compiled-for-kv-source", LIBRARIES, fixture("kv_source_layers", [2, 3, 4])),
     ("compiled-for-index-source", LIBRARIES, fixture("index_source_layers", [2, 3, 4, 5])),
     ("compiled-for-weight-shape", LIBRARIES, weight("layers.0.attn.attn_sink", shape=[2, 2])),
+    # What no shape shows: the dsa.attention configuration the libraries record (the code's constants).
+    ("compiled-for-rope-theta", LIBRARIES, fixture("rope_theta", 20000.0)),
+    ("compiled-for-compress-rope-theta", LIBRARIES, fixture("compress_rope_theta", 80000.0)),
+    ("compiled-for-rope-factor", LIBRARIES, fixture("rope_factor", 4.0)),
+    ("compiled-for-original-seq-len", LIBRARIES, fixture("original_seq_len", 64)),
+    ("compiled-for-beta-fast", LIBRARIES, fixture("beta_fast", 16)),
+    ("compiled-for-beta-slow", LIBRARIES, fixture("beta_slow", 2)),
+    ("compiled-for-norm-eps", LIBRARIES, fixture("norm_eps", 1e-06)),
+    ("compiled-for-index-n-heads", LIBRARIES, fixture("index_n_heads", 4)),
+    ("compiled-for-index-topk", LIBRARIES, fixture("index_topk", 7)),
+    ("compiled-for-candidate-topk-blocks", LIBRARIES, fixture("candidate_topk_blocks", 2)),
+    ("compiled-for-candidate-block-size", LIBRARIES, fixture("candidate_block_size", 4)),
+    ("compiled-for-candidate-source", LIBRARIES, fixture("candidate_source_layer", -1)),
+    ("compiled-for-q-lora-rank", LIBRARIES, fixture("q_lora_rank", 32)),
+    ("compiled-for-o-groups", LIBRARIES, fixture("o_groups", 4)),
+    ("compiled-for-o-lora-rank", LIBRARIES, fixture("o_lora_rank", 32)),
+    ("compiled-for-rope-head-dim", LIBRARIES, fixture("rope_head_dim", 16)),
+    # Unknown keys in the golden itself (a misspelt key was ignored; a misspelt required one reported missing).
+    ("unknown-key-fixture", READER, ("text", '"window_size": 8,', '"window_sise": 8,')),
+    ("unknown-key-optional", READER, fixture("n_token", 16)),
+    ("unknown-key-weight", READER, weight("layers.0.attn.wq_a.weight", scael=1.0)),
+    ("unknown-key-capture", READER, capture("decode12", "L0.sa_q", strides=1)),
+    ("unknown-key-top-level", READER, lambda g: g.update(decode14=g["decode13"])),
 ]
 
 

@@ -806,6 +806,23 @@ TEST_F(CPURuntimeAOTTest, ADescriptionThatDisagreesWithItsLibraryIsRefusedAndNot
     auto lib = open(good.dump(2));
     ASSERT_TRUE(lib.ok()) << lib.error();
     EXPECT_TRUE(isLoaded(so));
+    // The description records the dsa.attention configuration the code was compiled from (tinyLayer(2)).
+    const runtime::FunctionSignature *sig = (*lib)->signature(name);
+    ASSERT_NE(sig, nullptr);
+    ASSERT_EQ(sig->attention.size(), 1u);
+    const runtime::AttentionConfig &a = sig->attention[0];
+    EXPECT_EQ(a.layerId, 7);
+    EXPECT_EQ(a.windowSize, 8);
+    EXPECT_EQ(a.compressRatio, 2);
+    EXPECT_EQ(a.normEps, static_cast<double>(1e-20f));
+    EXPECT_EQ(a.ropeTheta, 40000.0);
+    ASSERT_TRUE(a.yarn && a.compress);
+    EXPECT_EQ(a.yarn->originalSeqLen, 32);
+    EXPECT_EQ(a.yarn->factor, 2.0);
+    EXPECT_EQ(a.compress->indexTopk, 6);
+    EXPECT_EQ(a.compress->candidateBlockSize, 2);
+    EXPECT_EQ(a.compress->indexKSource, "published_slot");
+    EXPECT_EQ(a.compress->tieOrder, "torch_cpu");
   }
   ASSERT_FALSE(isLoaded(so)) << "closed with its object";
 
@@ -877,6 +894,24 @@ TEST_F(CPURuntimeAOTTest, ADescriptionThatDisagreesWithItsLibraryIsRefusedAndNot
        {"functions[0].args[0].sahpe: unknown key (expected one of: type, element, shape)"}},
       {"unknown top-level key", [&](nlohmann::json &d) { d["signature"] = "trust me"; },
        {"signature: unknown key (expected one of: format, version, "}},
+      // The dsa.attention configuration the code was compiled from (tinyLayer(2)), compiled in with the rest.
+      {"rope theta", [&](nlohmann::json &d) { d["functions"][0]["attention"][0]["rope"]["theta"] = 10000.0; },
+       {name + ": attention[0].rope.theta: description says 10000.0, library was compiled for 40000.0"}},
+      {"yarn factor", [&](nlohmann::json &d) { d["functions"][0]["attention"][0]["rope"]["yarn"]["factor"] = 4.0; },
+       {name + ": attention[0].rope.yarn.factor: description says 4.0, library was compiled for 2.0"}},
+      {"norm_eps", [&](nlohmann::json &d) { d["functions"][0]["attention"][0]["norm_eps"] = 1e-6; },
+       {name + ": attention[0].norm_eps: description says 1e-06, library was compiled for "}},
+      {"index_topk", [&](nlohmann::json &d) { d["functions"][0]["attention"][0]["compress"]["index_topk"] = 7; },
+       {name + ": attention[0].compress.index_topk: description says 7, library was compiled for 6"}},
+      {"candidate source",
+       [&](nlohmann::json &d) { d["functions"][0]["attention"][0]["compress"]["is_candidate_source"] = true; },
+       {name + ": attention[0].compress.is_candidate_source: description says true, library was compiled for false"}},
+      {"o_groups", [&](nlohmann::json &d) { d["functions"][0]["attention"][0]["o_groups"] = 4; },
+       {name + ": attention[0].o_groups: description says 4, library was compiled for 2"}},
+      {"attention dropped", [&](nlohmann::json &d) { d["functions"][0].erase("attention"); },
+       {name + ": attention: description says 0 dsa.attention configurations, library was compiled from 1"}},
+      {"attention unknown key", [&](nlohmann::json &d) { d["functions"][0]["attention"][0]["rope"]["thetta"] = 1.0; },
+       {"functions[0].attention[0].rope.thetta: unknown key (expected one of: rope_dim, theta, yarn)"}},
   };
   for (const Case &c : cases) {
     nlohmann::json d = good;

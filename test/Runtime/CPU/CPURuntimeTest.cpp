@@ -941,6 +941,147 @@ TEST(CPURuntime, CompiledSignatureDisagreementsNameFunctionArgumentAndField) {
   EXPECT_NE(extra.error().find("holds fields this description does not have"), std::string::npos) << extra.error();
 }
 
+namespace {
+
+/// signedDescription() with the dsa.attention configuration of a ratio-2 kv + index source recorded.
+runtime::StepLibraryDescription configuredDescription() {
+  runtime::StepLibraryDescription d = signedDescription();
+  runtime::AttentionConfig a;
+  a.layerId = 2;
+  a.dim = 64;
+  a.nHeads = 4;
+  a.headDim = 32;
+  a.ropeHeadDim = 8;
+  a.qLoraRank = 16;
+  a.oGroups = 2;
+  a.oLoraRank = 16;
+  a.windowSize = 8;
+  a.compressRatio = 2;
+  a.normEps = static_cast<double>(1e-20f);
+  a.ropeDim = 8;
+  a.ropeTheta = 40000.0;
+  a.yarn = runtime::AttentionConfig::Yarn{32, 2.0, 32.0, 1.0};
+  runtime::AttentionConfig::Compress c;
+  c.isKvSource = true;
+  c.isIndexSource = true;
+  c.indexNHeads = 2;
+  c.indexHeadDim = 32;
+  c.indexTopk = 6;
+  c.candidateTopkBlocks = 3;
+  c.candidateBlockSize = 2;
+  c.maxSeqLen = 64;
+  c.indexKSource = "published_slot";
+  c.tieOrder = "torch_cpu";
+  a.compress = c;
+  d.functions[0].attention = {a};
+  return d;
+}
+
+} // namespace
+
+// The dsa.attention configuration a function was compiled from is part of the compiled signature: the description
+// carries it (round trip), and a description that disagrees with the library on any field is refused, naming the
+// function and the field with both values. The configuration no argument shape shows (theta, YaRN, norm_eps, top-k,
+// the candidate sizes, the role) is what this adds.
+TEST(CPURuntime, CompiledSignatureAttentionConfigurationDisagreementsNameTheField) {
+  const runtime::StepLibraryDescription good = configuredDescription();
+  const std::string compiled = runtime::compiledSignatureText(good);
+  ASSERT_NE(compiled.find("\"attention\":[{"), std::string::npos) << compiled;
+  ASSERT_TRUE(runtime::checkCompiledSignature(good, {}, compiled.c_str()).ok());
+  // The description's JSON carries the same configuration, field for field.
+  auto parsed = runtime::parseStepLibrary(runtime::describeStepLibrary(good));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  ASSERT_EQ(parsed->functions[0].attention.size(), 1u);
+  EXPECT_EQ(parsed->functions[0].attention[0].normEps, static_cast<double>(1e-20f));
+  EXPECT_EQ(parsed->functions[0].attention[0].yarn->betaFast, 32.0);
+  EXPECT_EQ(parsed->functions[0].attention[0].compress->tieOrder, "torch_cpu");
+  EXPECT_TRUE(runtime::checkCompiledSignature(*parsed, {}, compiled.c_str()).ok());
+  EXPECT_EQ(runtime::compiledSignatureText(*parsed), compiled) << "canonical: the same text from the description";
+  // A library without any (emitted before they were recorded) still matches a description without any.
+  EXPECT_EQ(runtime::compiledSignatureText(signedDescription()).find("attention"), std::string::npos);
+
+  using Attention = runtime::AttentionConfig;
+  struct Case {
+    const char *what;
+    std::function<void(Attention &)> change;
+    std::string error;
+  } cases[] = {
+      {"rope theta", [](Attention &a) { a.ropeTheta = 10000.0; },
+       "cache: attention[0].rope.theta: description says 10000.0, library was compiled for 40000.0"},
+      {"yarn factor", [](Attention &a) { a.yarn->factor = 4.0; },
+       "cache: attention[0].rope.yarn.factor: description says 4.0, library was compiled for 2.0"},
+      {"yarn original_seq_len", [](Attention &a) { a.yarn->originalSeqLen = 64; },
+       "cache: attention[0].rope.yarn.original_seq_len: description says 64, library was compiled for 32"},
+      {"no yarn", [](Attention &a) { a.yarn.reset(); },
+       "cache: attention[0].rope.yarn: description says null, library was compiled for {"},
+      {"norm_eps", [](Attention &a) { a.normEps = 1e-6; },
+       "cache: attention[0].norm_eps: description says 1e-06, library was compiled for 9.99999968"},
+      {"index_topk", [](Attention &a) { a.compress->indexTopk = 5; },
+       "cache: attention[0].compress.index_topk: description says 5, library was compiled for 6"},
+      {"index_n_heads", [](Attention &a) { a.compress->indexNHeads = 4; },
+       "cache: attention[0].compress.index_n_heads: description says 4, library was compiled for 2"},
+      {"candidate_block_size", [](Attention &a) { a.compress->candidateBlockSize = 4; },
+       "cache: attention[0].compress.candidate_block_size: description says 4, library was compiled for 2"},
+      {"candidate_topk_blocks", [](Attention &a) { a.compress->candidateTopkBlocks = 1; },
+       "cache: attention[0].compress.candidate_topk_blocks: description says 1, library was compiled for 3"},
+      {"role", [](Attention &a) { a.compress->usesCandidates = true; },
+       "cache: attention[0].compress.uses_candidates: description says true, library was compiled for false"},
+      {"index_k_source", [](Attention &a) { a.compress->indexKSource = "own_cache"; },
+       "cache: attention[0].compress.index_k_source: description says \"own_cache\", library was compiled for "
+       "\"published_slot\""},
+      {"q_lora_rank", [](Attention &a) { a.qLoraRank = 32; },
+       "cache: attention[0].q_lora_rank: description says 32, library was compiled for 16"},
+      {"o_lora_rank", [](Attention &a) { a.oLoraRank = 8; },
+       "cache: attention[0].o_lora_rank: description says 8, library was compiled for 16"},
+      {"layer_id", [](Attention &a) { a.layerId = 3; },
+       "cache: attention[0].layer_id: description says 3, library was compiled for 2"},
+  };
+  for (const Case &c : cases) {
+    runtime::StepLibraryDescription d = good;
+    c.change(d.functions[0].attention[0]);
+    ::dsa::Status st = runtime::checkCompiledSignature(d, {}, compiled.c_str());
+    ASSERT_FALSE(st.ok()) << c.what;
+    EXPECT_NE(st.error().find(c.error), std::string::npos) << c.what << ": " << st.error();
+  }
+  // One side records it and the other not.
+  runtime::StepLibraryDescription none = good;
+  none.functions[0].attention.clear();
+  ::dsa::Status dropped = runtime::checkCompiledSignature(none, {}, compiled.c_str());
+  ASSERT_FALSE(dropped.ok());
+  EXPECT_NE(dropped.error().find("cache: attention: description says 0 dsa.attention configurations, library was "
+                                 "compiled from 1"),
+            std::string::npos)
+      << dropped.error();
+  const std::string unrecorded = runtime::compiledSignatureText(none);
+  ::dsa::Status added = runtime::checkCompiledSignature(good, {}, unrecorded.c_str());
+  ASSERT_FALSE(added.ok());
+  EXPECT_NE(added.error().find("cache: attention: description says 1 dsa.attention configurations, library was "
+                               "compiled from 0"),
+            std::string::npos)
+      << added.error();
+  // The description's configuration is read strictly: an unknown or a missing key is an error naming its path.
+  std::string text = runtime::describeStepLibrary(good);
+  const std::string theta = "\"theta\": 40000.0";
+  ASSERT_NE(text.find(theta), std::string::npos) << text;
+  std::string misspelt = text;
+  misspelt.replace(misspelt.find(theta), theta.size(), "\"thetta\": 40000.0");
+  auto bad = runtime::parseStepLibrary(misspelt);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("functions[0].attention[0].rope.thetta: unknown key (expected one of: rope_dim, theta, "
+                             "yarn)"),
+            std::string::npos)
+      << bad.error();
+  const std::string topk = "\"index_topk\": 6,";
+  ASSERT_NE(text.find(topk), std::string::npos) << text;
+  std::string missing = text;
+  missing.erase(missing.find(topk), topk.size());
+  auto absent = runtime::parseStepLibrary(missing);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.error().find("functions[0].attention[0].compress.index_topk: missing or not an integer"),
+            std::string::npos)
+      << absent.error();
+}
+
 TEST(CPURuntime, CompiledSignatureOfAnotherAbiOrMissingOrMalformedIsAnError) {
   const runtime::StepLibraryDescription good = signedDescription();
   auto expectError = [&](const char *text, const std::string &needle) {

@@ -5,8 +5,8 @@
 //     the last pointer receives the result), the convention of runtime/cpu/Values.h;
 //   - `dsa_cpu_fail(i32)`, defined here as a call through the global function pointer `dsa_cpu_fail_hook` (null =
 //     ignore), which the runtime's loader sets: the shared object needs no symbol from the executable;
-//   - `dsa_step_library_signature`, the library's own signature (runtime::compiledSignatureText), which the loader
-//     compares with the description;
+//   - `dsa_step_library_signature`, the library's own signature (runtime::compiledSignatureText, with the
+//     #dsa.attn_config of every dsa.attention: addAttentionConfigs), which the loader compares with the description;
 //   - internal linkage for everything else (backend::keepOnlyEntryPoints: the function bodies, `dealloc_helper`);
 //     the dynamic symbol table lists `_mlir_<name>`, `dsa_cpu_fail_hook` and the signature only.
 // Optimised like the JIT (makeOptimizingTransformer: no fast-math, so the f32 order is kept), checked for bf16
@@ -100,6 +100,50 @@ void addStepRoles(mlir::ModuleOp module, FunctionSignature &signature) {
   }
 }
 
+void addAttentionConfigs(mlir::ModuleOp module, FunctionSignature &signature) {
+  signature.attention.clear();
+  auto f = module.lookupSymbol<mlir::func::FuncOp>(signature.name);
+  if (!f || f.isDeclaration())
+    return;
+  f.walk([&](mlir::dsa::AttentionOp op) {
+    mlir::dsa::AttnConfigAttr c = op.getConfig();
+    runtime::AttentionConfig a;
+    a.layerId = c.getLayerId();
+    a.dim = c.getDim();
+    a.nHeads = c.getNHeads();
+    a.headDim = c.getHeadDim();
+    a.ropeHeadDim = c.getRopeHeadDim();
+    a.qLoraRank = c.getQLoraRank();
+    a.oGroups = c.getOGroups();
+    a.oLoraRank = c.getOLoraRank();
+    a.windowSize = c.getWindowSize();
+    a.compressRatio = c.getCompressRatio();
+    a.normEps = c.getNormEps().getValueAsDouble(); // f32 -> f64: exact
+    a.ropeDim = c.getRope().getRopeDim();
+    a.ropeTheta = c.getRope().getTheta().getValueAsDouble();
+    if (mlir::dsa::YarnAttr y = c.getRope().getYarn())
+      a.yarn = runtime::AttentionConfig::Yarn{y.getOriginalSeqLen(), y.getFactor().getValueAsDouble(),
+                                     y.getBetaFast().getValueAsDouble(), y.getBetaSlow().getValueAsDouble()};
+    if (mlir::dsa::CompressConfigAttr cc = c.getCompress()) {
+      runtime::AttentionConfig::Compress k;
+      k.isKvSource = cc.getIsKvSource().getValue();
+      k.isIndexSource = cc.getIsIndexSource().getValue();
+      k.isCandidateSource = cc.getIsCandidateSource().getValue();
+      k.usesCandidates = cc.getUsesCandidates().getValue();
+      k.indexNHeads = cc.getIndexNHeads();
+      k.indexHeadDim = cc.getIndexHeadDim();
+      k.indexTopk = cc.getIndexTopk();
+      k.candidateTopkBlocks = cc.getCandidateTopkBlocks();
+      k.candidateBlockSize = cc.getCandidateBlockSize();
+      k.maxSeqLen = cc.getMaxSeqLen();
+      k.indexKSource = mlir::dsa::stringifyIndexKSource(cc.getIndexKSource().getValue()).str();
+      k.tieOrder = mlir::dsa::stringifyTieOrder(cc.getTieOrder().getValue()).str();
+      a.compress = k;
+    }
+    signature.attention.push_back(std::move(a));
+  });
+}
+
 Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string &directory,
                                        const std::string &baseName, const CPUCompileOptions &options) {
   if (baseName.empty() || baseName.find('/') != std::string::npos)
@@ -142,8 +186,10 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   description.targetFeatures = lowered->target.enabledFeatures();
   description.parallel = options.parallel;
   description.functions = lowered->functions;
-  for (FunctionSignature &f : description.functions)
+  for (FunctionSignature &f : description.functions) {
     addStepRoles(module, f);
+    addAttentionConfigs(module, f); // the configuration the code's constants are, in the signature too
+  }
   backend::embedSignature(*llvmModule, runtime::compiledSignatureText(description));
   backend::keepOnlyEntryPoints(*llvmModule, description.functions);
 

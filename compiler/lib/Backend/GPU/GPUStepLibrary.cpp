@@ -131,6 +131,7 @@ Result<std::string> emitGPUStepLibrary(mlir::ModuleOp module, const std::string 
   for (runtime::FunctionSignature &f : description.base.functions) {
     cpu::addStepRoles(module, f); // x / start_pos / output / capacity / shared slots, as for the CPU libraries
     f.step.chunked = false;       // dsa-to-gpu rejects a chunk at start_pos > 0: the runtime splits it
+    cpu::addAttentionConfigs(module, f); // the dsa.attention configuration the code was compiled from
   }
   description.chip = options.chip;
   description.binaryFormat = options.format;

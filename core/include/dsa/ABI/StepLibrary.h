@@ -8,8 +8,11 @@
 //   dsa_step_library_signature   a NUL-terminated canonical JSON text: the ABI version, the target (CPU name and
 //                                features, OpenMP, a GPU library's chip and binary format) and per function the
 //                                argument and result element types and shapes, the writable arguments and the
-//                                in-place results (runtime/host StepDescription.h: compiledSignatureText). The
-//                                loader compares it with the step description before any call.
+//                                in-place results, and the configuration (#dsa.attn_config) of each dsa.attention
+//                                the function was compiled from: its "attention" list, an optional key added
+//                                without changing the ABI version (older libraries have none) (runtime/host
+//                                StepDescription.h: compiledSignatureText). The loader compares it with the step
+//                                description before any call.
 // kStepLibraryAbiVersion numbers the calling convention those entries follow (descriptor layout, result struct,
 // in-place results not returned, the fail hook); a library of another ABI version is refused.
 //

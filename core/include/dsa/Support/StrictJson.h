@@ -10,7 +10,8 @@
 //                                   malformed JSON is "malformed JSON at byte N: <parser message>".
 //   checkKnownKeys(object, where, allowed)  an error "<where>.<key>: unknown key (expected one of: a, b, ...)" for
 //                                   the first key of `object` (in document order for an
-//                                   ordered_json, else in sorted order) that is not in `allowed`; `where` empty names the top level.
+//                                   ordered_json, else in sorted order) that is not in `allowed` (a list of names,
+//                                   fixed or built at run time); `where` empty names the top level.
 // Header-only so that core stays free of a JSON dependency: include it only where nlohmann_json is linked.
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -103,20 +104,23 @@ template <class Json = nlohmann::json> Result<Json> parseRejectingDuplicates(con
 
 /// An error naming the first key of `object` that `allowed` does not list (file comment); success for a non-object.
 template <class Json>
-Status checkKnownKeys(const Json &object, const std::string &where,
-                             std::initializer_list<const char *> allowed) {
+Status checkKnownKeys(const Json &object, const std::string &where, const std::vector<std::string> &allowed) {
   if (!object.is_object())
     return Status::success();
   for (auto it = object.begin(); it != object.end(); ++it) {
-    if (std::any_of(allowed.begin(), allowed.end(), [&](const char *k) { return it.key() == k; }))
+    if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end())
       continue;
     std::string expected;
-    for (const char *k : allowed)
-      expected += (expected.empty() ? "" : ", ") + std::string(k);
+    for (const std::string &k : allowed)
+      expected += (expected.empty() ? "" : ", ") + k;
     return makeError((where.empty() ? "" : where + ".") + it.key() + ": unknown key (expected one of: " + expected +
                      ")");
   }
   return Status::success();
+}
+template <class Json>
+Status checkKnownKeys(const Json &object, const std::string &where, std::initializer_list<const char *> allowed) {
+  return checkKnownKeys(object, where, std::vector<std::string>(allowed.begin(), allowed.end()));
 }
 
 } // namespace dsa::json

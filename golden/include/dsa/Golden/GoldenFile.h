@@ -11,6 +11,14 @@
 // Hostile input (docs/robustness.md, issue 12): every size, count and index is checked on load, before anything is
 // allocated or looped over, and an impossible value is an Error naming its JSON path and the allowed range:
 // - a key that an object holds twice (JSON leaves it open; the parser would keep the last): `<path>: duplicate key`;
+// - a key the format does not have (a misspelt optional key would be silently ignored) in the top level (fixture,
+//   weights_meta and the regimes fixture.regimes names), the fixture (the keys of tiny-model-harness.md and
+//   attention-semantics.md section 1, the optional steps and n_tokens, the provenance strings reference, kernels,
+//   torch, filler, input_ids_rule and storage), fixture.engram, a fixture.steps entry, a weights_meta entry
+//   (shape, n, scale, offset, kind, dtype, ck) or a capture (shape, n, stride, ck, data):
+//   `fixture.window_sise: unknown key (expected one of: vocab_size, dim, ...)`. Weight and capture NAMES are data,
+//   not keys of the format: a capture no replay produces fails the replay ("nothing produced this capture"), a weight
+//   nobody reads is unused;
 // - the bounds below (far above DeepSeek-V4.1-Flash, attention-semantics.md section 1: dim 5120, head_dim 512,
 //   window 128, max_seq_len up to 1M, 20 Sinkhorn iterations):
 //     widths (kMaxWidth = 65536): dim, head_dim, rope_head_dim, q_lora_rank, o_lora_rank, moe_inter_dim,

@@ -139,6 +139,12 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
 /// calls it on CPUModule::signature() to drive a Sequence::run().
 void addStepRoles(mlir::ModuleOp module, FunctionSignature &signature);
 
+/// Fills `signature.attention` (Values.h AttentionConfig) with the #dsa.attn_config of every dsa.attention of the
+/// function of `module` named `signature.name`, in IR order (none: a decomposed module or a function without one).
+/// The step-library emitters (CPU and GPU) call it for every function they describe, so that the description and the
+/// library's signature record the configuration the code was compiled for.
+void addAttentionConfigs(mlir::ModuleOp module, FunctionSignature &signature);
+
 } // namespace dsa::cpu
 
 #endif

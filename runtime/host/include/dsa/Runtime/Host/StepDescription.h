@@ -23,7 +23,11 @@
 //                   "state": [{"arg": 2, "result": 1, "init": "zeros"}],
 //                   "step": {"x": 0, "start_pos": 1, "output": 0, "max_seq_len": null, "shared": [],
 //                            "chunked": true},
-//                   "writable": [], "in_place": []}]}
+//                   "writable": [], "in_place": [],
+//                   "attention": [{"layer_id": 0, "dim": 64, "n_heads": 4, "head_dim": 32, "rope_head_dim": 8,
+//                                  "q_lora_rank": 16, "o_groups": 2, "o_lora_rank": 16, "window_size": 8,
+//                                  "compress_ratio": 0, "norm_eps": 9.999999682655225e-21,
+//                                  "rope": {"rope_dim": 8, "theta": 10000.0, "yarn": null}, "compress": null}]}]}
 // "shape": null marks a scalar; -1 a dynamic dimension; "type" is the spelling of element and shape (kindSpelling;
 // a "type" that says something else is an error). "results" lists the function's own results, then one per probe.
 // "state": result -> argument of the next step, "init" "zeros" or "-inf" (the first step's value). "step"
@@ -40,7 +44,17 @@
 // lacks any (HostFeatures.h: "step library l0.so was built for sapphirerapids; this host lacks amx-bf16, ...").
 // "library_sha256": the SHA-256 of the library file (FileDigest.h), checked before the file is loaded.
 // "abi_version": dsa/ABI/StepLibrary.h's kStepLibraryAbiVersion the library was compiled for.
-// Every key is required except "probes", "state" and "step"; an unknown key anywhere is an error naming its path
+// "attention" (optional; FunctionSignature::attention, Values.h AttentionConfig): the #dsa.attn_config of every
+// dsa.attention the function was compiled from, in IR order, named as the attribute's parameters: the sizes, the
+// f32 norm_eps (its exact value as a double), "rope" {"rope_dim", "theta", "yarn": null or {"original_seq_len",
+// "factor", "beta_fast", "beta_slow"}} and "compress": null or {"is_kv_source", "is_index_source",
+// "is_candidate_source", "uses_candidates", "index_n_heads", "index_head_dim", "index_topk",
+// "candidate_topk_blocks", "candidate_block_size", "max_seq_len", "index_k_source", "tie_order"} (the enums by
+// mnemonic). Canonical: every key present, reals as JSON numbers that read back to the same double. Written by the
+// emitters (dsa::cpu::addAttentionConfigs) when the module still holds its dsa.attention ops; absent otherwise and
+// in descriptions written before it was recorded (still version 5: a reader that needs it, tools/dsa-golden, says
+// to emit the library again).
+// Every key is required except "probes", "state", "step" and "attention"; an unknown key anywhere is an error naming its path
 // ("functions[0].args[2].sahpe: unknown key (expected one of: type, element, shape)"), and so is a key an object
 // holds twice ("functions[0].num_results: duplicate key ...", dsa/Support/StrictJson.h). Other errors name the field
 // too (e.g. "functions[0].args[2].element: unknown element type 'f16' ...", "functions[0].step.x: ...").
@@ -48,7 +62,8 @@
 // The library's own signature (dsa/ABI/StepLibrary.h: the exported NUL-terminated text dsa_step_library_signature,
 // written by compiledSignatureText when the library is compiled): the ABI version, the target (cpu, features,
 // parallel, and a backend's extra fields such as a GPU library's chip) and per function name, args, results,
-// num_results, writable and in_place as above. The loaders read it after loading the library and compare it with
+// num_results, writable, in_place and attention (when recorded) as above, so that the library itself says which
+// model configuration its constants are. The loaders read it after loading the library and compare it with
 // the description (checkCompiledSignature) before resolving any entry: the description may be edited or belong to
 // another library, the compiled-in text cannot disagree with the code it was compiled with.
 //
@@ -98,7 +113,10 @@ std::string compiledSignatureText(const StepLibraryDescription &description, con
 ///   "attention_L0: argument 3: description says tensor<8x32xbf16>, library was compiled for tensor<8x16xbf16>
 ///    (dimension 1)", "attention_L0: writable arguments: description says [], library was compiled for [9]",
 ///   "target_features: description says [...], library was compiled for [...]", "attention_L0: the library has no
-///   such function (...)", "abi_version: the library was compiled for step-library ABI version 2, ...".
+///   such function (...)", "abi_version: the library was compiled for step-library ABI version 2, ...",
+///   "attention_L2: attention[0].rope.yarn.factor: description says 4.0, library was compiled for 2.0" (the first
+///   field, in sorted key order, where the dsa.attention configurations differ; a configuration one side records
+///   and the other does not is "attention: description says 0 dsa.attention configurations, ...").
 /// A function the library has and the description does not list is not an error (it is just not callable).
 Status checkCompiledSignature(const StepLibraryDescription &description, const TargetFields &extraTarget,
                               const char *compiledText);

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,38 @@ struct StepRoles {
   bool present() const { return x >= 0; }
 };
 
+/// The configuration of one dsa.attention op a step function was compiled from: its #dsa.attn_config attribute
+/// (DSAAttrs.td; the fields are named as its parameters, in the same units), which the compiled code holds as
+/// constants (loop bounds, RoPE tables, epsilons, top-k counts) and which the function's argument and result shapes
+/// show only in part (nothing shows rope theta, the YaRN parameters, norm_eps, index_topk or the candidate sizes).
+/// Recorded by the step-library emitters (dsa::cpu::addAttentionConfigs) in the description and in the library's
+/// own signature (StepDescription.h), so that a caller can check that a library was compiled for the model it is
+/// about to run (tools/dsa-golden: the golden's fixture) and the loader that the two agree.
+struct AttentionConfig {
+  int64_t layerId = 0; ///< layer_id: the layer whose probes the code names (L<layer_id>.sa_q, ...)
+  int64_t dim = 0, nHeads = 0, headDim = 0, ropeHeadDim = 0, qLoraRank = 0, oGroups = 0, oLoraRank = 0;
+  int64_t windowSize = 0;    ///< window_size (ring rows)
+  int64_t compressRatio = 0; ///< compress_ratio (0: window only)
+  double normEps = 0;        ///< norm_eps: the f32 attribute's value (exact as a double)
+  int64_t ropeDim = 0;       ///< rope.rope_dim
+  double ropeTheta = 0;      ///< rope.theta (f64)
+  /// rope.yarn (present exactly when compress_ratio > 0): original_seq_len and the f64 factor, beta_fast, beta_slow.
+  struct Yarn {
+    int64_t originalSeqLen = 0;
+    double factor = 0, betaFast = 0, betaSlow = 0;
+  };
+  std::optional<Yarn> yarn;
+  /// compress (#dsa.compress; present exactly when compress_ratio > 0): the role, the indexer and candidate sizes,
+  /// the capacity in positions, and the two enums by their mnemonic ("published_slot" / "own_cache", "torch_cpu").
+  struct Compress {
+    bool isKvSource = false, isIndexSource = false, isCandidateSource = false, usesCandidates = false;
+    int64_t indexNHeads = 0, indexHeadDim = 0, indexTopk = 0, candidateTopkBlocks = 0, candidateBlockSize = 0;
+    int64_t maxSeqLen = 0;
+    std::string indexKSource, tieOrder;
+  };
+  std::optional<Compress> compress;
+};
+
 /// The signature of a compiled function.
 struct FunctionSignature {
   std::string name;
@@ -81,6 +114,9 @@ struct FunctionSignature {
   /// updated caches (writable arguments), a shared slot passed through unchanged, and results repeating them (a
   /// published slot that is the updated cache). The packed entry does not return them.
   std::vector<StateBinding> inPlace;
+  /// The dsa.attention ops the function was compiled from, in IR order (empty: none recorded: a function without
+  /// one, or a library emitted before the emitters recorded them).
+  std::vector<AttentionConfig> attention;
 };
 
 /// A tensor in the compiled code's memory format (row-major, contiguous). Made from a Tensor (fromTensor, shared
