@@ -879,8 +879,9 @@ TEST_F(CPURuntimeAOTTest, ADescriptionThatDisagreesWithItsLibraryIsRefusedAndNot
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
-// Soak (docs/robustness.md): many decode steps of one layer through the runtime with resident state, each step
-// bit-exact against the interpreter, resident memory flat, then a clean capacity error with the state intact.
+// Soak (docs/robustness.md): many decode steps of a layer, or of a stack of layers sharing the slots, through the
+// runtime with resident state, each step bit-exact against the interpreter, resident memory flat, then a clean
+// capacity error with the state intact.
 //===----------------------------------------------------------------------------------------------------------===//
 
 /// Resident set size of this process in bytes (/proc/self/statm), after the allocator has returned the free memory
