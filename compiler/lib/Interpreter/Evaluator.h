@@ -184,23 +184,31 @@ inline std::string checkBox(ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets, 
 }
 
 /// The row-major flat indices, in a tensor of `shape`, of the elements of a box (checkBox must accept it), listed
-/// in the row-major order of the box.
+/// in the row-major order of the box. The innermost dimension is one run of `sizes.back()` indices `strides.back()`
+/// apart (a slice of a cache of thousands of rows: no walk over the outer dimensions per element).
 inline std::vector<int64_t> boxIndices(ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
                                 ArrayRef<int64_t> strides) {
   const size_t rank = shape.size();
+  const int64_t count = product(sizes);
+  if (rank == 0)
+    return {0};
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  if (count == 0)
+    return indices;
   std::vector<int64_t> dimStride(rank, 1);
   for (size_t d = rank; d-- > 1;)
     dimStride[d - 1] = dimStride[d] * shape[d];
-  const int64_t count = product(sizes);
-  std::vector<int64_t> indices;
-  indices.reserve(static_cast<size_t>(count));
-  std::vector<int64_t> at(rank, 0);
-  for (int64_t n = 0; n < count; ++n) {
-    int64_t flat = 0;
+  const size_t inner = rank - 1;
+  const int64_t run = sizes[inner], step = strides[inner];
+  std::vector<int64_t> at(rank, 0); // the box position of the run's first element (at[inner] stays 0)
+  int64_t *out = indices.data();
+  for (int64_t n = 0; n < count; n += run) {
+    int64_t first = 0;
     for (size_t d = 0; d < rank; ++d)
-      flat += (offsets[d] + at[d] * strides[d]) * dimStride[d];
-    indices.push_back(flat);
-    for (size_t d = rank; d-- > 0;) {
+      first += (offsets[d] + at[d] * strides[d]) * dimStride[d];
+    for (int64_t k = 0; k < run; ++k)
+      *out++ = first + k * step;
+    for (size_t d = inner; d-- > 0;) {
       if (++at[d] < sizes[d])
         break;
       at[d] = 0;
@@ -223,6 +231,26 @@ inline Tensor gather(const Tensor &source, const std::vector<int64_t> &indices, 
   for (int64_t i : indices)
     values.push_back(source.ints()[i]);
   return Tensor::fromInts(source.elementType(), std::move(shape), std::move(values));
+}
+
+/// gather(source, boxIndices(source.shape(), offsets, sizes, strides), shape) (checkBox must accept the box), the
+/// elements copied as one range when the box is contiguous in `source` (unit strides, every dimension after the
+/// first whole: a slice of rows).
+inline Tensor gatherBox(const Tensor &source, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                        ArrayRef<int64_t> strides, std::vector<int64_t> shape) {
+  const size_t rank = source.shape().size();
+  bool rows = rank > 0;
+  for (size_t d = 0; d < rank && rows; ++d)
+    rows = strides[d] == 1 && (d == 0 || (offsets[d] == 0 && sizes[d] == source.shape()[d]));
+  if (!rows)
+    return gather(source, boxIndices(source.shape(), offsets, sizes, strides), std::move(shape));
+  const int64_t rowElements = product(ArrayRef<int64_t>(source.shape()).drop_front());
+  const int64_t begin = offsets[0] * rowElements, count = sizes[0] * rowElements;
+  if (source.isFloat())
+    return Tensor::fromFloats(source.elementType(), std::move(shape),
+                              std::vector<float>(source.floats() + begin, source.floats() + begin + count));
+  return Tensor::fromInts(source.elementType(), std::move(shape),
+                          std::vector<int64_t>(source.ints() + begin, source.ints() + begin + count));
 }
 
 /// dest[indices[i]] = source element i (row-major), for tensors of one element type.

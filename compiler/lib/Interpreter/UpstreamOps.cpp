@@ -336,7 +336,7 @@ OpResults Evaluator::eval(tensor::ExtractSliceOp op, Operands in) {
     }
     shape.push_back((*sizes)[d]);
   }
-  return single(gather(source, boxIndices(source.shape(), *offsets, *sizes, *strides), std::move(shape)));
+  return single(gatherBox(source, *offsets, *sizes, *strides, std::move(shape)));
 }
 
 OpResults Evaluator::eval(tensor::InsertSliceOp op, Operands in) {

@@ -41,6 +41,9 @@
 #include <sstream>
 
 #include <dlfcn.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -982,79 +985,191 @@ TEST_F(CPURuntimeAOTTest, ADescriptionThatDisagreesWithItsLibraryIsRefusedAndNot
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
-// Soak (docs/robustness.md): many decode steps of one layer through the runtime with resident state, each step
-// bit-exact against the interpreter, resident memory flat, then a clean capacity error with the state intact.
+// Soak (docs/robustness.md): many decode steps of a layer, or of a stack of layers sharing the slots, through the
+// runtime with resident state, each step bit-exact against the interpreter, resident memory flat, then a clean
+// capacity error with the state intact.
 //===----------------------------------------------------------------------------------------------------------===//
 
-/// Resident set size of this process in bytes (/proc/self/statm).
+/// Resident set size of this process in bytes (/proc/self/statm), after the allocator has returned the free memory
+/// it keeps (glibc's malloc_trim): the memory in use, not the peak of the steps' temporaries, which grows with the
+/// caches' visible rows and which malloc may keep (10 MB from step 1,000 to 10,000 of a stack, all of it free).
 int64_t residentBytes() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
   std::ifstream statm("/proc/self/statm");
   int64_t pages = 0, resident = 0;
   statm >> pages >> resident;
   return resident * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+/// sameBits(got.toTensor(), want) without the copy: the runtime's value compared in its own memory format (a
+/// bf16 element widened to f32 is its bits shifted up 16, as HostBuffer::toTensor widens it; i1 one byte, i32 four,
+/// i64 / index eight). A soak compares every result of every step, the caches among them: the conversions would
+/// cost more than the compiled step.
+bool sameBits(const runtime::HostValue &got, const Tensor &want) {
+  if (const Tensor *t = got.tensor())
+    return sameBits(*t, want);
+  const runtime::HostBuffer *b = got.buffer();
+  if (!b)
+    return sameBits(got.toTensor(), want);
+  if (b->shape() != want.shape() || b->elementType() != want.elementType())
+    return false;
+  const size_t n = static_cast<size_t>(want.numElements());
+  const auto *src = static_cast<const uint8_t *>(b->data());
+  switch (want.elementType()) {
+  case ElementType::BF16:
+    for (size_t e = 0; e < n; ++e) {
+      uint16_t bits;
+      uint32_t wide;
+      std::memcpy(&bits, src + 2 * e, 2);
+      std::memcpy(&wide, want.floats() + e, 4);
+      if (static_cast<uint32_t>(bits) << 16 != wide)
+        return false;
+    }
+    return true;
+  case ElementType::F32:
+    return n == 0 || std::memcmp(src, want.floats(), 4 * n) == 0;
+  case ElementType::I1:
+    for (size_t e = 0; e < n; ++e)
+      if ((src[e] & 1) != want.ints()[e])
+        return false;
+    return true;
+  case ElementType::I32:
+    for (size_t e = 0; e < n; ++e) {
+      int32_t v;
+      std::memcpy(&v, src + 4 * e, 4);
+      if (v != want.ints()[e])
+        return false;
+    }
+    return true;
+  case ElementType::I64:
+  case ElementType::Index:
+    return n == 0 || std::memcmp(src, want.ints(), 8 * n) == 0;
+  }
+  return false;
+}
+
 class CPURuntimeSoakTest : public CPURuntimeAOTTest {
 protected:
-  /// A prefill of 5 tokens, then decode steps up to position `end` (or the layer's capacity, whichever is first):
-  /// every result (output, state, published slots, probes) bit-identical to the interpreter's, which this test
-  /// steps with the state and slots threaded by the signature's bindings. Resident memory measured after a tenth
-  /// of the steps and at the end may grow by at most `kFlatBytes`. Returns the position reached.
-  int64_t soak(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed, int64_t end) {
+  /// One layer of a soak: its step library run by a resident sequence (CPUStepLibrary::runValues: state kept
+  /// between steps, caches updated in place), and the interpreter's arguments (the weights, the state threaded by
+  /// this test from its init; x, start_pos and the slots set per step).
+  struct SoakLayer {
+    mlir::dsa::AttentionLayerConfig config;
+    std::unique_ptr<cpu::CPUStepLibrary> library;
+    OwningOpRef<ModuleOp> decomposed;
+    std::string name;
+    const runtime::FunctionSignature *sig = nullptr;
+    std::optional<runtime::Sequence> seq;
+    std::vector<Tensor> args;
+  };
+
+  /// Builds `config`'s layer with the weights of `seed` and starts it (see SoakLayer); false (a failure recorded)
+  /// when the layer does not build or has no step roles.
+  bool startLayer(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed, SoakLayer &layer) {
     build(config, seed);
-    const runtime::FunctionSignature *sig = library->signature(name);
-    EXPECT_TRUE(sig && sig->step.present());
-    if (!sig || !sig->step.present())
-      return -1;
-    runtime::Sequence seq = residentSequence();
-    // The interpreter's arguments: x and start_pos per step, the weights, the state from its init, the slots empty.
-    std::vector<Tensor> args(sig->args.size());
+    if (!library) {
+      ADD_FAILURE() << "layer " << config.functionName() << " did not build: " << diagnostics;
+      return false;
+    }
+    layer.config = config;
+    layer.sig = library->signature(name);
+    if (!layer.sig || !layer.sig->step.present()) {
+      ADD_FAILURE() << "layer " << name << " has no step roles";
+      return false;
+    }
+    layer.seq = residentSequence();
+    const runtime::FunctionSignature &sig = *layer.sig;
+    layer.args.assign(sig.args.size(), Tensor());
     for (size_t i = 0; i < weights.size(); ++i)
-      args[3 + i] = weights[i];
-    for (const runtime::StateBinding &b : sig->state) {
-      const runtime::ValueKind &k = sig->args[static_cast<size_t>(b.arg)];
+      layer.args[3 + i] = weights[i];
+    for (const runtime::StateBinding &b : sig.state) {
+      const runtime::ValueKind &k = sig.args[static_cast<size_t>(b.arg)];
       Tensor t(k.elem, k.shape);
       if (b.init == runtime::StateInit::NegInf)
         std::fill(t.floats(), t.floats() + t.numElements(), -std::numeric_limits<float>::infinity());
-      args[static_cast<size_t>(b.arg)] = t;
+      layer.args[static_cast<size_t>(b.arg)] = std::move(t);
     }
-    std::optional<runtime::Sequence::SlotSet> slots;
-    if (!sig->step.shared.empty()) {
-      auto initial = runtime::Sequence::initialSlots(*sig);
-      EXPECT_TRUE(initial.ok()) << initial.error();
-      slots = *initial;
-      for (size_t i = 0; i < sig->step.shared.size(); ++i)
-        args[static_cast<size_t>(sig->step.shared[i].arg)] = (*slots)[i].toTensor();
+    layer.library = std::move(library);
+    layer.decomposed = std::move(decomposed);
+    layer.name = name;
+    return true;
+  }
+
+  /// A stack of layers (each config with its weight seed), the slots shared by every layer with slots, each
+  /// layer's x the previous one's output: a prefill of 5 tokens (inputs from `inputSeed`), then decode steps up to
+  /// position `end` (or the smallest capacity, whichever is first). Every layer's every result (output, state,
+  /// published slots, probes) bit-identical to the interpreter's at every step, the interpreter stepped with the
+  /// state and slots threaded by the signatures' bindings. Resident memory measured after a tenth of the steps and
+  /// at the end may grow by at most `kFlatBytes`. At the capacity, one more token to each layer gives the
+  /// `max_seq_len:` error with its state, its position and the slots unchanged. Returns the position reached.
+  int64_t soak(const std::vector<std::pair<mlir::dsa::AttentionLayerConfig, uint64_t>> &stack, uint64_t inputSeed,
+               int64_t end) {
+    std::vector<SoakLayer> layers(stack.size());
+    for (size_t l = 0; l < stack.size(); ++l)
+      if (!startLayer(stack[l].first, stack[l].second, layers[l]))
+        return -1;
+    // The runtime's slots and the interpreter's, both from the first layer with slots.
+    runtime::Sequence::SlotSet slots;
+    std::vector<Tensor> slotTensors;
+    int64_t capacity = std::numeric_limits<int64_t>::max();
+    for (const SoakLayer &layer : layers) {
+      if (layer.sig->step.maxSeqLen >= 0)
+        capacity = std::min(capacity, layer.sig->step.maxSeqLen);
+      if (slotTensors.empty() && !layer.sig->step.shared.empty()) {
+        auto initial = runtime::Sequence::initialSlots(*layer.sig);
+        if (!initial.ok()) {
+          ADD_FAILURE() << initial.error();
+          return -1;
+        }
+        slots = *initial;
+        for (const runtime::HostValue &v : slots)
+          slotTensors.push_back(v.toTensor());
+      }
     }
-    const int64_t capacity = sig->step.maxSeqLen < 0 ? std::numeric_limits<int64_t>::max() : sig->step.maxSeqLen;
     end = std::min(end, capacity);
-    func::FuncOp fn = decomposed->lookupSymbol<func::FuncOp>(name);
-    std::mt19937_64 rng(seed + 1);
+    const int64_t dim = stack.front().first.dim;
+    std::mt19937_64 rng(inputSeed);
     int64_t pos = 0, rssAfterTenth = 0;
     while (pos < end) {
       const int64_t tokens = pos == 0 ? std::min<int64_t>(5, end) : 1;
-      const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, config.dim}, 1.0f);
-      auto got = seq.runValues(x, pos, slots ? &*slots : nullptr);
-      if (!got.ok()) {
-        ADD_FAILURE() << "step at " << pos << ": " << got.error();
-        return pos;
-      }
-      args[static_cast<size_t>(sig->step.x)] = x;
-      args[static_cast<size_t>(sig->step.startPos)] = Tensor::scalarI64(pos);
-      FailureOr<std::vector<Tensor>> want = interp::interpretFunction(fn, args, nullptr);
-      if (failed(want) || want->size() != got->size()) {
-        ADD_FAILURE() << "interpreter at " << pos << ": " << diagnostics;
-        return pos;
-      }
-      for (size_t r = 0; r < want->size(); ++r)
-        if (!sameBits((*got)[r].toTensor(), (*want)[r])) {
-          ADD_FAILURE() << "step at " << pos << ": result " << r << " differs from the interpreter's";
+      Tensor x = randomTensor(rng, ElementType::BF16, {tokens, dim}, 1.0f);
+      for (size_t l = 0; l < layers.size(); ++l) {
+        SoakLayer &layer = layers[l];
+        const runtime::FunctionSignature &sig = *layer.sig;
+        const bool shares = !sig.step.shared.empty();
+        auto got = layer.seq->runValues(x, pos, shares ? &slots : nullptr);
+        if (!got.ok()) {
+          ADD_FAILURE() << "layer " << l << ", step at " << pos << ": " << got.error();
           return pos;
         }
-      for (const runtime::StateBinding &b : sig->state)
-        args[static_cast<size_t>(b.arg)] = (*want)[static_cast<size_t>(b.result)];
-      for (const runtime::StateBinding &b : sig->step.shared)
-        args[static_cast<size_t>(b.arg)] = (*want)[static_cast<size_t>(b.result)];
+        std::vector<Tensor> &in = layer.args;
+        in[static_cast<size_t>(sig.step.x)] = std::move(x);
+        in[static_cast<size_t>(sig.step.startPos)] = Tensor::scalarI64(pos);
+        for (size_t i = 0; i < sig.step.shared.size(); ++i)
+          in[static_cast<size_t>(sig.step.shared[i].arg)] = std::move(slotTensors[i]);
+        func::FuncOp fn = layer.decomposed->lookupSymbol<func::FuncOp>(layer.name);
+        FailureOr<std::vector<Tensor>> want = interp::interpretFunction(fn, in, nullptr);
+        if (failed(want) || want->size() != got->size()) {
+          ADD_FAILURE() << "interpreter, layer " << l << " at " << pos << ": " << diagnostics;
+          return pos;
+        }
+        for (size_t r = 0; r < want->size(); ++r)
+          if (!sameBits((*got)[r], (*want)[r])) {
+            ADD_FAILURE() << "layer " << l << ", step at " << pos << ": result " << r
+                          << " differs from the interpreter's";
+            return pos;
+          }
+        // Thread the interpreter's values (distinct results: out, new_ring, new_state..., new_shared...).
+        for (const runtime::StateBinding &b : sig.state)
+          in[static_cast<size_t>(b.arg)] = std::move((*want)[static_cast<size_t>(b.result)]);
+        for (size_t i = 0; i < sig.step.shared.size(); ++i) {
+          slotTensors[i] = std::move((*want)[static_cast<size_t>(sig.step.shared[i].result)]);
+          in[static_cast<size_t>(sig.step.shared[i].arg)] = Tensor();
+        }
+        x = std::move((*want)[static_cast<size_t>(sig.step.output)]); // the next layer's input
+      }
       pos += tokens;
       if (pos >= end / 10 && rssAfterTenth == 0)
         rssAfterTenth = residentBytes();
@@ -1062,15 +1177,19 @@ protected:
     const int64_t growth = residentBytes() - rssAfterTenth;
     EXPECT_LE(growth, kFlatBytes) << "resident memory grew by " << growth << " bytes from step " << end / 10
                                   << " to step " << end;
-    if (pos == capacity) {
+    for (size_t l = 0; l < layers.size(); ++l) {
+      SoakLayer &layer = layers[l];
+      const runtime::FunctionSignature &sig = *layer.sig;
+      if (pos != capacity || sig.step.maxSeqLen != capacity)
+        continue;
       // One more token does not fit: a clean error naming max_seq_len; state, position and slots unchanged.
+      SCOPED_TRACE("layer " + std::to_string(l) + " past its capacity");
+      const bool shares = !sig.step.shared.empty();
       std::vector<Tensor> before;
-      for (const runtime::StateBinding &b : sig->state)
-        before.push_back(seq.state(static_cast<size_t>(b.arg))->toTensor());
-      std::vector<Tensor> slotsBefore;
-      for (const runtime::HostValue &v : *slots)
-        slotsBefore.push_back(v.toTensor());
-      auto over = seq.runValues(randomTensor(rng, ElementType::BF16, {1, config.dim}, 1.0f), pos, &*slots);
+      for (const runtime::StateBinding &b : sig.state)
+        before.push_back(layer.seq->state(static_cast<size_t>(b.arg))->toTensor());
+      auto over = layer.seq->runValues(randomTensor(rng, ElementType::BF16, {1, dim}, 1.0f), pos,
+                                       shares ? &slots : nullptr);
       EXPECT_FALSE(over.ok());
       if (!over.ok()) {
         EXPECT_NE(over.error().find("max_seq_len: positions " + std::to_string(pos) + " .. " + std::to_string(pos) +
@@ -1078,19 +1197,26 @@ protected:
                   std::string::npos)
             << over.error();
       }
-      EXPECT_EQ(seq.position(), pos);
-      for (size_t i = 0; i < sig->state.size(); ++i)
-        EXPECT_TRUE(sameBits(seq.state(static_cast<size_t>(sig->state[i].arg))->toTensor(), before[i]))
-            << "state argument " << sig->state[i].arg;
-      for (size_t i = 0; i < slotsBefore.size(); ++i)
-        EXPECT_TRUE(sameBits((*slots)[i].toTensor(), slotsBefore[i])) << "slot " << i;
+      EXPECT_EQ(layer.seq->position(), pos);
+      for (size_t i = 0; i < sig.state.size(); ++i)
+        EXPECT_TRUE(sameBits(*layer.seq->state(static_cast<size_t>(sig.state[i].arg)), before[i]))
+            << "state argument " << sig.state[i].arg;
+      // The slots as the last step left them: the interpreter's.
+      for (size_t i = 0; i < slotTensors.size(); ++i)
+        EXPECT_TRUE(sameBits(slots[i], slotTensors[i])) << "slot " << i;
     }
     return pos;
   }
 
-  /// Resident memory may grow this much over the measured steps (allocator noise; one leaked cache or ring per step
-  /// would be megabytes).
-  static constexpr int64_t kFlatBytes = 8 << 20;
+  /// One layer's soak (soak above with a stack of one, the inputs from `seed` + 1).
+  int64_t soak(const mlir::dsa::AttentionLayerConfig &config, uint64_t seed, int64_t end) {
+    return soak({{config, seed}}, seed + 1, end);
+  }
+
+  /// Resident memory in use may grow this much over the measured steps (page-granular allocator noise: about 60 KB
+  /// over 5,500 steps measured; a leak of 250 bytes per step over 9,000 steps exceeds it, one leaked ring or cache
+  /// row per step is megabytes).
+  static constexpr int64_t kFlatBytes = 2 << 20;
   /// Steps of every soak ($DSA_SOAK_STEPS, default 10000).
   static int64_t soakSteps() {
     const char *env = std::getenv("DSA_SOAK_STEPS");
@@ -1118,21 +1244,12 @@ TEST_F(CPURuntimeSoakTest, RatioOneCandidateSourceFillsItsCachesToCapacity) {
   EXPECT_EQ(soak(config, 47, soakSteps()), soakSteps());
 }
 
-/// The golden's L4 and L5 roles as a stack sharing the four slots every step: A, a ratio-1 kv + index + candidate
-/// source, then B, a ratio-1 index source that is not a kv source (it reads A's compress_kv) and USES A's candidates
-/// (section 1), B's x being A's output. Both layers' results (output, state, published slots, probes) bit-identical to the interpreter's at
-/// every step (prefill 5, then decode steps to `soakSteps()` / 4 = 2,500: the caches filled to that capacity; the
-/// interpreter's copies of two growing caches make 10,000 steps take 6 minutes, `DSA_SOAK_STEPS=40000` runs them),
-/// resident memory flat.
+/// The golden's L4 and L5 roles as a stack sharing the four slots every step: a ratio-1 kv + index + candidate
+/// source, then a ratio-1 index source that is not a kv source (it reads the first's compress_kv) and USES its
+/// candidates (section 1), its x the first layer's output. Both to capacity (max_seq_len = the soak's steps), then
+/// the capacity error for each.
 TEST_F(CPURuntimeSoakTest, CandidateSourceAndAnIndexSourceUsingItShareSlotsEveryStep) {
-  const int64_t end = std::max<int64_t>(10, soakSteps() / 4);
-  struct Layer {
-    std::unique_ptr<cpu::CPUStepLibrary> library;
-    std::vector<Tensor> weights;
-    OwningOpRef<ModuleOp> decomposed;
-    std::string name;
-  };
-  std::vector<Layer> layers;
+  const int64_t end = soakSteps();
   mlir::dsa::AttentionLayerConfig a = tinyLayer(1);
   a.compress->isCandidateSource = true;
   a.compress->maxSeqLen = end;
@@ -1141,81 +1258,24 @@ TEST_F(CPURuntimeSoakTest, CandidateSourceAndAnIndexSourceUsingItShareSlotsEvery
   b.compress->isKvSource = false;
   b.compress->usesCandidates = true;
   b.compress->maxSeqLen = end;
-  uint64_t seed = 51;
-  for (const mlir::dsa::AttentionLayerConfig &config : {a, b}) {
-    build(config, seed++);
-    ASSERT_TRUE(library) << diagnostics;
-    layers.push_back(Layer{std::move(library), weights, std::move(decomposed), name});
-  }
-  std::vector<runtime::Sequence> sequences;
-  std::vector<std::vector<Tensor>> args(layers.size());
-  std::vector<const runtime::FunctionSignature *> sigs;
-  for (size_t l = 0; l < layers.size(); ++l) {
-    const runtime::FunctionSignature *sig = layers[l].library->signature(layers[l].name);
-    ASSERT_TRUE(sig && sig->step.present() && !sig->step.shared.empty());
-    sigs.push_back(sig);
-    std::map<size_t, runtime::HostValue> fixed;
-    for (size_t i = 0; i < layers[l].weights.size(); ++i)
-      fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(layers[l].weights[i]));
-    const cpu::CPUStepLibrary *lib = layers[l].library.get();
-    const std::string fn = layers[l].name;
-    runtime::Sequence::ValueRunner runner = [lib, fn](const std::vector<runtime::HostValue> &in,
-                                                     std::vector<runtime::NamedTensor> *probes) {
-      return lib->runValues(fn, in, probes);
-    };
-    auto seq = runtime::Sequence::start(*sig, runner, std::move(fixed));
-    ASSERT_TRUE(seq.ok()) << seq.error();
-    sequences.push_back(seq.take());
-    // The interpreter's arguments: the weights, the state from its init (x, start_pos and the slots per step).
-    args[l].resize(sig->args.size());
-    for (size_t i = 0; i < layers[l].weights.size(); ++i)
-      args[l][3 + i] = layers[l].weights[i];
-    for (const runtime::StateBinding &st : sig->state) {
-      const runtime::ValueKind &k = sig->args[static_cast<size_t>(st.arg)];
-      Tensor t(k.elem, k.shape);
-      if (st.init == runtime::StateInit::NegInf)
-        std::fill(t.floats(), t.floats() + t.numElements(), -std::numeric_limits<float>::infinity());
-      args[l][static_cast<size_t>(st.arg)] = t;
-    }
-  }
-  auto initial = runtime::Sequence::initialSlots(*sigs[0]);
-  ASSERT_TRUE(initial.ok()) << initial.error();
-  runtime::Sequence::SlotSet slots = *initial;
-  std::vector<Tensor> slotTensors;
-  for (const runtime::HostValue &v : slots)
-    slotTensors.push_back(v.toTensor());
-  std::mt19937_64 rng(53);
-  int64_t pos = 0, rssAfterTenth = 0;
-  while (pos < end) {
-    const int64_t tokens = pos == 0 ? 5 : 1;
-    Tensor x = randomTensor(rng, ElementType::BF16, {tokens, a.dim}, 1.0f);
-    for (size_t l = 0; l < layers.size(); ++l) {
-      const runtime::FunctionSignature &sig = *sigs[l];
-      auto got = sequences[l].runValues(x, pos, &slots);
-      ASSERT_TRUE(got.ok()) << "layer " << l << " at " << pos << ": " << got.error();
-      std::vector<Tensor> &in = args[l];
-      in[static_cast<size_t>(sig.step.x)] = x;
-      in[static_cast<size_t>(sig.step.startPos)] = Tensor::scalarI64(pos);
-      for (size_t i = 0; i < sig.step.shared.size(); ++i)
-        in[static_cast<size_t>(sig.step.shared[i].arg)] = slotTensors[i];
-      func::FuncOp fn = layers[l].decomposed->lookupSymbol<func::FuncOp>(layers[l].name);
-      FailureOr<std::vector<Tensor>> want = interp::interpretFunction(fn, in, nullptr);
-      ASSERT_TRUE(succeeded(want) && want->size() == got->size()) << "interpreter, layer " << l << ": " << diagnostics;
-      for (size_t r = 0; r < want->size(); ++r)
-        ASSERT_TRUE(sameBits((*got)[r].toTensor(), (*want)[r]))
-            << "layer " << l << " at " << pos << ": result " << r << " differs from the interpreter's";
-      for (const runtime::StateBinding &st : sig.state)
-        in[static_cast<size_t>(st.arg)] = (*want)[static_cast<size_t>(st.result)];
-      for (size_t i = 0; i < sig.step.shared.size(); ++i)
-        slotTensors[i] = (*want)[static_cast<size_t>(sig.step.shared[i].result)];
-      x = (*want)[static_cast<size_t>(sig.step.output)]; // the next layer's input
-    }
-    pos += tokens;
-    if (pos >= end / 10 && rssAfterTenth == 0)
-      rssAfterTenth = residentBytes();
-  }
-  const int64_t growth = residentBytes() - rssAfterTenth;
-  EXPECT_LE(growth, kFlatBytes) << "resident memory grew by " << growth << " bytes over the stack's steps";
+  EXPECT_EQ(soak({{a, 51}, {b, 52}}, 53, end), end);
+}
+
+/// The golden's L2 and L3 roles as a stack sharing the four slots every step: a ratio-2 kv + index source
+/// (publishing compress_kv, index_k and topk_idxs), then a ratio-2 layer that is neither a kv nor an index source:
+/// it attends over the first's compress_kv with the first's top-k (section 1), its x the first layer's output.
+/// Both to capacity, then the capacity error for each.
+TEST_F(CPURuntimeSoakTest, RatioTwoReaderOfAnotherLayersCacheAndTopkSharesSlotsEveryStep) {
+  const int64_t end = soakSteps();
+  mlir::dsa::AttentionLayerConfig a = tinyLayer(2);
+  a.layerId = 2;
+  a.compress->maxSeqLen = end;
+  mlir::dsa::AttentionLayerConfig b = tinyLayer(2);
+  b.layerId = 3;
+  b.compress->isKvSource = false;
+  b.compress->isIndexSource = false;
+  b.compress->maxSeqLen = end;
+  EXPECT_EQ(soak({{a, 61}, {b, 62}}, 63, end), end);
 }
 
 } // namespace
