@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace dsa::kernels {
@@ -110,7 +111,7 @@ Result<CompressPoolResult> compressPool(const Tensor &kv, const Tensor &score, c
     kvSt[slot * hd + d] = kv.floats()[d];
     scSt[slot * hd + d] = score.floats()[d];
   }
-  const bool completes = (startPos + 1) % ratio == 0;
+  const bool completes = startPos % ratio == ratio - 1; // (start_pos + 1) % ratio == 0, no wrap at INT64_MAX
   result.pooled = Tensor(ElementType::F32, {completes ? 1 : 0, hd});
   if (completes)
     poolGroup(kvSt, scSt, ratio, hd, result.pooled.floats());
@@ -137,10 +138,12 @@ Result<Tensor> cacheWrite(const Tensor &cache, const Tensor &rows, int64_t start
     return opError(op, "rows must be [g, " + std::to_string(cache.dim(1)) + "] of the cache's element type " +
                            elementTypeName(cache.elementType()) + ", got " + rows.typeString());
   const int64_t first = startPos / ratio, g = rows.dim(0), w = cache.dim(1);
-  if (first + g > cache.dim(0))
-    return opError(op, "rows " + std::to_string(first) + ".." + std::to_string(first + g - 1) +
-                           " (start_pos " + std::to_string(startPos) + " // ratio " + std::to_string(ratio) +
-                           ", " + std::to_string(g) + " rows) overflow the cache capacity of " +
+  if (g > cache.dim(0) - first) // first + g > C without the add (first near INT64_MAX at ratio 1)
+    return opError(op, "rows " + std::to_string(first) + ".." +
+                           (first <= std::numeric_limits<int64_t>::max() - (g - 1) ? std::to_string(first + g - 1)
+                                                                                  : std::string("(past int64)")) +
+                           " (start_pos " + std::to_string(startPos) + " // ratio " + std::to_string(ratio) + ", " +
+                           std::to_string(g) + " rows) overflow the cache capacity of " +
                            std::to_string(cache.dim(0)) + " rows");
   Tensor out = cache;
   for (int64_t i = 0; i < g * w; ++i)

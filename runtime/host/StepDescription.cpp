@@ -649,8 +649,14 @@ std::string compiledSignatureText(const StepLibraryDescription &d, const TargetF
     target[key] = value;
   j["target"] = target;
   j["functions"] = json::array();
-  for (const FunctionSignature &f : d.functions)
-    j["functions"].push_back(compiledFunctionToJson(f));
+  for (const FunctionSignature &f : d.functions) {
+    json fj = compiledFunctionToJson(f);
+    // Whether the compiled code runs a multi-token step at start_pos > 0 as one call (StepRoles::chunked): the
+    // runtime trusts it to skip the split, so the description's word must match the code's.
+    if (f.step.present())
+      fj["chunked"] = f.step.chunked;
+    j["functions"].push_back(std::move(fj));
+  }
   return j.dump(); // nlohmann sorts keys: canonical
 }
 
@@ -720,12 +726,18 @@ Status checkCompiledSignature(const StepLibraryDescription &d, const TargetField
   for (size_t i = 0; i < j["functions"].size(); ++i) {
     const std::string where = "functions[" + std::to_string(i) + "]";
     if (Status st = checkKnownKeys(j["functions"][i], where,
-                                   {"name", "args", "results", "num_results", "writable", "in_place", "attention"});
+                                   {"name", "args", "results", "num_results", "writable", "in_place", "attention",
+                                    "chunked"});
         !st)
       return makeError("the library's " + sym + ": " + st.error());
     FunctionSignature f;
     if (Status st = compiledFunctionFromJson(j["functions"][i], where, f); !st)
       return makeError("the library's " + sym + ": " + st.error());
+    if (j["functions"][i].contains("chunked")) { // absent: a function without step roles, which does not run chunks
+      if (!j["functions"][i]["chunked"].is_boolean())
+        return bad(where + ".chunked");
+      f.step.chunked = j["functions"][i]["chunked"].get<bool>();
+    }
     compiled.push_back(std::move(f));
   }
   for (const FunctionSignature &f : d.functions) {
@@ -775,6 +787,10 @@ Status checkCompiledSignature(const StepLibraryDescription &d, const TargetField
     if (givenInPlace != builtInPlace)
       return makeError(f.name + ": in-place results: description says " + bindingList(f.inPlace) +
                        ", library was compiled for " + bindingList(c.inPlace));
+    if (f.step.chunked != c.step.chunked)
+      return makeError(f.name + ": step.chunked: description says " + (f.step.chunked ? "true" : "false") +
+                       ", library was compiled for " + (c.step.chunked ? "true" : "false") +
+                       " (whether a multi-token step at start_pos > 0 is one call)");
     // The dsa.attention configurations, compared in their canonical form; the message names the first field.
     if (f.attention.size() != c.attention.size())
       return makeError(f.name + ": attention: description says " + std::to_string(f.attention.size()) +

@@ -704,6 +704,14 @@ func.func @cache(%c: tensor<16x8xbf16>, %r: tensor<?x8xbf16>, %sp: i64) -> tenso
   %y = dsa.cache_write %c, %r, %sp {ratio = 2 : i64} : (tensor<16x8xbf16>, tensor<?x8xbf16>, i64) -> tensor<16x8xbf16>
   return %y : tensor<16x8xbf16>
 }
+func.func @cache1(%c: tensor<16x8xbf16>, %r: tensor<?x8xbf16>, %sp: i64) -> tensor<16x8xbf16> {
+  %y = dsa.cache_write %c, %r, %sp {ratio = 1 : i64} : (tensor<16x8xbf16>, tensor<?x8xbf16>, i64) -> tensor<16x8xbf16>
+  return %y : tensor<16x8xbf16>
+}
+func.func @pos3(%start: i64, %n: index) -> tensor<?xi64> {
+  %pos = dsa.positions %start, %n {stride = 3 : i64} : (i64, index) -> tensor<?xi64>
+  return %pos : tensor<?xi64>
+}
 func.func @scores1(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64)
     -> tensor<?x?xbf16> {
   %y = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 1.250000e-01 : f32}
@@ -964,6 +972,47 @@ TEST_F(CPUBackendCompressedTest, CacheWriteMatchesInterpreter) {
                    ::dsa::abi::RuntimeError::CacheWriteOverflow);
   expectBothReject("cache", {cache, randomFloats(ElementType::BF16, {1, 8}), Tensor::scalarI64(-2)},
                    ::dsa::abi::RuntimeError::CacheWriteNegativeStart);
+}
+
+/// start_pos near INT64_MAX through the JIT API (the runtime refuses positions beyond max_seq_len, a direct
+/// CPUModule::call does not): each run-time sum start_pos + s, start + (count - 1) * stride and
+/// start_pos // ratio + g is overflow-checked in the compiled code, an error as the interpreter's kernels give one
+/// (a wrapped first + g once passed the capacity check and wrote at row INT64_MAX), exact where it fits.
+TEST_F(CPUBackendCompressedTest, StartPosNearInt64MaxIsCheckedLikeTheInterpreter) {
+  using ::dsa::abi::RuntimeError;
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  // positions: the last of 3 at stride 3 is start + 6.
+  std::vector<Tensor> fit = expectSame("pos3", {Tensor::scalarI64(kMax - 6), Tensor::scalarIndex(3)}, "fits");
+  if (!fit.empty()) {
+    EXPECT_EQ(fit[0].intVector(), (std::vector<int64_t>{kMax - 6, kMax - 3, kMax}));
+  }
+  expectBothReject("pos3", {Tensor::scalarI64(kMax - 5), Tensor::scalarIndex(3)}, RuntimeError::PositionsOverflow);
+  expectBothReject("pos3", {Tensor::scalarI64(kMax), Tensor::scalarIndex(2)}, RuntimeError::PositionsOverflow);
+  expectSame("pos3", {Tensor::scalarI64(kMax), Tensor::scalarIndex(1)}, "one position at INT64_MAX");
+  // cache_write at ratio 1: first = start_pos; first + g wrapped past the capacity check before.
+  Tensor cache = randomFloats(ElementType::BF16, {16, 8});
+  for (int64_t g : {1, 2})
+    for (int64_t sp : {kMax, kMax - 1})
+      expectBothReject("cache1", {cache, randomFloats(ElementType::BF16, {g, 8}), Tensor::scalarI64(sp)},
+                       RuntimeError::CacheWriteOverflow);
+  // compress_pool decode at start_pos = INT64_MAX - 1 and INT64_MAX: (start_pos + 1) % r without the add.
+  for (int64_t sp : {kMax - 1, kMax})
+    expectSame("pool4",
+               {randomFloats(ElementType::F32, {1, 12}), randomFloats(ElementType::F32, {1, 12}),
+                randomFloats(ElementType::F32, {4, 12}), randomFloats(ElementType::F32, {4, 12}),
+                Tensor::scalarI64(sp)},
+               "pool4 decode at " + std::to_string(sp));
+  // The scores' width (start_pos + s) // ratio: s = 1 at INT64_MAX overflows.
+  expectBothReject("scores1",
+                   {randomFloats(ElementType::BF16, {1, 2, 32}), randomFloats(ElementType::BF16, {1, 2}),
+                    randomFloats(ElementType::BF16, {4, 32}), Tensor::scalarI64(kMax)},
+                   RuntimeError::IndexerScoresEndOverflow);
+  Tensor scores = tiedScores(1, 4, 0.0);
+  expectBothReject("vis1", {scores, Tensor::scalarI64(kMax)}, RuntimeError::CompressVisibilityEndOverflow);
+  expectBothReject("cand", {scores, Tensor::scalarI64(kMax)}, RuntimeError::SelectCandidateBlocksEndOverflow);
+  expectBothReject("topk1", {scores, Tensor::scalarI64(kMax)}, RuntimeError::IndexerTopkEndOverflow);
+  // The module stays usable: a normal decode after the errors.
+  expectSame("vis1", {tiedScores(1, 6, 0.0), Tensor::scalarI64(5)}, "decode after the errors");
 }
 
 TEST_F(CPUBackendCompressedTest, IndexerScoresMatchInterpreter) {

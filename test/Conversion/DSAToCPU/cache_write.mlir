@@ -1,5 +1,6 @@
 // dsa.cache_write -> first row = start_pos floordiv ratio (arith.floordivsi), checks start_pos >= 0 (code 17) and
-// first + g <= C (code 18, only when start_pos >= 0), then tensor.insert_slice of the rows in an scf.if whose
+// first + g <= C (code 18, only when start_pos >= 0; compared as g <= C - first, which cannot wrap at a start_pos
+// near INT64_MAX as first + g did), then tensor.insert_slice of the rows in an scf.if whose
 // other branch returns the cache unchanged.
 // RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
 
@@ -7,8 +8,9 @@
 // CHECK: %[[G:.*]] = tensor.dim %arg1, %c0 : tensor<?x8xbf16>
 // CHECK: %[[NEG:.*]] = arith.cmpi slt, %arg2, %c0_i64
 // CHECK: %[[FIRST:.*]] = arith.floordivsi %arg2, %c4_i64 : i64
-// CHECK: %[[END:.*]] = arith.addi %[[FIRST]], %{{.*}} : i64
-// CHECK: arith.cmpi sgt, %[[END]], %c16_i64 : i64
+// CHECK: %[[ROOM:.*]] = arith.subi %c16_i64, %[[FIRST]] : i64
+// CHECK: %[[G64:.*]] = arith.index_cast %[[G]] : index to i64
+// CHECK: arith.cmpi sgt, %[[G64]], %[[ROOM]] : i64
 // CHECK: scf.if %[[NEG]] {
 // CHECK-NEXT: func.call @dsa_cpu_fail(%c17_i32)
 // CHECK: func.call @dsa_cpu_fail(%c18_i32)

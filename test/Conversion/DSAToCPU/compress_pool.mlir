@@ -43,10 +43,11 @@
 // CHECK: %[[KV:.*]] = tensor.extract %arg0
 // CHECK: %[[T:.*]] = arith.mulf %[[KV]], %[[P]] : f32
 // CHECK: arith.addf %[[ACC]], %[[T]] : f32
-// Decode pooling: one group when (start_pos + 1) % r == 0, over the updated state.
+// Decode pooling: one group when (start_pos + 1) % r == 0, computed as start_pos % r == r - 1 (the slot's
+// remainder: no start_pos + 1 to wrap at INT64_MAX), over the updated state.
 // CHECK: } else {
-// CHECK: arith.addi %arg4, %c1_i64
-// CHECK: arith.remsi %{{.*}}, %c3_i64
+// CHECK-NOT: arith.addi %arg4, %c1_i64
+// CHECK: arith.cmpi eq, %[[SLOT]], %c2_i64 : i64
 // CHECK: tensor.extract %[[SCS]]
 // CHECK: tensor.extract %[[KVS]]
 // CHECK: scf.yield %{{.*}}, %[[KVS]], %[[SCS]] : tensor<?x32xf32>, tensor<3x32xf32>, tensor<3x32xf32>

@@ -8,13 +8,16 @@
 // CHECK: func.func private @dsa_cpu_fail(i32)
 // CHECK: func.func private @dsa_cpu_topk_set(memref<?x?xf32>, i64, memref<?x?xi64>) -> i32 attributes {llvm.emit_c_interface}
 
-// The step checks in the kernels' order (22 start_pos < 0, 23 s == 0, 24 s > 1 at start_pos > 0), then the
-// width check (25, only for a valid step); the mask itself is elementwise (nothing to guard).
+// The step checks in the kernels' order (22 start_pos < 0, 23 s == 0, 24 s > 1 at start_pos > 0), then start_pos + s
+// overflowing int64 (70: start_pos > INT64_MAX - s, a valid step only), then the width check (25, only for a valid
+// step whose end fits); the mask itself is elementwise (nothing to guard).
 // CHECK-LABEL: func.func @vis
 // CHECK-DAG: %[[NEGINF:.*]] = arith.constant 0xFF80 : bf16
 // CHECK: func.call @dsa_cpu_fail(%c22_i32)
 // CHECK: func.call @dsa_cpu_fail(%c23_i32)
 // CHECK: func.call @dsa_cpu_fail(%c24_i32)
+// CHECK: arith.subi %c9223372036854775807_i64, %{{.*}} : i64
+// CHECK: func.call @dsa_cpu_fail(%c70_i32)
 // CHECK: %[[END:.*]] = arith.floordivsi %{{.*}}, %c2_i64 : i64
 // CHECK: func.call @dsa_cpu_fail(%c25_i32)
 // CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<?x?xbf16>)
@@ -48,6 +51,7 @@ func.func @apply(%s: tensor<?x?xbf16>, %m: tensor<?x?xi1>) -> tensor<?x?xbf16> {
 // CHECK-LABEL: func.func @cand
 // CHECK-DAG: %[[INF:.*]] = arith.constant 0x7F800000 : f32
 // CHECK-DAG: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: func.call @dsa_cpu_fail(%c71_i32)
 // CHECK: func.call @dsa_cpu_fail(%c29_i32)
 // CHECK: scf.if %{{.*}} -> (tensor<?x?xi1>) {
 // CHECK: %[[NB:.*]] = arith.ceildivui %{{.*}}, %c2 : index
@@ -90,6 +94,7 @@ func.func @cand(%s: tensor<?x?xbf16>, %sp: i64) -> tensor<?x?xi1> {
 // window_size in decode) when p < compress_len[t], else -1, as i32. Codes 31-34 for the checks.
 // CHECK-LABEL: func.func @topk
 // CHECK: func.call @dsa_cpu_fail(%c31_i32)
+// CHECK: func.call @dsa_cpu_fail(%c72_i32)
 // CHECK: func.call @dsa_cpu_fail(%c34_i32)
 // CHECK: %[[K2:.*]] = arith.minsi %{{.*}}, %c6 : index
 // CHECK: scf.if %{{.*}} -> (tensor<?x?xi32>) {

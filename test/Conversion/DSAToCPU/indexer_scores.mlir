@@ -5,7 +5,8 @@
 // dotF32) acc += broadcast(q[t, h, d]) * kT[c, d, l0:l0+8]; per head in ascending order, bf16(dot), relu as
 // arith.maxnumf(., 0) (fmax: a NaN dot gives 0), bf16(relu * w'), added to the head sum (from 0.0); the sums
 // written to [s, wp] f32, then the bf16 of the sum for p < width. Width = (start_pos + s) floordiv ratio; checks
-// start_pos >= 0 (19), weights rows (20), keys rows >= width (21); zeros when one fails.
+// start_pos >= 0 (19), weights rows (20), start_pos + s fits int64 (69: start_pos > INT64_MAX - s is an error, the
+// width 0), keys rows >= width (21); zeros when one fails.
 // RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
 
 // CHECK-LABEL: func.func @scores
@@ -13,6 +14,8 @@
 // CHECK-DAG: %[[ZERO8:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
 // CHECK: func.call @dsa_cpu_fail(%c19_i32)
 // CHECK: func.call @dsa_cpu_fail(%c20_i32)
+// CHECK: arith.subi %c9223372036854775807_i64, %{{.*}} : i64
+// CHECK: func.call @dsa_cpu_fail(%c69_i32)
 // CHECK: %[[W:.*]] = arith.floordivsi %{{.*}}, %c2_i64 : i64
 // CHECK: func.call @dsa_cpu_fail(%c21_i32)
 // CHECK: scf.if %{{.*}} -> (tensor<?x?xbf16>) {

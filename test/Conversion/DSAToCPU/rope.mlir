@@ -8,10 +8,15 @@
 // CHECK-LABEL: func.func @rope
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_#]+]]: tensor<?x4x32xbf16>, %[[START:[a-zA-Z0-9_#]+]]: i64)
 // CHECK-DAG: %[[TABLE:[a-zA-Z0-9_#]+]] = arith.constant dense<[1.000000e+00, 1.000000e-01, 0.00999999977, 1.000000e-03]> : tensor<4xf32>
-// positions: start < 0 is reported (code 1), then start + i * stride.
+// positions: start < 0 is reported (code 1), then start + (count - 1) * stride overflowing int64 (code 68:
+// count - 1 > (INT64_MAX - start) / stride), then start + i * stride (0 after code 68).
 // CHECK: %[[NEG:[a-zA-Z0-9_#]+]] = arith.cmpi slt, %[[START]], %{{.*}} : i64
 // CHECK-NEXT: scf.if %[[NEG]] {
 // CHECK-NEXT: func.call @dsa_cpu_fail(%{{.*}}) : (i32) -> ()
+// CHECK: %[[ROOMN:[a-zA-Z0-9_#]+]] = arith.subi %c9223372036854775807_i64, %{{.*}} : i64
+// CHECK: %[[ROOM:[a-zA-Z0-9_#]+]] = arith.divsi %[[ROOMN]], %{{.*}} : i64
+// CHECK: arith.cmpi sgt, %{{.*}}, %[[ROOM]] : i64
+// CHECK: func.call @dsa_cpu_fail(%c68_i32)
 // CHECK: %[[POS:[a-zA-Z0-9_#]+]] = linalg.generic
 // CHECK: arith.muli %{{.*}}, %{{.*}} : i64
 // CHECK: arith.addi %[[START]], %{{.*}} : i64

@@ -25,6 +25,9 @@
 // CHECK: %[[NKV:.*]] = gpu.alloc () : memref<2x32xf32>
 // CHECK: %[[NSC:.*]] = gpu.alloc () : memref<2x32xf32>
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_compress_state blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
+// A decode completes a group when start_pos % 2 == 1 ((start_pos + 1) % r == 0 without the add that wraps).
+// CHECK-NEXT: %[[REM:.*]] = arith.remui %arg1, %c2_i64 : i64
+// CHECK-NEXT: arith.cmpi eq, %[[REM]], %c1_i64 : i64
 // CHECK: %[[DEC:.*]] = arith.select %{{.*}}, %c1, %c0 : index
 // CHECK-NEXT: %[[PRE:.*]] = arith.divui %dim, %c2 : index
 // CHECK-NEXT: %[[G:.*]] = arith.select %{{.*}}, %[[PRE]], %[[DEC]] : index
@@ -37,6 +40,9 @@
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_fp4_quant {{.*}} threads in (%c128, %c1, %c1) {{.*}}, %c32 : index, %c0_i32 : i32)
 // CHECK: func.call @dsa_cpu_fail(%c17_i32) : (i32) -> ()
 // (code 17, CacheWriteNegativeStart: dsa.cache_write: operand 'start_pos' must be >= 0")
+// (first + g <= C checked as first <= C and g <= C - first: no wrap at a start_pos near INT64_MAX)
+// CHECK: %[[ROOM:.*]] = arith.subi %c32, %{{.*}} : index
+// CHECK: arith.cmpi ule, %{{.*}}, %[[ROOM]] : index
 // CHECK: func.call @dsa_cpu_fail(%c18_i32) : (i32) -> ()
 // (code 18, CacheWriteOverflow: dsa.cache_write: operand 'rows' overflows the cache capacity)
 // CHECK: %[[IKC:.*]] = gpu.alloc () : memref<32x32xbf16>
@@ -45,6 +51,8 @@
 // CHECK: %[[SLOT:.*]] = arith.select %{{.*}}, %[[IKCAST]], %arg23 : memref<?x32xbf16>
 // The indexer: q through fp4 e8m0, scores against the slot, visibility, the top-k on the host.
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_fp4_quant
+// CHECK: func.call @dsa_cpu_fail(%c69_i32) : (i32) -> ()
+// (code 69, IndexerScoresEndOverflow: start_pos > INT64_MAX - s)
 // CHECK: func.call @dsa_cpu_fail(%c21_i32) : (i32) -> ()
 // (code 21, IndexerScoresKeysRows: dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio")
 // CHECK: gpu.launch_func @dsa_kernels::@dsa_indexer_scores {{.*}}, %cst{{.*}} : f32)

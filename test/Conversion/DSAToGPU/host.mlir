@@ -22,6 +22,11 @@
 // CHECK: func.call @dsa_cpu_fail(%c1_i32) : (i32) -> ()
 // (code 1, PositionsNegativeStart: dsa.positions: operand 'start' must be >= 0")
 // CHECK: %[[POS:.+]] = gpu.alloc (%[[S]]) : memref<?xi64>
+// start + (count - 1) * stride must fit int64 (code 68: count - 1 <= (INT64_MAX - start) / stride, unsigned; the
+// division by stride 1 folds).
+// CHECK: %[[ROOM:.+]] = arith.subi %c9223372036854775807_i64, %[[SP]] : i64
+// CHECK: arith.cmpi ule, %{{.*}}, %[[ROOM]] : i64
+// CHECK: func.call @dsa_cpu_fail(%c68_i32) : (i32) -> ()
 // CHECK: scf.if
 // CHECK-NEXT: gpu.launch_func @dsa_kernels::@dsa_positions blocks in (%{{.+}}, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK-SAME: args(%[[POS]] : memref<?xi64>, %[[SP]] : i64, %[[S]] : index, %c1_i64 : i64)

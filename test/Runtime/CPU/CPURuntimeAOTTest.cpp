@@ -883,6 +883,10 @@ TEST_F(CPURuntimeAOTTest, ADescriptionThatDisagreesWithItsLibraryIsRefusedAndNot
        {"target_features: description says [", "], library was compiled for ["}},
       {"target cpu", [&](nlohmann::json &d) { d["target_cpu"] = "x86-64"; },
        {"target_cpu: description says x86-64, library was compiled for "}},
+      // A compressed layer splits a multi-token step at start_pos > 0 into decode calls: a description that claims
+      // the code runs it as one chunk is refused at load (the chunk would meet the compiled multi-token checks).
+      {"chunked", [&](nlohmann::json &d) { d["functions"][0]["step"]["chunked"] = true; },
+       {name + ": step.chunked: description says true, library was compiled for false"}},
       {"abi version", [&](nlohmann::json &d) { d["abi_version"] = 2; },
        {"abi_version: 2, this runtime calls step libraries of ABI version 1"}},
       {"function missing",

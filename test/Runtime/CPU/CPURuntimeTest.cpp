@@ -913,6 +913,8 @@ TEST(CPURuntime, CompiledSignatureDisagreementsNameFunctionArgumentAndField) {
       {"target cpu", [](auto &d) { d.targetCpu = "znver4"; },
        "target_cpu: description says znver4, library was compiled for x86-64-v3"},
       {"parallel", [](auto &d) { d.parallel = true; }, "parallel: description says true, library was compiled for false"},
+      {"chunked", [](auto &d) { d.functions[0].step.chunked = true; },
+       "cache: step.chunked: description says true, library was compiled for false"},
       {"abi version", [](auto &d) { d.abiVersion = 2; }, "abi_version: description says 2, library was compiled for 1"},
       {"function missing", [](auto &d) { d.functions[0].name = "cache2"; },
        "cache2: the library has no such function (it was compiled with @cache)"},

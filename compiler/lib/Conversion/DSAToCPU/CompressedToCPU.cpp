@@ -69,17 +69,27 @@ Value stepChecks(Emit e, Value start, Value sIndex, StepCodes codes) {
 
 Value floorDiv(Emit e, Value x, Value y) { return arith::FloorDivSIOp::create(e.b, e.loc, x, y); }
 
+/// i1 "start_pos + s overflows int64" for s >= 0 (exact: start > INT64_MAX - s).
+Value endOverflows(Emit e, Value start, Value s64) {
+  return e.cmpi(P::sgt, start, e.sub(e.c64(std::numeric_limits<int64_t>::max()), s64));
+}
+
 /// The checks of the scores consumers (checkScoresStep): the step checks, then width == (start_pos + s) // ratio.
 /// Returns the i1 "valid".
-Value scoresChecks(Emit e, Value scores, Value start, int64_t ratio, StepCodes codes, RuntimeError widthCode) {
+Value scoresChecks(Emit e, Value scores, Value start, int64_t ratio, StepCodes codes, RuntimeError endCode,
+                   RuntimeError widthCode) {
   SmallVector<OpFoldResult> sizes = sizesOf(e, scores);
   Value s = cIndexOr(e, sizes[0]);
   Value width = e.indexToI64(cIndexOr(e, sizes[1]));
   Value stepOk = stepChecks(e, start, s, codes);
+  // start_pos + s must fit int64 (checkScores' error, before the width's); past it the step is invalid.
+  Value overflow = e.band(stepOk, endOverflows(e, start, e.indexToI64(s)));
+  reportIf(e, overflow, endCode);
+  Value endOk = e.band(stepOk, e.cmpi(P::eq, overflow, e.cBool(false)));
   Value want = floorDiv(e, e.add(start, e.indexToI64(s)), e.c64(ratio));
-  Value widthBad = e.band(stepOk, e.cmpi(P::ne, width, want));
+  Value widthBad = e.band(endOk, e.cmpi(P::ne, width, want));
   reportIf(e, widthBad, widthCode);
-  return e.band(stepOk, e.cmpi(P::eq, width, want));
+  return e.band(endOk, e.cmpi(P::eq, width, want));
 }
 
 /// compress_len[t] (section 6 step 5) for query t (i64) of a step of s tokens (i64): (t + 1) // ratio in prefill
@@ -287,7 +297,7 @@ struct CompressPoolLowering : OpConversionPattern<CompressPoolOp> {
               },
               [&](Emit p) -> Value {
                 Value completes =
-                    p.cmpi(P::eq, arith::RemSIOp::create(p.b, p.loc, p.add(start, p.c64(1)), p.c64(r)), p.c64(0));
+                    p.cmpi(P::eq, arith::RemSIOp::create(p.b, p.loc, start, p.c64(r)), p.c64(r - 1));
                 Value groups = p.sel(completes, p.idx(1), p.idx(0));
                 return pool(p, groups, newKv, newScore, /*fromStep=*/false);
               });
@@ -391,7 +401,8 @@ struct CacheWriteLowering : OpConversionPattern<CacheWriteOp> {
     Value capacity = e.indexToI64(cIndexOr(e, sizesOf(e, cache)[0]));
     Value neg = e.cmpi(P::slt, start, e.c64(0));
     Value first = floorDiv(e, start, e.c64(static_cast<int64_t>(op.getRatio())));
-    Value overflow = e.band(e.cmpi(P::sge, start, e.c64(0)), e.cmpi(P::sgt, e.add(first, e.indexToI64(g)), capacity));
+    // first + g > C as g > C - first (C, first >= 0: no wrap at a start_pos near INT64_MAX).
+    Value overflow = e.band(e.cmpi(P::sge, start, e.c64(0)), e.cmpi(P::sgt, e.indexToI64(g), e.sub(capacity, first)));
     reportIf(e, neg, RuntimeError::CacheWriteNegativeStart);
     reportIf(e, overflow, RuntimeError::CacheWriteOverflow);
     Value ok = e.cmpi(P::eq, e.bor(neg, overflow), e.cBool(false));
@@ -550,11 +561,15 @@ struct IndexerScoresLowering : OpConversionPattern<IndexerScoresOp> {
     reportIf(e, neg, RuntimeError::IndexerScoresNegativeStart);
     Value wRowsBad = e.cmpi(P::ne, cIndexOr(e, sizesOf(e, weights)[0]), s);
     reportIf(e, e.band(e.cmpi(P::sge, start, e.c64(0)), wRowsBad), RuntimeError::IndexerScoresWeightsRows);
-    Value width = e.sel(neg, e.c64(0), floorDiv(e, e.add(start, e.indexToI64(s)), e.c64(ratio)));
+    // start_pos + s must fit int64 (the kernel's error, after the weights' rows): the width is 0 past it.
+    Value overflow = e.band(e.cmpi(P::eq, e.bor(neg, wRowsBad), e.cBool(false)),
+                            endOverflows(e, start, e.indexToI64(s)));
+    reportIf(e, overflow, RuntimeError::IndexerScoresEndOverflow);
+    Value bad = e.bor(e.bor(neg, wRowsBad), overflow);
+    Value width = e.sel(e.bor(neg, overflow), e.c64(0), floorDiv(e, e.add(start, e.indexToI64(s)), e.c64(ratio)));
     Value keysShort = e.cmpi(P::slt, n, width);
-    reportIf(e, e.band(e.cmpi(P::eq, e.bor(neg, wRowsBad), e.cBool(false)), keysShort),
-             RuntimeError::IndexerScoresKeysRows);
-    Value ok = e.cmpi(P::eq, e.bor(e.bor(neg, wRowsBad), keysShort), e.cBool(false));
+    reportIf(e, e.band(e.cmpi(P::eq, bad, e.cBool(false)), keysShort), RuntimeError::IndexerScoresKeysRows);
+    Value ok = e.cmpi(P::eq, e.bor(bad, keysShort), e.cBool(false));
     Type bf16 = rewriter.getBF16Type();
     SmallVector<OpFoldResult> outSizes{s, e.i64ToIndex(width)};
     auto outType = tensorType(outSizes, bf16);
@@ -601,7 +616,7 @@ struct CompressVisibilityLowering : OpConversionPattern<CompressVisibilityOp> {
     (void)scoresChecks(e, scores, start, ratio,
                        {RuntimeError::CompressVisibilityNegativeStart, RuntimeError::CompressVisibilityEmptyStep,
                         RuntimeError::CompressVisibilityMultiTokenDecode},
-                       RuntimeError::CompressVisibilityWidth);
+                       RuntimeError::CompressVisibilityEndOverflow, RuntimeError::CompressVisibilityWidth);
     auto type = cast<RankedTensorType>(scores.getType());
     SmallVector<OpFoldResult> sizes = sizesOf(e, scores);
     Value s = e.indexToI64(cIndexOr(e, sizes[0]));
@@ -672,7 +687,7 @@ struct SelectCandidateBlocksLowering : OpConversionPattern<SelectCandidateBlocks
                             {RuntimeError::SelectCandidateBlocksNegativeStart,
                              RuntimeError::SelectCandidateBlocksEmptyStep,
                              RuntimeError::SelectCandidateBlocksMultiTokenDecode},
-                            RuntimeError::SelectCandidateBlocksWidth);
+                            RuntimeError::SelectCandidateBlocksEndOverflow, RuntimeError::SelectCandidateBlocksWidth);
     SmallVector<OpFoldResult> sizes = sizesOf(e, scores);
     Value sIdx = cIndexOr(e, sizes[0]), widthIdx = cIndexOr(e, sizes[1]);
     Type i1 = rewriter.getI1Type();
@@ -743,7 +758,7 @@ struct IndexerTopkLowering : OpConversionPattern<IndexerTopkOp> {
     Value ok = scoresChecks(e, scores, start, ratio,
                             {RuntimeError::IndexerTopkNegativeStart, RuntimeError::IndexerTopkEmptyStep,
                              RuntimeError::IndexerTopkMultiTokenDecode},
-                            RuntimeError::IndexerTopkWidth);
+                            RuntimeError::IndexerTopkEndOverflow, RuntimeError::IndexerTopkWidth);
     SmallVector<OpFoldResult> sizes = sizesOf(e, scores);
     Value sIdx = cIndexOr(e, sizes[0]), widthIdx = cIndexOr(e, sizes[1]);
     Value k = e.minsi(widthIdx, e.idx(indexTopk));

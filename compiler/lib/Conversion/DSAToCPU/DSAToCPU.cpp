@@ -154,14 +154,24 @@ struct PositionsLowering : OpConversionPattern<PositionsOp> {
     Emit e{rewriter, op.getLoc()};
     MLIRContext *ctx = rewriter.getContext();
     Value start = adaptor.getStart();
-    reportIf(e, e.cmpi(arith::CmpIPredicate::slt, start, e.c64(0)), RuntimeError::PositionsNegativeStart);
+    using P = arith::CmpIPredicate;
+    reportIf(e, e.cmpi(P::slt, start, e.c64(0)), RuntimeError::PositionsNegativeStart);
     const int64_t stride = op.getStride();
+    // start + (count - 1) * stride must fit int64 (the kernel's error): (count - 1) > (INT64_MAX - start) / stride,
+    // exact for start >= 0 and stride >= 1 (the verifier's). On the error the result is zeros.
+    Value count64 = e.indexToI64(adaptor.getCount());
+    Value room = arith::DivSIOp::create(
+        e.b, e.loc, e.sub(e.c64(std::numeric_limits<int64_t>::max()), e.maxsi(start, e.c64(0))), e.c64(stride));
+    Value overflow = e.band(e.band(e.cmpi(P::sge, start, e.c64(0)), e.cmpi(P::sgt, count64, e.c64(0))),
+                            e.cmpi(P::sgt, e.sub(count64, e.c64(1)), room));
+    reportIf(e, overflow, RuntimeError::PositionsOverflow);
     SmallVector<OpFoldResult> sizes{adaptor.getCount()};
     Value out = generic(e, tensorType(sizes, e.i64()), {}, e.empty(sizes, e.i64()), {mapOf(ctx, 1, {dimExpr(ctx, 0)})},
                         parallel(1), [&](OpBuilder &b, Location loc, ValueRange) {
                           Emit t{b, loc};
                           Value i = t.indexToI64(t.linalgIndex(0));
-                          linalg::YieldOp::create(b, loc, t.add(start, t.mul(i, t.c64(stride))));
+                          Value v = t.sel(overflow, t.c64(0), t.add(start, t.mul(i, t.c64(stride))));
+                          linalg::YieldOp::create(b, loc, v);
                         });
     rewriter.replaceOp(op, e.castTo(out, op.getType()));
     return success();

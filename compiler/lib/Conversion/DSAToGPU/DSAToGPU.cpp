@@ -89,6 +89,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace mlir::dsa {
@@ -325,10 +326,16 @@ private:
   Value ropeTable(ApplyRopeOp op);
   LogicalResult lowerFp4Quant(Operation *op, Value xOld, Value result, int64_t block, bool e4m3Scale);
   LogicalResult lowerElementwiseCast(Operation *op);
-  /// The checks of the scores consumers (step checks, then width == (start_pos + s) // ratio), as run-time checks
-  /// naming the op; returns s and width.
+  /// i1 "start_pos + s fits int64" (start_pos >= 0 checked before; s an index): start_pos <= INT64_MAX - s.
+  Value endFits(Value start, Value s) {
+    Value s64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), s);
+    return cmp(arith::CmpIPredicate::ule, start,
+               arith::SubIOp::create(b, loc, i64c(std::numeric_limits<int64_t>::max()), s64));
+  }
+  /// The checks of the scores consumers (step checks, start_pos + s fits int64, then width == (start_pos + s) //
+  /// ratio), as run-time checks naming the op; returns s and width.
   std::pair<Value, Value> scoresChecks(Operation *op, Value scores, Value start, int64_t ratio, StepCodes codes,
-                                       Err widthCode);
+                                       Err endCode, Err widthCode);
   /// The host top-k of `values` (device f32 [rows, n]) into new device picks (i64 [rows, k], each row ascending):
   /// @__dsa_gpu_host_topk(values, k, picks) -> status (dsa-gpu-launch-kernels: download, the runtime's
   /// dsa_cpu_topk_set = torch's CPU tie order (section 9), upload), the status checked.
@@ -351,6 +358,17 @@ LogicalResult OpLowering::lowerPositions(PositionsOp op) {
                               arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0)), Err::PositionsNegativeStart);
   Value out = allocLike(op.getResult(), {count});
   Value stride = arith::ConstantIntOp::create(b, loc, b.getI64Type(), op.getStrideAttr().getInt());
+  // start + (count - 1) * stride fits int64 (the kernel's error): count == 0 or (count - 1) <= (INT64_MAX - start) /
+  // stride, exact for start >= 0 (checked above) and stride >= 1 (the verifier's).
+  Value count64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), count);
+  Value max64 = arith::ConstantIntOp::create(b, loc, b.getI64Type(), std::numeric_limits<int64_t>::max());
+  Value room = arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, max64, start), stride);
+  Value one64 = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1);
+  check(arith::OrIOp::create(
+            b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, count64, one64),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, arith::SubIOp::create(b, loc, count64, one64),
+                                  room)),
+        Err::PositionsOverflow);
   launch1d(Kernel::Positions, count, {flat(out), start, count, stride});
   setResult(op.getResult(), out);
   return success();
@@ -609,11 +627,10 @@ LogicalResult OpLowering::lowerCompressPool(CompressPoolOp op) {
   Value newScore = allocLike(op.getNewScoreState(), {idx(r), hd});
   launch1d(Kernel::CompressState, mul(idx(r), hd),
            {flat(kv), flat(score), flat(kvState), flat(scoreState), flat(newKv), flat(newScore), idx(r), hd, s, start});
-  // Completed groups: s // r in prefill; in decode one when (start_pos + 1) % r == 0 (pooling the new state).
+  // Completed groups: s // r in prefill; in decode one when (start_pos + 1) % r == 0, i.e. start_pos % r == r - 1
+  // (no wrap at start_pos = INT64_MAX), pooling the new state.
   Value prefill = cmp(arith::CmpIPredicate::eq, start, i64c(0));
-  Value completes = cmp(arith::CmpIPredicate::eq,
-                        arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, i64c(1)), i64c(r)),
-                        i64c(0));
+  Value completes = cmp(arith::CmpIPredicate::eq, arith::RemUIOp::create(b, loc, start, i64c(r)), i64c(r - 1));
   Value g = arith::SelectOp::create(b, loc, prefill, divu(s, idx(r)),
                                     arith::SelectOp::create(b, loc, completes, idx(1), idx(0)));
   auto rt = cast<RankedTensorType>(op.getPooled().getType());
@@ -660,7 +677,10 @@ LogicalResult OpLowering::lowerCacheWrite(CacheWriteOp op) {
   check(cmp(arith::CmpIPredicate::sge, start, i64c(0)), Err::CacheWriteNegativeStart);
   checkEq(dim(rows, 1), w, Err::CacheWriteRowWidth);
   Value first = toIndex(arith::DivUIOp::create(b, loc, start, i64c(ratio)));
-  check(cmp(arith::CmpIPredicate::ule, arith::AddIOp::create(b, loc, first, g), C), Err::CacheWriteOverflow);
+  // first + g <= C as first <= C and g <= C - first (no wrap at a start_pos near INT64_MAX).
+  check(arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::ule, first, C),
+                              cmp(arith::CmpIPredicate::ule, g, arith::SubIOp::create(b, loc, C, first))),
+        Err::CacheWriteOverflow);
   Value out = allocLike(op.getResult(), {C, w});
   launch1d(Kernel::CacheWrite, mul(C, w), {flat(cache), flat(rows), flat(out), C, w, first, g});
   setResult(op.getResult(), out);
@@ -681,6 +701,7 @@ LogicalResult OpLowering::lowerIndexerScores(IndexerScoresOp op) {
   checkEq(dim(w, 0), s, Err::IndexerScoresWeightsRows);
   checkEq(dim(w, 1), IH, Err::IndexerScoresWeightsColumns);
   checkEq(dim(keys, 1), ihd, Err::IndexerScoresKeysWidth);
+  check(endFits(start, s), Err::IndexerScoresEndOverflow);
   Value width = toIndex(arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, toI64(s)), i64c(ratio)));
   check(cmp(arith::CmpIPredicate::uge, n, width), Err::IndexerScoresKeysRows);
   auto rt = cast<RankedTensorType>(op.getResult().getType());
@@ -694,9 +715,10 @@ LogicalResult OpLowering::lowerIndexerScores(IndexerScoresOp op) {
 }
 
 std::pair<Value, Value> OpLowering::scoresChecks(Operation *op, Value scores, Value start, int64_t ratio,
-                                                       StepCodes codes, Err widthCode) {
+                                                       StepCodes codes, Err endCode, Err widthCode) {
   Value s = dim(scores, 0), width = dim(scores, 1);
   stepChecks(b, loc, start, s, codes);
+  check(endFits(start, s), endCode);
   Value want = toIndex(arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, toI64(s)), i64c(ratio)));
   checkEq(width, want, widthCode);
   return {s, width};
@@ -710,7 +732,7 @@ LogicalResult OpLowering::lowerCompressVisibility(CompressVisibilityOp op) {
   auto [s, width] = scoresChecks(op, scores, start, ratio,
                                  {Err::CompressVisibilityNegativeStart, Err::CompressVisibilityEmptyStep,
                                   Err::CompressVisibilityMultiTokenDecode},
-                                 Err::CompressVisibilityWidth);
+                                 Err::CompressVisibilityEndOverflow, Err::CompressVisibilityWidth);
   Value out = allocLike(op.getResult(), {s, width});
   launch1d(Kernel::CompressVisibility, mul(s, width), {flat(scores), flat(out), s, width, start, i64c(ratio)});
   setResult(op.getResult(), out);
@@ -753,7 +775,7 @@ LogicalResult OpLowering::lowerSelectCandidateBlocks(SelectCandidateBlocksOp op)
   auto [s, width] = scoresChecks(op, scores, start, ratio,
                                  {Err::SelectCandidateBlocksNegativeStart, Err::SelectCandidateBlocksEmptyStep,
                                   Err::SelectCandidateBlocksMultiTokenDecode},
-                                 Err::SelectCandidateBlocksWidth);
+                                 Err::SelectCandidateBlocksEndOverflow, Err::SelectCandidateBlocksWidth);
   Value nBlocks = ceilDiv(width, bs);
   Value k = arith::MinUIOp::create(b, loc, nBlocks, idx(topkBlocks));
   Value blockScores = alloc(MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type()),
@@ -780,7 +802,7 @@ LogicalResult OpLowering::lowerIndexerTopk(IndexerTopkOp op) {
   auto [s, width] = scoresChecks(
       op, scores, start, ratio,
       {Err::IndexerTopkNegativeStart, Err::IndexerTopkEmptyStep, Err::IndexerTopkMultiTokenDecode},
-      Err::IndexerTopkWidth);
+      Err::IndexerTopkEndOverflow, Err::IndexerTopkWidth);
   Value k = arith::MinUIOp::create(b, loc, width, idx(indexTopk));
   auto rt = cast<RankedTensorType>(op.getResult().getType());
   if (!rt.isDynamicDim(1))

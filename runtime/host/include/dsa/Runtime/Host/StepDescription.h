@@ -62,7 +62,9 @@
 // The library's own signature (dsa/ABI/StepLibrary.h: the exported NUL-terminated text dsa_step_library_signature,
 // written by compiledSignatureText when the library is compiled): the ABI version, the target (cpu, features,
 // parallel, and a backend's extra fields such as a GPU library's chip) and per function name, args, results,
-// num_results, writable, in_place and attention (when recorded) as above, so that the library itself says which
+// num_results, writable, in_place, attention (when recorded) as above and "chunked" (a function with step roles:
+// StepRoles::chunked, whether the code runs a multi-token step at start_pos > 0 as one call; absent = false, so a
+// description claiming chunked for a library that splits is refused naming "step.chunked"), so that the library itself says which
 // model configuration its constants are. The loaders read it after loading the library and compare it with
 // the description (checkCompiledSignature) before resolving any entry: the description may be edited or belong to
 // another library, the compiled-in text cannot disagree with the code it was compiled with.
