@@ -140,8 +140,9 @@ Result<Tensor> cacheWrite(const Tensor &cache, const Tensor &rows, int64_t start
   const int64_t first = startPos / ratio, g = rows.dim(0), w = cache.dim(1);
   if (g > cache.dim(0) - first) // first + g > C without the add (first near INT64_MAX at ratio 1)
     return opError(op, "rows " + std::to_string(first) + ".." +
-                           (first <= std::numeric_limits<int64_t>::max() - (g - 1) ? std::to_string(first + g - 1)
-                                                                                  : std::string("(past int64)")) +
+                           (g == 0 ? std::string("(no row)")
+                            : first <= std::numeric_limits<int64_t>::max() - (g - 1) ? std::to_string(first + (g - 1))
+                                                                                       : std::string("(past int64)")) +
                            " (start_pos " + std::to_string(startPos) + " // ratio " + std::to_string(ratio) + ", " +
                            std::to_string(g) + " rows) overflow the cache capacity of " +
                            std::to_string(cache.dim(0)) + " rows");
