@@ -1624,3 +1624,106 @@ func.func @attention(%x: tensor<?x64xbf16>, %sp: i64, %ring: tensor<8x32xbf16>, 
       : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>) -> (tensor<?x64xbf16>, tensor<8x32xbf16>)
   return
 }
+
+//===----------------------------------------------------------------------===//
+// dsa.attention, batched decode (start_pos a tensor<B x i64>): one wrong operand per case
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @attention_batched(%x: tensor<?x1x64xbf16>, %sp: tensor<2x3xi64>, %ring: tensor<?x8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{operand 'start_pos' of a batched step must be a tensor<B x i64> (one position per sequence), got 'tensor<2x3xi64>'}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<?x1x64xbf16>, tensor<2x3xi64>, tensor<?x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<?x1x64xbf16>, tensor<?x8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_batched(%x: tensor<?x2x64xbf16>, %sp: tensor<?xi64>, %ring: tensor<?x8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{operand 'x' of a batched step must have shape [B, 1, dim] = [?, 1, 64] (B from 'start_pos', one token per sequence), got 'tensor<?x2x64xbf16>'}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<?x2x64xbf16>, tensor<?xi64>, tensor<?x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<?x2x64xbf16>, tensor<?x8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_batched(%x: tensor<?x64xbf16>, %sp: tensor<?xi64>, %ring: tensor<?x8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{operand 'x' of a batched step must have shape [B, 1, dim] = [?, 1, 64] (B from 'start_pos', one token per sequence), got 'tensor<?x64xbf16>'}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<?x64xbf16>, tensor<?xi64>, tensor<?x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<?x64xbf16>, tensor<?x8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_batched(%x: tensor<3x1x64xbf16>, %sp: tensor<4xi64>, %ring: tensor<?x8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{operand 'x' of a batched step must have shape [B, 1, dim] = [4, 1, 64] (B from 'start_pos', one token per sequence), got 'tensor<3x1x64xbf16>'}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<3x1x64xbf16>, tensor<4xi64>, tensor<?x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<3x1x64xbf16>, tensor<?x8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_batched(%x: tensor<3x1x64xbf16>, %sp: tensor<?xi64>, %ring: tensor<4x8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{operand 'ring' of a batched step must have shape [B, window_size, head_dim] = [3, 8, 32] (window_size and head_dim static), got 'tensor<4x8x32xbf16>'}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<3x1x64xbf16>, tensor<?xi64>, tensor<4x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<3x1x64xbf16>, tensor<4x8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_batched(%x: tensor<?x1x64xbf16>, %sp: tensor<?xi64>, %ring: tensor<?x?x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{operand 'ring' of a batched step must have shape [B, window_size, head_dim] = [?, 8, 32] (window_size and head_dim static), got 'tensor<?x?x32xbf16>'}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<?x1x64xbf16>, tensor<?xi64>, tensor<?x?x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<?x1x64xbf16>, tensor<?x?x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_batched(%x: tensor<?x1x64xbf16>, %sp: tensor<?xi64>, %ring: tensor<8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{operand 'ring' of a batched step must have shape [B, window_size, head_dim] = [?, 8, 32] (window_size and head_dim static), got 'tensor<8x32xbf16>'}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<?x1x64xbf16>, tensor<?xi64>, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<?x1x64xbf16>, tensor<8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_batched(%x: tensor<?x1x64xbf16>, %sp: tensor<?xi64>, %ring: tensor<?x8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>,
+    %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{result 'out' must have shape [B, 1, dim] (the shape of 'x') = [?, 1, 64], got 'tensor<?x64xbf16>'}}
+  %out, %ring1 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b)
+      {config = #dsa.attn_config<layer_id = 0, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 0, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 1.0e4>>}
+      : (tensor<?x1x64xbf16>, tensor<?xi64>, tensor<?x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> (tensor<?x64xbf16>, tensor<?x8x32xbf16>)
+  return
+}
+
+// -----
+
+// The batched form is for window-only layers (compressed layers: not yet).
+func.func @attention(%x: tensor<?x1x64xbf16>, %sp: tensor<?xi64>, %ring: tensor<?x8x32xbf16>, %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>, %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>, %s_kv: tensor<?x32xbf16>, %s_ik: tensor<?x32xbf16>, %s_topk: tensor<?x?xi32>, %s_cand: tensor<?x?xi1>) {
+  // expected-error @+1 {{a batched step (start_pos a tensor<B x i64>) supports compress_ratio = 0 layers only, got compress_ratio = 1}}
+  %r0, %r1, %r2, %r3, %r4, %r5 = dsa.attention %x, %sp, %ring weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 2, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8, q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8, compress_ratio = 1, norm_eps = 1.0e-20 : f32, rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32, factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>, compress = #dsa.compress<is_kv_source = false, is_index_source = true, is_candidate_source = false, uses_candidates = true, index_n_heads = 2, index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3, candidate_block_size = 2, max_seq_len = 64, index_k_source = #dsa.index_k_source<published_slot>, tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x1x64xbf16>, tensor<?xi64>, tensor<?x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>) -> (tensor<?x1x64xbf16>, tensor<?x8x32xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x?xi32>, tensor<?x?xi1>)
+  return
+}

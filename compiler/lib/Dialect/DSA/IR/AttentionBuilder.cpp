@@ -114,6 +114,23 @@ FailureOr<AttentionOperandTypes> canonicalAttentionOperandTypes(Location loc, co
   return t;
 }
 
+FailureOr<AttentionOperandTypes> batchedAttentionOperandTypes(Location loc, const AttentionLayerConfig &config,
+                                                              int64_t batch) {
+  FailureOr<AttentionOperandTypes> types = canonicalAttentionOperandTypes(loc, config);
+  if (failed(types))
+    return failure();
+  if (config.compressRatio != 0)
+    return errorAt(loc, config, "a batched step supports compress_ratio = 0 layers only, got compress_ratio = ")
+           << config.compressRatio;
+  if (batch != ShapedType::kDynamic && batch < 1)
+    return errorAt(loc, config, "a batched step needs batch >= 1 (or dynamic), got ") << batch;
+  Builder b(loc.getContext());
+  types->x = RankedTensorType::get({batch, 1, config.dim}, b.getBF16Type());
+  types->ring = RankedTensorType::get({batch, config.windowSize, config.headDim}, b.getBF16Type());
+  types->startPos = RankedTensorType::get({batch}, b.getI64Type());
+  return types;
+}
+
 FailureOr<func::FuncOp> buildAttentionFunction(OpBuilder &builder, Location loc, const AttentionLayerConfig &config,
                                                const AttentionOperandTypes &types) {
   FailureOr<AttnConfigAttr> attr = buildAttnConfig(loc, config);
@@ -138,7 +155,9 @@ FailureOr<func::FuncOp> buildAttentionFunction(OpBuilder &builder, Location loc,
         return errorAt(loc, config, "") << "operand type #" << i << " of group '" << name
                                         << "' must be a ranked tensor type, got " << type;
 
-  SmallVector<Type> argTypes = {types.x, builder.getI64Type(), types.ring};
+  if (types.startPos && !isa<IntegerType, RankedTensorType>(types.startPos))
+    return errorAt(loc, config, "operand 'start_pos' must be i64 or a tensor<B x i64>, got ") << types.startPos;
+  SmallVector<Type> argTypes = {types.x, types.startPos ? types.startPos : builder.getI64Type(), types.ring};
   for (auto [name, group] : groups)
     argTypes.append(group.begin(), group.end());
   SmallVector<Type> resultTypes = {types.x, types.ring};

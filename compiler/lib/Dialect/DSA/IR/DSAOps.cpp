@@ -595,15 +595,41 @@ LogicalResult AttentionOp::verify() {
 
   const int64_t dyn = ShapedType::kDynamic;
   const int64_t dim = c.getDim(), heads = c.getNHeads(), hd = c.getHeadDim(), qr = c.getQLoraRank(),
-                groups = c.getOGroups(), oRank = c.getOLoraRank(), w = c.getWindowSize();
+                groups = c.getOGroups(), oRank = c.getOLoraRank(), w = c.getWindowSize(),
+                r = c.getCompressRatio();
   Operation *op = *this;
 
   RankedTensorType xTy = getX().getType(), ringTy = getRing().getType();
-  if (failed(expectShape(op, "operand", "x", "[s, dim]", xTy, {dyn, dim})))
-    return failure();
-  if (!ringTy.hasStaticShape() || ringTy.getShape() != ArrayRef<int64_t>{w, hd})
-    return emitOpError("operand 'ring' must have static shape [window_size, head_dim] = ")
-           << shapeStr({w, hd}) << ", got " << ringTy;
+  // Batched decode: start_pos is a tensor<B x i64>, x [B, 1, dim], ring [B, W, hd] (B agreeing where static).
+  auto batchTy = dyn_cast<RankedTensorType>(getStartPos().getType());
+  if (batchTy) {
+    if (batchTy.getRank() != 1)
+      return emitOpError("operand 'start_pos' of a batched step must be a tensor<B x i64> (one position per "
+                         "sequence), got ")
+             << batchTy;
+    if (r != 0)
+      return emitOpError("a batched step (start_pos a tensor<B x i64>) supports compress_ratio = 0 layers only, "
+                         "got compress_ratio = ")
+             << r;
+    // B: the first static one of start_pos's, x's and ring's leading dimensions; the others must agree with it.
+    int64_t batch = batchTy.getDimSize(0);
+    for (RankedTensorType ty : {xTy, ringTy})
+      if (ShapedType::isDynamic(batch) && ty.getRank() == 3)
+        batch = ty.getDimSize(0);
+    if (xTy.getRank() != 3 || xTy.getDimSize(1) != 1 || !shapesAgree(xTy.getShape(), {batch, 1, dim}))
+      return emitOpError("operand 'x' of a batched step must have shape [B, 1, dim] = ")
+             << shapeStr({batch, 1, dim}) << " (B from 'start_pos', one token per sequence), got " << xTy;
+    if (ringTy.getRank() != 3 || ShapedType::isDynamic(ringTy.getDimSize(1)) ||
+        ShapedType::isDynamic(ringTy.getDimSize(2)) || !shapesAgree(ringTy.getShape(), {batch, w, hd}))
+      return emitOpError("operand 'ring' of a batched step must have shape [B, window_size, head_dim] = ")
+             << shapeStr({batch, w, hd}) << " (window_size and head_dim static), got " << ringTy;
+  } else {
+    if (failed(expectShape(op, "operand", "x", "[s, dim]", xTy, {dyn, dim})))
+      return failure();
+    if (!ringTy.hasStaticShape() || ringTy.getShape() != ArrayRef<int64_t>{w, hd})
+      return emitOpError("operand 'ring' must have static shape [window_size, head_dim] = ")
+             << shapeStr({w, hd}) << ", got " << ringTy;
+  }
   if (failed(expectShape(op, "operand", "attn_sink", "[n_heads]", getAttnSink().getType(), {heads})) ||
       failed(expectShape(op, "operand", "wq_a", "[q_lora_rank, dim]", getWqA().getType(), {qr, dim})) ||
       failed(expectShape(op, "operand", "q_norm", "[q_lora_rank]", getQNorm().getType(), {qr})) ||
@@ -615,15 +641,16 @@ LogicalResult AttentionOp::verify() {
                          {groups * oRank, heads * hd / groups})) ||
       failed(expectShape(op, "operand", "wo_b", "[dim, o_groups*o_lora_rank]", getWoB().getType(),
                          {dim, groups * oRank})) ||
-      failed(
-          expectShape(op, "result", "out", "[s, dim] (s = rows of 'x')", getOut().getType(), {xTy.getDimSize(0), dim})))
+      failed(batchTy ? expectShape(op, "result", "out", "[B, 1, dim] (the shape of 'x')", getOut().getType(),
+                                   xTy.getShape())
+                     : expectShape(op, "result", "out", "[s, dim] (s = rows of 'x')", getOut().getType(),
+                                   {xTy.getDimSize(0), dim})))
     return failure();
   if (getNewRing().getType() != ringTy)
     return emitOpError("result 'new_ring' type ")
            << getNewRing().getType() << " must equal the type of 'ring' (" << ringTy << ")";
 
   // The compressed part (sections 5-8): which operand groups a layer has follows from its ratio and role.
-  const int64_t r = c.getCompressRatio();
   OperandRange compressor = getCompressor(), indexKeys = getIndexKeys(), indexer = getIndexer(), state = getState(),
                shared = getShared();
   if (r == 0) {

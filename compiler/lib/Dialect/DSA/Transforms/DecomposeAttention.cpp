@@ -41,6 +41,7 @@
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -92,9 +93,21 @@ GroupSizes expectedGroupSizes(AttnConfigAttr config) {
 std::string unsupportedReason(AttentionOp op) {
   AttnConfigAttr config = op.getConfig();
   auto xType = dyn_cast<RankedTensorType>(op.getX().getType());
+  const int64_t ratio = config.getCompressRatio();
+  if (isa<RankedTensorType>(op.getStartPos().getType())) {
+    auto ringType = dyn_cast<RankedTensorType>(op.getRing().getType());
+    if (!xType || xType.getRank() != 3 || xType.getDimSize(1) != 1)
+      return "operand 'x' of a batched step must be a rank-3 tensor [B, 1, dim] to be decomposed";
+    if (!ringType || ringType.getRank() != 3 || ShapedType::isDynamic(ringType.getDimSize(1)) ||
+        ShapedType::isDynamic(ringType.getDimSize(2)))
+      return "operand 'ring' of a batched step must be a rank-3 tensor [B, window_size, head_dim] to be decomposed";
+    if (ratio != 0)
+      return "a batched step decomposes for compress_ratio = 0 layers only, got compress_ratio = " +
+             std::to_string(ratio);
+    return {};
+  }
   if (!xType || xType.getRank() != 2)
     return "operand 'x' must be a rank-2 tensor [s, dim] to be decomposed";
-  const int64_t ratio = config.getCompressRatio();
   if (ratio < 0)
     return "compress_ratio must be >= 0, got " + std::to_string(ratio);
   if (ratio > 0 && !config.getCompress())
@@ -143,6 +156,9 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     std::string reason = unsupportedReason(op);
     if (!reason.empty())
       return rewriter.notifyMatchFailure(op, reason);
+
+    if (isa<RankedTensorType>(op.getStartPos().getType()))
+      return rewriteBatched(op, rewriter);
 
     AttnConfigAttr config = op.getConfig();
     Location loc = op.getLoc();
@@ -377,6 +393,112 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
   }
 
 private:
+  /// A batched window-only step (unsupportedReason checked the shapes): the row-wise ops over the B rows, one
+  /// scf.for over the sequences for the ring, the window and sparse attention, the row-wise output.
+  LogicalResult rewriteBatched(AttentionOp op, PatternRewriter &rewriter) const {
+    AttnConfigAttr config = op.getConfig();
+    Location loc = op.getLoc();
+    const int64_t nHeads = config.getNHeads();
+    const int64_t headDim = config.getHeadDim();
+    const int64_t groups = config.getOGroups();
+    const int64_t window = config.getWindowSize();
+    RopeAttr rope = config.getRope();
+    FloatAttr eps = config.getNormEps();
+    Type bf16 = rewriter.getBF16Type();
+    Type i32 = rewriter.getI32Type();
+    const int64_t dyn = ShapedType::kDynamic;
+    auto xType = cast<RankedTensorType>(op.getX().getType());
+    auto ringType = cast<RankedTensorType>(op.getRing().getType());
+    // B: static when x's leading dimension is.
+    const int64_t batch = xType.getDimSize(0);
+    auto perRow = [&](ArrayRef<int64_t> rest, Type elem) {
+      SmallVector<int64_t> shape{batch};
+      shape.append(rest.begin(), rest.end());
+      return RankedTensorType::get(shape, elem);
+    };
+    auto i64Attr = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
+    auto idx = [&](int64_t v) -> OpFoldResult { return rewriter.getIndexAttr(v); };
+
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value b = tensor::DimOp::create(rewriter, loc, op.getX(), c0);
+    OpFoldResult batchOfr = ShapedType::isDynamic(batch) ? OpFoldResult(b) : idx(batch);
+    // [B, 1, dim] -> [B, dim]: row b is sequence b's token; its position is start_pos[b].
+    Value x = tensor::CollapseShapeOp::create(rewriter, loc, perRow({config.getDim()}, bf16), op.getX(),
+                                              ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    Value pos = op.getStartPos();
+    if (cast<RankedTensorType>(pos.getType()).getDimSize(0) != batch)
+      pos = tensor::CastOp::create(rewriter, loc, perRow({}, rewriter.getI64Type()), pos);
+
+    // Section 3 (queries) and section 4's kv row, row-wise over the B rows.
+    Value qa = LinearOp::create(rewriter, loc, perRow({config.getQLoraRank()}, bf16), x, op.getWqA());
+    Value qr = RmsNormOp::create(rewriter, loc, qa.getType(), qa, op.getQNorm(), eps);
+    Value qFlat = LinearOp::create(rewriter, loc, perRow({nHeads * headDim}, bf16), qr, op.getWqB());
+    Value qHeads = tensor::ExpandShapeOp::create(rewriter, loc, perRow({nHeads, headDim}, bf16), qFlat,
+                                                 ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+                                                 ArrayRef<OpFoldResult>{batchOfr, idx(nHeads), idx(headDim)});
+    Value q = ApplyRopeOp::create(rewriter, loc, qHeads.getType(), qHeads, pos, rope, UnitAttr());
+    Value kvLin = LinearOp::create(rewriter, loc, perRow({headDim}, bf16), x, op.getWkv());
+    Value kvNorm = RmsNormOp::create(rewriter, loc, kvLin.getType(), kvLin, op.getKvNorm(), eps);
+    Value kvRope = ApplyRopeOp::create(rewriter, loc, kvNorm.getType(), kvNorm, pos, rope, UnitAttr());
+    Value kv = ActQuantFp8Op::create(rewriter, loc, kvRope.getType(), kvRope, i64Attr(kFp8BlockSize));
+
+    // The per-sequence part: sequence b's ring, window and sparse attention (sections 4, 10) on its slices.
+    SmallVector<OpFoldResult> emptySizes;
+    SmallVector<Value> dynSizes;
+    if (ShapedType::isDynamic(batch))
+      dynSizes.push_back(b);
+    Value oInit = tensor::EmptyOp::create(rewriter, loc, perRow({nHeads, headDim}, bf16), dynSizes);
+    const float scale = static_cast<float>(std::pow(static_cast<double>(headDim), -0.5));
+    auto loop = scf::ForOp::create(
+        rewriter, loc, c0, b, c1, ValueRange{oInit, op.getRing()},
+        [&](OpBuilder &builder, Location bodyLoc, Value seq, ValueRange iter) {
+          Value startPos = tensor::ExtractOp::create(builder, bodyLoc, op.getStartPos(), ValueRange{seq});
+          auto ringSlice = RankedTensorType::get({window, headDim}, bf16);
+          auto qSlice = RankedTensorType::get({1, nHeads, headDim}, bf16);
+          auto kvSlice = RankedTensorType::get({1, headDim}, bf16);
+          Value ring = tensor::ExtractSliceOp::create(
+              builder, bodyLoc, ringSlice, iter[1], ArrayRef<OpFoldResult>{seq, idx(0), idx(0)},
+              ArrayRef<OpFoldResult>{idx(1), idx(window), idx(headDim)}, ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
+          Value kvRow = tensor::ExtractSliceOp::create(builder, bodyLoc, kvSlice, kv,
+                                                       ArrayRef<OpFoldResult>{seq, idx(0)},
+                                                       ArrayRef<OpFoldResult>{idx(1), idx(headDim)},
+                                                       ArrayRef<OpFoldResult>{idx(1), idx(1)});
+          Value qRow = tensor::ExtractSliceOp::create(
+              builder, bodyLoc, qSlice, q, ArrayRef<OpFoldResult>{seq, idx(0), idx(0)},
+              ArrayRef<OpFoldResult>{idx(1), idx(nHeads), idx(headDim)}, ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
+          Value newRing = RingUpdateOp::create(builder, bodyLoc, ringSlice, ring, kvRow, startPos);
+          Value rows = WindowKvOp::create(builder, bodyLoc, RankedTensorType::get({dyn, headDim}, bf16), kvRow, ring,
+                                          startPos);
+          Value widx = WindowIndicesOp::create(builder, bodyLoc, RankedTensorType::get({1, dyn}, i32), startPos, c1,
+                                               i64Attr(window));
+          Value o = SparseAttnOp::create(builder, bodyLoc, qSlice, qRow, rows, widx, op.getAttnSink(),
+                                         builder.getF32FloatAttr(scale));
+          Value oAll = tensor::InsertSliceOp::create(builder, bodyLoc, o, iter[0],
+                                                     ArrayRef<OpFoldResult>{seq, idx(0), idx(0)},
+                                                     ArrayRef<OpFoldResult>{idx(1), idx(nHeads), idx(headDim)},
+                                                     ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
+          Value ringAll = tensor::InsertSliceOp::create(builder, bodyLoc, newRing, iter[1],
+                                                        ArrayRef<OpFoldResult>{seq, idx(0), idx(0)},
+                                                        ArrayRef<OpFoldResult>{idx(1), idx(window), idx(headDim)},
+                                                        ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
+          scf::YieldOp::create(builder, bodyLoc, ValueRange{oAll, ringAll});
+        });
+    (void)ringType;
+
+    // Section 11, row-wise: inverse RoPE at each row's position, grouped wo_a, wo_b; back to [B, 1, dim].
+    Value o = loop.getResult(0);
+    Value oRot = ApplyRopeOp::create(rewriter, loc, o.getType(), o, pos, rope, rewriter.getUnitAttr());
+    Value og = GroupedOutputOp::create(rewriter, loc, perRow({groups * config.getOLoraRank()}, bf16), oRot,
+                                       op.getWoA(), i64Attr(groups));
+    Value outRows = LinearOp::create(rewriter, loc, perRow({config.getDim()}, bf16), og, op.getWoB());
+    Value out = tensor::ExpandShapeOp::create(rewriter, loc, op.getOut().getType(), outRows,
+                                              ArrayRef<ReassociationIndices>{{0, 1}, {2}},
+                                              ArrayRef<OpFoldResult>{batchOfr, idx(1), idx(config.getDim())});
+    rewriter.replaceOp(op, ValueRange{out, loop.getResult(1)});
+    return success();
+  }
+
   /// Rows [0, n) of a rank-2 tensor: `tensor.extract_slice %t[0, 0] [n, w] [1, 1]` -> [?, w].
   static Value firstRows(PatternRewriter &rewriter, Location loc, Value t, Value n) {
     auto type = cast<RankedTensorType>(t.getType());

@@ -85,6 +85,9 @@ struct AttentionLayerConfig {
 /// description lists it: weights = attn_sink, wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b; and so on).
 struct AttentionOperandTypes {
   Type x, ring;
+  /// Null: `i64` (one sequence). A `tensor<B x i64>`: a batched decode step (x `[B, 1, dim]`, ring
+  /// `[B, window_size, head_dim]`; DSAOps.td).
+  Type startPos;
   SmallVector<Type> weights, compressor, indexKeys, indexer, state, shared;
 };
 
@@ -101,6 +104,13 @@ FailureOr<AttnConfigAttr> buildAttnConfig(Location loc, const AttentionLayerConf
 /// `[?, head_dim]` bf16, `[?, index_head_dim]` bf16, `[?, ?]` i32, `[?, ?]` i1. Failure (error at `loc`) when
 /// `config` is invalid (checked first, as buildAttnConfig).
 FailureOr<AttentionOperandTypes> canonicalAttentionOperandTypes(Location loc, const AttentionLayerConfig &config);
+
+/// The operand types of `config`'s layer as a batched decode step of `batch` sequences (ShapedType::kDynamic: any
+/// number, fixed per call): x `[B, 1, dim]`, start_pos `tensor<B x i64>`, ring `[B, window_size, head_dim]`, the
+/// weights as canonicalAttentionOperandTypes. Failure (error at `loc`) for an invalid `config` or a compressed
+/// layer (compress_ratio > 0 has no batched form yet).
+FailureOr<AttentionOperandTypes> batchedAttentionOperandTypes(Location loc, const AttentionLayerConfig &config,
+                                                              int64_t batch);
 
 /// Builds the layer function at `builder`'s insertion point (e.g. the end of a module's body) with the given
 /// operand types, and verifies it (dsa.attention's verifier checks every operand type against the configuration).

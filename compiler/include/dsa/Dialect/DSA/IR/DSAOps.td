@@ -515,6 +515,14 @@ def DSA_AttentionOp : DSA_Op<"attention", [Pure, AttrSizedOperandSegments, AttrS
     `dsa-decompose-attention` rewrites it into the primitives, with `dsa.probe`s named after the golden's captures
     (`L<layer_id>.sa_q`, `.sa_kv`, `.sa_topk_idxs`, `.sa_o`, `.attn_out`, and `shared.L<layer_id>.*`).
 
+    Batched decode (issue 13; attention-semantics.md section 13: each row equals its own batch-1 run): with
+    `start_pos` a `tensor<B x i64>` (one position per sequence) the step serves B sequences of one token each:
+    `x` and `out` are `[B, 1, dim]`, `ring` and `new_ring` `[B, window_size, head_dim]` (W and head_dim static,
+    B may be dynamic and must agree across x, start_pos and ring). Row b of every result is what the batch-1 op
+    returns for sequence b (`x[b]`, `start_pos[b]`, `ring[b]`), bit for bit. Only window-only layers
+    (`compress_ratio = 0`) have the batched form for now; a batched step does not decompose with probes (captures
+    are per sequence).
+
     Example (window-only):
     ```mlir
     %out, %ring1 = dsa.attention %x, %start_pos, %ring
@@ -526,6 +534,16 @@ def DSA_AttentionOp : DSA_Op<"attention", [Pure, AttrSizedOperandSegments, AttrS
         : (tensor<?x64xbf16>, i64, tensor<8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>,
            tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>)
         -> (tensor<?x64xbf16>, tensor<8x32xbf16>)
+    ```
+
+    Example (the same layer, batched decode of B sequences):
+    ```mlir
+    %out, %ring1 = dsa.attention %x, %start_pos, %ring
+        weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) {config = #cfg0}
+        : (tensor<?x1x64xbf16>, tensor<?xi64>, tensor<?x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>,
+           tensor<16xbf16>, tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>,
+           tensor<64x32xbf16>)
+        -> (tensor<?x1x64xbf16>, tensor<?x8x32xbf16>)
     ```
 
     Example (the tiny golden's L5, a ratio-1 index source using the candidate mask; `#cfg5` is its
@@ -543,7 +561,7 @@ def DSA_AttentionOp : DSA_Op<"attention", [Pure, AttrSizedOperandSegments, AttrS
             tensor<?x?xi1>)
     ```
   }];
-  let arguments = (ins DSA_BF16Tensor:$x, I64:$start_pos, DSA_BF16Tensor:$ring,
+  let arguments = (ins DSA_BF16Tensor:$x, AnyTypeOf<[I64, DSA_PositionTensor]>:$start_pos, DSA_BF16Tensor:$ring,
                        DSA_F32Tensor:$attn_sink, DSA_BF16Tensor:$wq_a, DSA_BF16Tensor:$q_norm,
                        DSA_BF16Tensor:$wq_b, DSA_BF16Tensor:$wkv, DSA_BF16Tensor:$kv_norm,
                        DSA_BF16Tensor:$wo_a, DSA_BF16Tensor:$wo_b,

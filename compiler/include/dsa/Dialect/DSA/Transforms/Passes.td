@@ -21,13 +21,20 @@ def DSADecomposeAttention : Pass<"dsa-decompose-attention"> {
     (after visibility and, for a layer that uses candidates, the candidate mask; for the candidate source also
     what select_candidate_blocks reads). Not a golden capture: the golden replay passes them to the comparator's
     near-tie rule (attention-semantics.md section 12).
+
+    A batched step (`start_pos` a `tensor<B x i64>`, window-only layers) decomposes into the row-wise ops over the
+    B rows (the linears as one product over all sequences, RMSNorm, RoPE at each row's own position, the fp8
+    round trip, inverse RoPE, the grouped output) around one `scf.for` over the sequences that runs the
+    per-sequence ops (ring_update, window_kv, window_indices, sparse_attn) on sequence b's slices
+    (`tensor.extract_slice` / `tensor.insert_slice` of the batched ring, queries and outputs): row b is sequence
+    b's batch-1 step, bit for bit. No probes are emitted for a batched step.
   }];
   let options = [
     Option<"probeIndexScores", "probe-index-scores", "bool", /*default=*/"false",
            "Also probe each index source's top-k scores as L<l>.index_score">,
   ];
   let dependentDialects = ["::mlir::dsa::DSADialect", "::mlir::arith::ArithDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect"];
 }
 
 def DSAStripProbes : Pass<"dsa-strip-probes"> {
