@@ -56,6 +56,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -422,12 +423,18 @@ struct CompiledLayer {
   std::unique_ptr<cpu::CPUModule> serial, parallel;
   std::string fnName;
 
-  void build(const mlir::dsa::AttentionLayerConfig &config) {
-    context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+  /// `batched`: the layer as a batched decode step of any number of sequences (x [B, 1, dim], start_pos
+  /// tensor<B x i64>, ring [B, W, hd]; window-only layers).
+  void build(const mlir::dsa::AttentionLayerConfig &config, bool batched = false) {
+    context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect,
+                        scf::SCFDialect>();
     module = ModuleOp::create(UnknownLoc::get(&context));
     OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
     fnName = config.functionName();
-    if (failed(mlir::dsa::buildAttentionFunction(builder, module->getLoc(), config)))
+    FailureOr<mlir::dsa::AttentionOperandTypes> types =
+        batched ? mlir::dsa::batchedAttentionOperandTypes(module->getLoc(), config, ShapedType::kDynamic)
+                : mlir::dsa::canonicalAttentionOperandTypes(module->getLoc(), config);
+    if (failed(types) || failed(mlir::dsa::buildAttentionFunction(builder, module->getLoc(), config, *types)))
       die("could not build the layer's function (see the diagnostic above)");
     decomposed = OwningOpRef<ModuleOp>(module->clone());
     PassManager pm(&context);
@@ -530,6 +537,64 @@ struct Layer {
 };
 
 std::unique_ptr<Layer> gLayer;
+Layer &layer();
+bool sameBits(const Tensor &a, const Tensor &b);
+
+/// The window-only layer as a batched decode step (issue 13 scope 1; the same weights as Layer): B sequences, each
+/// one token at its own position (1000 + 37 b: different ring slots), each with its own ring (Layer's ring).
+struct BatchedLayer {
+  CompiledLayer compiled;
+  std::map<int64_t, std::vector<runtime::HostValue>> inputs; // by B: x [B, 1, dim], start_pos [B], ring [B, W, hd]
+
+  explicit BatchedLayer(const Layer &l) { compiled.build(l.g.config(0), /*batched=*/true); }
+
+  static int64_t position(int64_t b) { return 1000 + 37 * b; }
+
+  const std::vector<runtime::HostValue> &args(const Layer &l, int64_t batch) {
+    auto it = inputs.find(batch);
+    if (it != inputs.end())
+      return it->second;
+    Random rng(500 + static_cast<uint64_t>(batch));
+    Tensor x = randomTensor(rng, ElementType::BF16, {batch, 1, l.g.dim}, 1.0f);
+    Tensor startPos(ElementType::I64, {batch});
+    Tensor rings(ElementType::BF16, {batch, l.g.window, l.g.headDim});
+    const int64_t ringSize = l.ring.numElements();
+    for (int64_t b = 0; b < batch; ++b) {
+      startPos.ints()[b] = position(b);
+      std::memcpy(rings.floats() + b * ringSize, l.ring.floats(), sizeof(float) * static_cast<size_t>(ringSize));
+    }
+    std::vector<runtime::HostValue> a = {runtime::HostBuffer::fromTensor(x), runtime::HostBuffer::fromTensor(startPos),
+                                         runtime::HostBuffer::fromTensor(rings)};
+    a.insert(a.end(), l.prepared.begin(), l.prepared.end());
+    // The benchmark's own check: the first and last rows equal their sequences' batch-1 steps (bit for bit).
+    ::dsa::Result<std::vector<Tensor>> got = compiled.serial->run(compiled.fnName, a);
+    if (!got)
+      die("batched decode: " + got.error());
+    for (int64_t b : {int64_t{0}, batch - 1}) {
+      Tensor xb(ElementType::BF16, {1, l.g.dim});
+      std::memcpy(xb.floats(), x.floats() + b * l.g.dim, sizeof(float) * static_cast<size_t>(l.g.dim));
+      std::vector<runtime::HostValue> one = {xb, Tensor::scalarI64(position(b)), l.ring};
+      one.insert(one.end(), l.prepared.begin(), l.prepared.end());
+      Tensor want = l.compiled.runCPU(*l.compiled.serial, one);
+      Tensor row(ElementType::BF16, {1, l.g.dim});
+      std::memcpy(row.floats(), got->front().floats() + b * l.g.dim, sizeof(float) * static_cast<size_t>(l.g.dim));
+      if (!sameBits(row, want))
+        die("batched decode: row " + std::to_string(b) + " of batch " + std::to_string(batch) +
+            " differs from its batch-1 step");
+    }
+    return inputs.emplace(batch, std::move(a)).first->second;
+  }
+};
+std::unique_ptr<BatchedLayer> gBatchedLayer;
+BatchedLayer &batchedLayer() {
+  if (!gBatchedLayer) {
+    auto t0 = Clock::now();
+    gBatchedLayer = std::make_unique<BatchedLayer>(layer());
+    std::fprintf(stderr, "dsa-bench: the batched decode step compiled in %.1f s\n", secondsSince(t0));
+  }
+  return *gBatchedLayer;
+}
+
 Layer &layer() {
   if (!gLayer) {
     auto t0 = Clock::now();
@@ -738,6 +803,7 @@ IndexLayer &indexLayer() {
   if (!gIndexLayer) {
     // The window-only layer's benchmarks run first (registration order): free its weights (~0.8 GB) before this
     // layer allocates its own, so that the process stays well under 4 GB.
+    gBatchedLayer.reset();
     gLayer.reset();
     auto t0 = Clock::now();
     gIndexLayer = std::make_unique<IndexLayer>();
@@ -954,6 +1020,32 @@ void BM_CPU(benchmark::State &state, bool prefill, bool par) {
             /*computeBound=*/prefill);
 }
 
+/// Batched decode results by threads (false: serial) and B: ms per step.
+std::map<std::pair<bool, int64_t>, double> gBatchMs;
+
+void BM_CPUBatched(benchmark::State &state, int64_t batch, bool par) {
+  Layer &l = layer();
+  BatchedLayer &bl = batchedLayer();
+  const cpu::CPUModule *m = moduleFor(state, bl.compiled, par);
+  if (!m)
+    return;
+  const std::vector<runtime::HostValue> &a = bl.args(l, batch);
+  bl.compiled.runCPU(*m, a); // warm-up
+  StepTime t = timeSteps(state, [&] { bl.compiled.runCPU(*m, a); });
+  gBatchMs[{par, batch}] = 1e3 * t.wall;
+  state.counters["step_ms"] = 1e3 * t.wall;
+  state.counters["batch"] = static_cast<double>(batch);
+  state.counters["tokens_per_s"] = static_cast<double>(batch) / t.wall;
+  state.counters["threads"] = par ? hardwareThreads() : 1u;
+  state.counters["GFLOPs"] = static_cast<double>(batch) * l.stepFlops(false) / t.wall / 1e9;
+  if (!par)
+    state.counters["cpu_ms"] = 1e3 * t.cpu;
+  if (auto one = gBatchMs.find({par, 1}); one != gBatchMs.end()) {
+    state.counters["x_batch1_step"] = 1e3 * t.wall / one->second;
+    state.counters["x_batch1_tokens_per_s"] = static_cast<double>(batch) * one->second / (1e3 * t.wall);
+  }
+}
+
 void BM_IndexInterpreter(benchmark::State &state, int64_t context) {
   if (skipInterpreterBenchmark(state))
     return;
@@ -1160,8 +1252,29 @@ void printTargets() {
     }
   }
   line("  prefill 512 >= 1.0 x torch's f32 F.linear route: not measured by dsa-bench (bench/torch_compare.py)");
-  line("  decode batch 16 <= 2 x batch 1, batch 64 <= 5 x batch 1: not measurable yet (needs batched decode, "
-       "issue 13 scope 1)");
+  // Batched decode against batch 1 of the same batched step, same threads (window-only layer).
+  for (bool par : {false, true}) {
+    const char *name = par ? "CPUParallelBatched" : "CPUBatched";
+    auto one = gBatchMs.find({par, 1});
+    for (auto [batch, bound] : {std::pair<int64_t, double>{16, 2.0}, {64, 5.0}}) {
+      auto it = gBatchMs.find({par, batch});
+      if (one == gBatchMs.end() || it == gBatchMs.end()) {
+        std::snprintf(buf, sizeof buf, "  decode batch %lld <= %.0f x batch 1 (%s): not run in this invocation (%s/decode_b1 "
+                      "and /decode_b%lld)", static_cast<long long>(batch), bound, name, name,
+                      static_cast<long long>(batch));
+      } else {
+        const double ratio = it->second / one->second;
+        std::snprintf(buf, sizeof buf,
+                      "  decode batch %lld <= %.0f x batch 1 (%s, window-only layer): %.2f ms vs %.2f ms = %.2f x "
+                      "(%.1f x the tokens/s): %s",
+                      static_cast<long long>(batch), bound, name, it->second, one->second, ratio,
+                      static_cast<double>(batch) / ratio, verdict(ratio, bound, false).c_str());
+      }
+      line(buf);
+    }
+  }
+  line("  decode batch 16 / 64 of compressed layers: not measurable yet (the batched form covers window-only "
+       "layers; issue 13 scope 1)");
   // Batch-1 decode at the read floor: every resident decode step benchmarked.
   bool anyDecode = false;
   for (const CPUResult &r : gCPUResults) {
@@ -1259,6 +1372,14 @@ int main(int argc, char **argv) {
       ->MinTime(2.0)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+  for (bool par : {false, true})
+    for (int64_t batch : {1, 4, 16, 64})
+      benchmark::RegisterBenchmark(
+          (std::string(par ? "CPUParallelBatched" : "CPUBatched") + "/decode_b" + std::to_string(batch)).c_str(),
+          BM_CPUBatched, batch, par)
+          ->MinTime(1.0)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
   benchmark::RegisterBenchmark("Interpreter/prefill512", BM_Interpreter, true)
       ->Iterations(1)
       ->Unit(benchmark::kMillisecond)
@@ -1312,6 +1433,7 @@ int main(int argc, char **argv) {
   // destructors after main (a run was seen hanging at exit there).
   gIndexLayer.reset();
   gOps.clear();
+  gBatchedLayer.reset();
   gLayer.reset();
   return 0;
 }
