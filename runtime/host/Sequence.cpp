@@ -128,6 +128,9 @@ Status checkRoles(const FunctionSignature &sig, const std::string &where) {
                      " / output #" + std::to_string(r.output) + " outside the function's arguments or results");
   if (!sig.args[static_cast<size_t>(r.x)].isTensor || sig.args[static_cast<size_t>(r.x)].shape.empty())
     return makeError(where + "x: argument #" + std::to_string(r.x) + " is not a tensor of token rows");
+  if (const ValueKind &sp = sig.args[static_cast<size_t>(r.startPos)]; sp.isTensor)
+    return makeError(where + "start_pos: argument #" + std::to_string(r.startPos) + " is " + sp.typeString +
+                     ", not an i64 scalar: a batched step function (run it through runtime::Batch, Batch.h)");
   for (const std::vector<StateBinding> *list : {&sig.state, &r.shared})
     for (const StateBinding &b : *list)
       if (b.arg < 0 || b.arg >= numArgs || b.result < 0 || b.result >= numResults)

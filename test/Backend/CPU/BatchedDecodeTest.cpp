@@ -26,6 +26,7 @@
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Interpreter.h"
+#include "dsa/Runtime/Host/Batch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -39,7 +40,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -280,6 +283,217 @@ TEST_F(BatchedDecodeTest, SingleSequenceBatchEqualsBatchOne) { run(kTails, {{0, 
 // the batched interpreter is skipped here (the oracle's batch-1 interpreter runs already dominate the time).
 TEST_F(BatchedDecodeTest, FlashGeometryThreeSequences) {
   run(kFlash, {{0, 127, 100}, {0, 3, 100}, {0, 1, 100}}, 2, 5, /*parallel=*/false, /*interpretBatched=*/false);
+}
+
+// The runtime's Batch (runtime/host/include/dsa/Runtime/Host/Batch.h) over the JIT module's batched function:
+// sequences prefilled through the batch-1 function (a runtime::Sequence) join at their positions, decode together,
+// leave and continue batch-1; every out row and every ring bit-exact with the sequence's own batch-1 decode on the
+// interpreter; the error paths leave the batch unchanged.
+class BatchRuntimeTest : public BatchedDecodeTest {
+protected:
+  void SetUp() override {
+    Random rng(11);
+    weights = ::dsa::test::randomWindowWeights(rng, {g.dim, g.nHeads, g.headDim, g.qLora, g.oLora, g.oGroups});
+    module = ModuleOp::create(UnknownLoc::get(&context));
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    ASSERT_TRUE(succeeded(mlir::dsa::buildAttentionFunction(builder, module->getLoc(), layerConfig(g, "one"))));
+    FailureOr<mlir::dsa::AttentionOperandTypes> types =
+        mlir::dsa::batchedAttentionOperandTypes(module->getLoc(), layerConfig(g, "batched"), ShapedType::kDynamic);
+    ASSERT_TRUE(succeeded(types)) << diagnostics;
+    ASSERT_TRUE(succeeded(mlir::dsa::buildAttentionFunction(builder, module->getLoc(), layerConfig(g, "batched"),
+                                                            *types)));
+    decomposed = OwningOpRef<ModuleOp>(module->clone());
+    PassManager pm(&context);
+    pm.addPass(mlir::dsa::createDSADecomposeAttention());
+    ASSERT_TRUE(succeeded(pm.run(*decomposed))) << diagnostics;
+    ::dsa::Result<std::unique_ptr<cpu::CPUModule>> m = cpu::compileForCPU(*module, {});
+    ASSERT_TRUE(m.ok()) << m.error();
+    compiled = m.take();
+    for (const char *name : {"one", "batched"}) {
+      runtime::FunctionSignature sig = *compiled->signature(name);
+      cpu::addStepRoles(*module, sig);
+      signatures[name] = sig;
+    }
+  }
+
+  runtime::Batch::ValueRunner runner(const std::string &name) {
+    return [this, name](const std::vector<runtime::HostValue> &a, std::vector<runtime::NamedTensor> *) {
+      return compiled->runValues(name, a);
+    };
+  }
+  std::map<size_t, runtime::HostValue> fixedWeights() const {
+    std::map<size_t, runtime::HostValue> fixed;
+    for (size_t i = 0; i < weights.size(); ++i)
+      fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(weights[i]));
+    return fixed;
+  }
+  /// The batch-1 decode on the interpreter: out, and `ring` advanced.
+  Tensor oracle(const Tensor &x, int64_t startPos, Tensor &ring) {
+    std::vector<Tensor> args = {x, Tensor::scalarI64(startPos), ring};
+    args.insert(args.end(), weights.begin(), weights.end());
+    FailureOr<std::vector<Tensor>> got =
+        interp::interpretFunction(decomposed->lookupSymbol<func::FuncOp>("one"), args, nullptr);
+    EXPECT_TRUE(succeeded(got)) << diagnostics;
+    if (failed(got))
+      return Tensor();
+    ring = (*got)[1];
+    return (*got)[0];
+  }
+
+  const Geometry g = kTiny;
+  std::vector<Tensor> weights;
+  OwningOpRef<ModuleOp> module, decomposed;
+  std::unique_ptr<cpu::CPUModule> compiled;
+  std::map<std::string, runtime::FunctionSignature> signatures;
+};
+
+TEST_F(BatchRuntimeTest, SequencesJoinDecodeTogetherLeaveAndContinueAlone) {
+  ::dsa::Result<runtime::Batch> started = runtime::Batch::start(signatures["batched"], runner("batched"), fixedWeights());
+  ASSERT_TRUE(started.ok()) << started.error();
+  runtime::Batch batch = started.take();
+  Random inputs(12);
+  struct Seq {
+    std::unique_ptr<runtime::Sequence> alone; // the runtime's batch-1 path (prefill, and after leaving)
+    Tensor oracleRing;
+    int64_t pos = 0;
+    runtime::Batch::SequenceId id = -1;
+  };
+  std::vector<Seq> seqs(4);
+  auto prefill = [&](Seq &s, int64_t tokens) {
+    ::dsa::Result<runtime::Sequence> seq = runtime::Sequence::start(signatures["one"], runner("one"), fixedWeights());
+    ASSERT_TRUE(seq.ok()) << seq.error();
+    s.alone = std::make_unique<runtime::Sequence>(seq.take());
+    s.oracleRing = Tensor(ElementType::BF16, {g.window, g.headDim});
+    Tensor x = randomTensor(inputs, ElementType::BF16, {tokens, g.dim}, 1.0f);
+    ::dsa::Result<std::vector<runtime::HostValue>> out = s.alone->runValues(x, 0);
+    ASSERT_TRUE(out.ok()) << out.error();
+    EXPECT_TRUE(sameBits(out->front().toTensor(), oracle(x, 0, s.oracleRing)));
+    s.pos = tokens;
+    // Join with the ring the batch-1 sequence holds after its prefill.
+    const runtime::HostValue *ring = s.alone->state(2);
+    ASSERT_NE(ring, nullptr);
+    ::dsa::Result<runtime::Batch::SequenceId> id = batch.join(*ring, s.pos);
+    ASSERT_TRUE(id.ok()) << id.error();
+    s.id = *id;
+  };
+  auto stepAll = [&]() {
+    const std::vector<runtime::Batch::SequenceId> &ids = batch.members();
+    const int64_t b = static_cast<int64_t>(ids.size());
+    Tensor x = randomTensor(inputs, ElementType::BF16, {b, 1, g.dim}, 1.0f);
+    ::dsa::Result<runtime::HostValue> out = batch.step(x);
+    ASSERT_TRUE(out.ok()) << out.error();
+    Tensor outT = out->toTensor();
+    ASSERT_EQ(outT.shape(), (std::vector<int64_t>{b, 1, g.dim}));
+    for (int64_t r = 0; r < b; ++r) {
+      Seq &s = *std::find_if(seqs.begin(), seqs.end(), [&](const Seq &q) { return q.id == ids[r]; });
+      SCOPED_TRACE("member " + std::to_string(s.id) + " at position " + std::to_string(s.pos));
+      Tensor want = oracle(row(x, r, {1, g.dim}), s.pos, s.oracleRing);
+      EXPECT_TRUE(sameBits(row(outT, r, {1, g.dim}), want)) << "out row";
+      ++s.pos;
+      EXPECT_EQ(batch.position(s.id), s.pos);
+      ::dsa::Result<runtime::HostValue> ring = batch.ring(s.id);
+      ASSERT_TRUE(ring.ok());
+      EXPECT_TRUE(sameBits(ring->toTensor(), s.oracleRing)) << "ring";
+    }
+  };
+  prefill(seqs[0], 3);
+  prefill(seqs[1], 6); // wrapped ring (W = 4)
+  stepAll();
+  stepAll();
+  prefill(seqs[2], 1); // joins a running batch
+  stepAll();
+  // Leave: continue alone on a batch-1 Sequence resumed from the batch's ring.
+  ::dsa::Result<runtime::Batch::Member> left = batch.leave(seqs[0].id);
+  ASSERT_TRUE(left.ok()) << left.error();
+  EXPECT_EQ(left->position, seqs[0].pos);
+  EXPECT_EQ(batch.members(), (std::vector<runtime::Batch::SequenceId>{seqs[1].id, seqs[2].id}));
+  {
+    std::vector<runtime::HostValue> args = {Tensor(ElementType::BF16, {1, g.dim}), Tensor::scalarI64(0), left->ring};
+    for (const Tensor &w : weights)
+      args.push_back(runtime::HostBuffer::fromTensor(w));
+    ::dsa::Result<runtime::Sequence> resumed =
+        runtime::Sequence::create(signatures["one"], runner("one"), args, left->position);
+    ASSERT_TRUE(resumed.ok()) << resumed.error();
+    Tensor x = randomTensor(inputs, ElementType::BF16, {1, g.dim}, 1.0f);
+    ::dsa::Result<std::vector<Tensor>> out = resumed->run(x, seqs[0].pos);
+    ASSERT_TRUE(out.ok()) << out.error();
+    EXPECT_TRUE(sameBits(out->front(), oracle(x, seqs[0].pos, seqs[0].oracleRing))) << "after leaving";
+  }
+  stepAll();
+  prefill(seqs[3], 9);
+  stepAll();
+  stepAll();
+}
+
+TEST_F(BatchRuntimeTest, ErrorsNameTheFieldAndLeaveTheBatchUnchanged) {
+  // Not a batched function; weights missing; a role given.
+  ::dsa::Result<runtime::Batch> notBatched = runtime::Batch::start(signatures["one"], runner("one"), fixedWeights());
+  ASSERT_FALSE(notBatched.ok());
+  EXPECT_NE(notBatched.error().find("start_pos: argument #1 (i64) is not a tensor<B x i64>"), std::string::npos)
+      << notBatched.error();
+  std::map<size_t, runtime::HostValue> missing = fixedWeights();
+  missing.erase(5);
+  ::dsa::Result<runtime::Batch> noWeight = runtime::Batch::start(signatures["batched"], runner("batched"), missing);
+  ASSERT_FALSE(noWeight.ok());
+  EXPECT_NE(noWeight.error().find("argument #5 (tensor<16xbf16>) is missing"), std::string::npos) << noWeight.error();
+  std::map<size_t, runtime::HostValue> withRing = fixedWeights();
+  withRing.emplace(2, Tensor(ElementType::BF16, {1, g.window, g.headDim}));
+  ::dsa::Result<runtime::Batch> ringGiven = runtime::Batch::start(signatures["batched"], runner("batched"), withRing);
+  ASSERT_FALSE(ringGiven.ok());
+  EXPECT_NE(ringGiven.error().find("is the ring, which the batch supplies"), std::string::npos) << ringGiven.error();
+  // A batched function through Sequence: refused, pointing at Batch.
+  ::dsa::Result<runtime::Sequence> seq =
+      runtime::Sequence::start(signatures["batched"], runner("batched"), fixedWeights());
+  ASSERT_FALSE(seq.ok());
+  EXPECT_NE(seq.error().find("a batched step function (run it through runtime::Batch"), std::string::npos)
+      << seq.error();
+
+  runtime::Batch batch = runtime::Batch::start(signatures["batched"], runner("batched"), fixedWeights()).take();
+  Random inputs(13);
+  ::dsa::Result<runtime::HostValue> empty = batch.step(Tensor(ElementType::BF16, {0, 1, g.dim}));
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().find("x: the batch has no members"), std::string::npos) << empty.error();
+  Tensor ring0 = randomTensor(inputs, ElementType::BF16, {g.window, g.headDim}, 1.0f);
+  ::dsa::Result<runtime::Batch::SequenceId> badRing = batch.join(Tensor(ElementType::BF16, {g.window, 8}), 5);
+  ASSERT_FALSE(badRing.ok());
+  EXPECT_NE(badRing.error().find("ring: bf16 [4, 8], expected bf16 [4, 32] (window_size, head_dim)"),
+            std::string::npos)
+      << badRing.error();
+  ::dsa::Result<runtime::Batch::SequenceId> badPos = batch.join(ring0, -1);
+  ASSERT_FALSE(badPos.ok());
+  EXPECT_NE(badPos.error().find("position: -1 is negative"), std::string::npos) << badPos.error();
+  EXPECT_TRUE(batch.members().empty());
+  runtime::Batch::SequenceId a = batch.join(ring0, 7).take();
+  runtime::Batch::SequenceId b = batch.join(ring0, 2).take();
+  ::dsa::Result<runtime::Batch::Member> notMember = batch.leave(a + b + 10);
+  ASSERT_FALSE(notMember.ok());
+  EXPECT_NE(notMember.error().find("sequence " + std::to_string(a + b + 10) + ": not a member"), std::string::npos);
+  // Wrong row count, wrong type: nothing advances.
+  for (const Tensor &x : {Tensor(ElementType::BF16, {3, 1, g.dim}), Tensor(ElementType::F32, {2, 1, g.dim}),
+                          Tensor(ElementType::BF16, {2, 2, g.dim})}) {
+    ::dsa::Result<runtime::HostValue> bad = batch.step(x);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().find("batch @batched: x: "), 0u) << bad.error();
+  }
+  EXPECT_EQ(batch.position(a), 7);
+  EXPECT_EQ(batch.position(b), 2);
+  EXPECT_TRUE(sameBits(batch.ring(a)->toTensor(), ring0));
+  // A member at INT64_MAX: the step is refused before the call, nobody advances.
+  runtime::Batch::SequenceId c = batch.join(ring0, std::numeric_limits<int64_t>::max()).take();
+  ::dsa::Result<runtime::HostValue> overflow = batch.step(Tensor(ElementType::BF16, {3, 1, g.dim}));
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.error().find("start_pos: sequence " + std::to_string(c)), std::string::npos) << overflow.error();
+  EXPECT_EQ(batch.position(a), 7);
+  ASSERT_TRUE(batch.leave(c).ok());
+  // And after all that, a step is still its members' batch-1 steps.
+  Tensor x = randomTensor(inputs, ElementType::BF16, {2, 1, g.dim}, 1.0f);
+  ::dsa::Result<runtime::HostValue> out = batch.step(x);
+  ASSERT_TRUE(out.ok()) << out.error();
+  Tensor ringA = ring0, ringB = ring0;
+  EXPECT_TRUE(sameBits(row(out->toTensor(), 0, {1, g.dim}), oracle(row(x, 0, {1, g.dim}), 7, ringA)));
+  EXPECT_TRUE(sameBits(row(out->toTensor(), 1, {1, g.dim}), oracle(row(x, 1, {1, g.dim}), 2, ringB)));
+  EXPECT_TRUE(sameBits(batch.ring(a)->toTensor(), ringA));
+  EXPECT_TRUE(sameBits(batch.ring(b)->toTensor(), ringB));
 }
 
 } // namespace

@@ -80,7 +80,8 @@ void addStepRoles(mlir::ModuleOp module, FunctionSignature &signature) {
     roles.maxSeqLen = config.getCompress().getMaxSeqLen();
   // The CPU lowering runs a window-only layer's chunk at start_pos > 0 as one step; a compressed layer's compressor
   // and indexer take one token at start_pos > 0 (the runtime splits, or refuses a layer with shared slots).
-  roles.chunked = config.getCompressRatio() == 0;
+  // A batched step (start_pos a tensor<B x i64>) takes one token per sequence: runtime::Batch drives it.
+  roles.chunked = config.getCompressRatio() == 0 && !llvm::isa<mlir::RankedTensorType>(att.getStartPos().getType());
   // The shared slots, only when every one is an argument in and a result out.
   for (auto [in, out] : llvm::zip(att.getShared(), att.getNewShared())) {
     StateBinding b{argumentIndex(f, in), resultIndex(ret, out)};
