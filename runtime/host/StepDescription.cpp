@@ -127,9 +127,10 @@ Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const F
     return makeError(sp.error());
   roles.startPos = *sp;
   const ValueKind &sk = f.args[static_cast<size_t>(roles.startPos)];
-  if (sk.isTensor || sk.elem != dsa::ElementType::I64)
+  // An i64 scalar, or a tensor<B x i64> for a batched decode step (runtime::Batch, Batch.h).
+  if (sk.elem != dsa::ElementType::I64 || (sk.isTensor && sk.shape.size() != 1))
     return makeError(where + ".start_pos: argument #" + std::to_string(roles.startPos) + " (" + sk.typeString +
-                     ") is not an i64 scalar");
+                     ") is not an i64 scalar or a tensor<B x i64>");
   Result<int64_t> out = index("output", f.numResults, "results");
   if (!out)
     return makeError(out.error());

@@ -15,6 +15,7 @@
 #include "dsa/Interpreter/Interpreter.h"
 #include "dsa/Runtime/CPU/HostFeatures.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
+#include "dsa/Runtime/Host/Batch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -145,9 +146,11 @@ protected:
     module = ModuleOp::create(UnknownLoc::get(&context));
     OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
     FailureOr<mlir::dsa::AttentionOperandTypes> types =
-        mlir::dsa::canonicalAttentionOperandTypes(module->getLoc(), config);
+        batched ? mlir::dsa::batchedAttentionOperandTypes(module->getLoc(), config, ShapedType::kDynamic)
+                : mlir::dsa::canonicalAttentionOperandTypes(module->getLoc(), config);
     ASSERT_TRUE(succeeded(types)) << diagnostics;
-    ASSERT_TRUE(succeeded(mlir::dsa::buildAttentionFunction(builder, module->getLoc(), config))) << diagnostics;
+    ASSERT_TRUE(succeeded(mlir::dsa::buildAttentionFunction(builder, module->getLoc(), config, *types)))
+        << diagnostics;
     std::mt19937_64 rng(seed);
     weights.clear();
     for (const auto *group : {&types->weights, &types->compressor, &types->indexKeys, &types->indexer})
@@ -167,7 +170,7 @@ protected:
     ::dsa::Result<std::string> json = cpu::emitCPUStepLibrary(
         *module, dir,
         config.functionName() + "_r" + std::to_string(config.compressRatio) +
-            (targetCpu.empty() ? "" : "_" + targetCpu) + (parallel ? "_omp" : ""),
+            (targetCpu.empty() ? "" : "_" + targetCpu) + (parallel ? "_omp" : "") + (batched ? "_batched" : ""),
         options);
     ASSERT_TRUE(json.ok()) << json.error();
     jsonPath = *json;
@@ -238,6 +241,7 @@ protected:
 
   MLIRContext context;
   bool parallel = false; ///< build() compiles with OpenMP
+  bool batched = false;  ///< build() builds the layer as a batched decode step (window-only layers)
   std::unique_ptr<ScopedDiagnosticHandler> handler;
   std::string diagnostics;
   OwningOpRef<ModuleOp> module, decomposed;
@@ -334,6 +338,93 @@ TEST_F(CPURuntimeAOTTest, MultiTokenStepsOfAWindowLayerAreOneChunkEqualToTokenBy
   parallel = true;
   build(tinyLayer(0), 11);
   chunksEqualTokenByTokenDecode();
+}
+
+/// A batched decode step library (issue 13 scope 1): its description says start_pos is a tensor<B x i64> and the
+/// step is not chunked; runtime::Batch over CPUStepLibrary::runValues decodes sequences at different positions
+/// (the ring still filling, wrapped) together, one joining later and one leaving, every row and ring bit-exact with
+/// that sequence's own batch-1 step on the interpreter (the batch-1 function of the same layer, built separately).
+TEST_F(CPURuntimeAOTTest, BatchedDecodeLibraryRunsSequencesJoiningAndLeaving) {
+  // The oracle: the batch-1 layer's decomposed module (its weights are the batched build's, passed below).
+  build(tinyLayer(0), 31);
+  OwningOpRef<ModuleOp> one(decomposed->clone());
+  const std::vector<Tensor> oneWeights = weights;
+  batched = true;
+  build(tinyLayer(0), 31, &oneWeights);
+  const runtime::FunctionSignature *sig = library->signature(name);
+  ASSERT_TRUE(sig && sig->step.present());
+  EXPECT_EQ(sig->args[1].typeString, "tensor<?xi64>");
+  EXPECT_FALSE(sig->step.chunked);
+  std::map<size_t, runtime::HostValue> fixed;
+  for (size_t i = 0; i < weights.size(); ++i)
+    fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(weights[i]));
+  const cpu::CPUStepLibrary *lib = library.get();
+  const std::string fn = name;
+  int64_t calls = 0;
+  ::dsa::Result<runtime::Batch> started = runtime::Batch::start(
+      *sig,
+      [lib, fn, &calls](const std::vector<runtime::HostValue> &args, std::vector<runtime::NamedTensor> *probes) {
+        ++calls;
+        return lib->runValues(fn, args, probes);
+      },
+      std::move(fixed));
+  ASSERT_TRUE(started.ok()) << started.error();
+  runtime::Batch batch = started.take();
+  std::mt19937_64 rng(32);
+  struct Seq {
+    runtime::Batch::SequenceId id;
+    int64_t pos;
+    Tensor ring;
+  };
+  std::vector<Seq> seqs;
+  auto oracle = [&](const Tensor &x, int64_t pos, Tensor &ring) {
+    std::vector<Tensor> args = {x, Tensor::scalarI64(pos), ring};
+    args.insert(args.end(), weights.begin(), weights.end());
+    FailureOr<std::vector<Tensor>> r =
+        interp::interpretFunction(one->lookupSymbol<func::FuncOp>(name), args, nullptr);
+    EXPECT_TRUE(succeeded(r)) << diagnostics;
+    ring = (*r)[1];
+    return (*r)[0];
+  };
+  auto join = [&](int64_t pos) {
+    Tensor ring = randomTensor(rng, ElementType::BF16, {8, 32}, 1.0f); // as a prefill of `pos` tokens left it
+    ::dsa::Result<runtime::Batch::SequenceId> id = batch.join(ring, pos);
+    ASSERT_TRUE(id.ok()) << id.error();
+    seqs.push_back({*id, pos, ring});
+  };
+  auto stepAll = [&] {
+    const int64_t b = static_cast<int64_t>(seqs.size());
+    const Tensor x = randomTensor(rng, ElementType::BF16, {b, 1, 64}, 1.0f);
+    calls = 0;
+    ::dsa::Result<runtime::HostValue> out = batch.step(x);
+    ASSERT_TRUE(out.ok()) << out.error();
+    EXPECT_EQ(calls, 1) << "one library call for the whole batch";
+    const Tensor got = out->toTensor();
+    for (int64_t r = 0; r < b; ++r) {
+      Seq &s = seqs[static_cast<size_t>(r)];
+      SCOPED_TRACE("sequence at " + std::to_string(s.pos));
+      EXPECT_TRUE(sameBits(rows(Tensor::fromFloats(ElementType::BF16, {b, 64},
+                                                   std::vector<float>(got.floats(), got.floats() + b * 64)),
+                                r, 1),
+                           oracle(rows(Tensor::fromFloats(ElementType::BF16, {b, 64},
+                                                          std::vector<float>(x.floats(), x.floats() + b * 64)),
+                                       r, 1),
+                                  s.pos, s.ring)));
+      ++s.pos;
+      EXPECT_TRUE(sameBits(batch.ring(s.id)->toTensor(), s.ring)) << "ring";
+    }
+  };
+  join(3);
+  join(13);
+  join(100);
+  stepAll();
+  stepAll();
+  join(6);
+  stepAll();
+  ASSERT_TRUE(batch.leave(seqs[1].id).ok());
+  seqs.erase(seqs.begin() + 1);
+  stepAll();
+  stepAll();
 }
 
 /// A compressed layer (ratio 2, kv + index source): the sequence starts its five state tensors from their init

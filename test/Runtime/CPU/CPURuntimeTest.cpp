@@ -221,7 +221,7 @@ TEST(CPURuntime, DescriptionRoundTripsAndNamesBadFields) {
   expectError(withStep(R"({"x": 1, "start_pos": 1, "output": 0})"),
               "functions[0].step.x: argument #1 (i64) is not a tensor of token rows");
   expectError(withStep(R"({"x": 0, "start_pos": 2, "output": 0})"),
-              "functions[0].step.start_pos: argument #2 (tensor<3xf32>) is not an i64 scalar");
+              "functions[0].step.start_pos: argument #2 (tensor<3xf32>) is not an i64 scalar or a tensor<B x i64>");
   expectError(withStep(R"({"x": 0, "start_pos": 1, "output": 2})"),
               "functions[0].step.output: 2 is not one of the function's 2 results");
   expectError(withStep(R"({"x": 0, "start_pos": 1, "output": 0, "max_seq_len": 0})"),
