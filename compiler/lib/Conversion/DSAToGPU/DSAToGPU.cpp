@@ -1111,6 +1111,14 @@ FailureOr<bool> prepareFunction(func::FuncOp func) {
   for (Operation *op : llvm::reverse(backwards))
     if (isOpTriviallyDead(op))
       op->erase();
+  // A batched decode step (dsa.attention with start_pos a tensor<B x i64>) decomposes into an scf.for over the
+  // sequences: the GPU backend has no lowering for it yet (the CPU backend does).
+  for (Operation &op : block.without_terminator())
+    if (auto loop = dyn_cast<scf::ForOp>(op);
+        loop && !loop.getBody()->getOps<RingUpdateOp>().empty())
+      return loop.emitOpError("dsa-to-gpu: a batched decode step (dsa.attention with start_pos a tensor<B x i64>, "
+                              "decomposed into a loop over the sequences) is not lowered to the GPU yet; compile "
+                              "it for the CPU");
   for (Operation &op : block.without_terminator())
     if (failed(checkSupported(&op)))
       return failure();
