@@ -218,49 +218,38 @@ __attribute__((noinline, target("avx2,fma"))) float fmaPeakLoopAvx2(int64_t iter
   return _mm256_cvtss_f32(s);
 }
 
-__attribute__((noinline, target("avx2,fma"))) float mulAddPeakLoopAvx2(int64_t iters) {
-  __m256 acc[kMulAddChains];
+/// The mul+add loop on a vector type V of f32 lanes (__m256: 8, __m128: 4). Its ops are the compiler's vector
+/// operators (broadcast of a scalar, *, +), not intrinsics: an always_inline body without a target of its own
+/// takes the ISA of the function it is inlined into, so the same loop becomes vmulps / vaddps ymm in the
+/// target("avx2,fma") function and mulps / addps xmm in the baseline one (an intrinsic such as _mm256_mul_ps may
+/// not be inlined into a body that lacks its target, and a template cannot take a target attribute per type).
+template <class V> __attribute__((always_inline)) inline float mulAddPeakLoop(int64_t iters) {
+  V acc[kMulAddChains];
   for (int i = 0; i < kMulAddChains; ++i)
-    acc[i] = _mm256_setzero_ps();
-  __m256 x0 = _mm256_set1_ps(1e-3f), x1 = _mm256_set1_ps(2e-3f);
-  __m256 b[kMulAddChains / 2];
+    acc[i] = V{} + 0.0f;
+  V x0 = V{} + 1e-3f, x1 = V{} + 2e-3f;
+  V b[kMulAddChains / 2];
   for (int j = 0; j < kMulAddChains / 2; ++j)
-    b[j] = _mm256_set1_ps(0.5f + 0.125f * static_cast<float>(j));
+    b[j] = V{} + (0.5f + 0.125f * static_cast<float>(j));
   for (int64_t n = 0; n < iters; ++n) {
-    asm volatile("" : "+x"(x0), "+x"(x1)); // the products are not loop-invariant: one vmulps each per iteration
+    asm volatile("" : "+x"(x0), "+x"(x1)); // the products are not loop-invariant: one multiply each per iteration
     for (int i = 0; i < kMulAddChains; ++i) {
-      __m256 p = _mm256_mul_ps((i & 1) ? x1 : x0, b[i / 2]);
-      asm("" : "+x"(p)); // keep vmulps + vaddps (no contraction into vfmadd)
-      acc[i] = _mm256_add_ps(acc[i], p);
+      V p = ((i & 1) ? x1 : x0) * b[i / 2];
+      asm("" : "+x"(p)); // keep the multiply and the add apart (no contraction into an FMA)
+      acc[i] = acc[i] + p;
     }
   }
-  __m256 s = acc[0];
+  V s = acc[0];
   for (int i = 1; i < kMulAddChains; ++i)
-    s = _mm256_add_ps(s, acc[i]);
-  return _mm256_cvtss_f32(s);
+    s = s + acc[i];
+  return s[0];
 }
 
-__attribute__((noinline)) float mulAddPeakLoopSse2(int64_t iters) {
-  __m128 acc[kMulAddChains];
-  for (int i = 0; i < kMulAddChains; ++i)
-    acc[i] = _mm_setzero_ps();
-  __m128 x0 = _mm_set1_ps(1e-3f), x1 = _mm_set1_ps(2e-3f);
-  __m128 b[kMulAddChains / 2];
-  for (int j = 0; j < kMulAddChains / 2; ++j)
-    b[j] = _mm_set1_ps(0.5f + 0.125f * static_cast<float>(j));
-  for (int64_t n = 0; n < iters; ++n) {
-    asm volatile("" : "+x"(x0), "+x"(x1));
-    for (int i = 0; i < kMulAddChains; ++i) {
-      __m128 p = _mm_mul_ps((i & 1) ? x1 : x0, b[i / 2]);
-      asm("" : "+x"(p));
-      acc[i] = _mm_add_ps(acc[i], p);
-    }
-  }
-  __m128 s = acc[0];
-  for (int i = 1; i < kMulAddChains; ++i)
-    s = _mm_add_ps(s, acc[i]);
-  return _mm_cvtss_f32(s);
+__attribute__((noinline, target("avx2,fma"))) float mulAddPeakLoopAvx2(int64_t iters) {
+  return mulAddPeakLoop<__m256>(iters);
 }
+
+__attribute__((noinline)) float mulAddPeakLoopSse2(int64_t iters) { return mulAddPeakLoop<__m128>(iters); }
 
 bool hostHasAvx2Fma() {
   __builtin_cpu_init();
