@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -31,7 +32,8 @@ class InterpreterApiTest : public ::testing::Test {
 protected:
   InterpreterApiTest() {
     DialectRegistry registry;
-    registry.insert<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+    registry.insert<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, scf::SCFDialect,
+                    tensor::TensorDialect>();
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
     context.printOpOnDiagnostic(false);
@@ -133,6 +135,112 @@ TEST_F(InterpreterApiTest, ProbeOverrideReplacesTheProbedValue) {
   };
   EXPECT_TRUE(failed(interp::interpretFunction(fn, {x, ::dsa::Tensor::scalarI64(0)}, nullptr, wrong)));
   EXPECT_NE(allDiagnostics().find("the override of the probed value"), std::string::npos) << allDiagnostics();
+}
+
+// A loop whose body probes its iter_arg %a and the function's argument %w, then adds %w to %a.
+const char *kLoopModule = R"mlir(
+func.func @loop(%w: tensor<2xi64>, %n: index) -> (tensor<2xi64>, i64) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0 : i64
+  %acc0 = arith.constant dense<0> : tensor<2xi64>
+  %acc, %last = scf.for %i = %c0 to %n step %c1 iter_args(%a = %acc0, %l = %zero) -> (tensor<2xi64>, i64) {
+    dsa.probe "loop.a" %a : tensor<2xi64>
+    dsa.probe "loop.w" %w : tensor<2xi64>
+    %a1 = arith.addi %a, %w : tensor<2xi64>
+    %ii = arith.index_cast %i : index to i64
+    scf.yield %a1, %ii : tensor<2xi64>, i64
+  }
+  return %acc, %last : tensor<2xi64>, i64
+}
+)mlir";
+
+TEST_F(InterpreterApiTest, LoopProbesEachIterationAndOverridesReachLaterIterations) {
+  func::FuncOp fn = parse(kLoopModule, "loop");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  ::dsa::Tensor w = ::dsa::Tensor::fromInts(::dsa::ElementType::I64, {2}, {1, 10});
+  // 3 trips: a = [0, 0], [1, 10], [2, 20] at the probes, then [3, 30]; the last induction variable is 2.
+  interp::ProbeLog probes;
+  FailureOr<std::vector<::dsa::Tensor>> results =
+      interp::interpretFunction(fn, {w, ::dsa::Tensor::scalarIndex(3)}, &probes);
+  ASSERT_TRUE(succeeded(results)) << allDiagnostics();
+  EXPECT_EQ((*results)[0].intVector(), (std::vector<int64_t>{3, 30}));
+  EXPECT_EQ((*results)[1].scalarInt(), 2);
+  ASSERT_EQ(probes.size(), 6u);
+  EXPECT_EQ(probes[0].name, "loop.a");
+  EXPECT_EQ(probes[0].value.intVector(), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(probes[2].value.intVector(), (std::vector<int64_t>{1, 10}));
+  EXPECT_EQ(probes[4].value.intVector(), (std::vector<int64_t>{2, 20}));
+  EXPECT_EQ(probes[5].name, "loop.w");
+
+  // Zero trips: the inits, no probe.
+  probes.clear();
+  results = interp::interpretFunction(fn, {w, ::dsa::Tensor::scalarIndex(0)}, &probes);
+  ASSERT_TRUE(succeeded(results)) << allDiagnostics();
+  EXPECT_EQ((*results)[0].intVector(), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ((*results)[1].scalarInt(), 0);
+  EXPECT_TRUE(probes.empty());
+
+  // Replacing the iter_arg in iteration 1 by [100, 100]: iteration 1 yields [101, 110], iteration 2 [102, 120].
+  int seenA = 0;
+  interp::ProbeOverride iterArg = [&](const std::string &name, ::dsa::Tensor &value) {
+    if (name != "loop.a" || seenA++ != 1)
+      return false;
+    value = ::dsa::Tensor::fromInts(::dsa::ElementType::I64, {2}, {100, 100});
+    return true;
+  };
+  results = interp::interpretFunction(fn, {w, ::dsa::Tensor::scalarIndex(3)}, nullptr, iterArg);
+  ASSERT_TRUE(succeeded(results)) << allDiagnostics();
+  EXPECT_EQ((*results)[0].intVector(), (std::vector<int64_t>{102, 120}));
+
+  // Replacing the function's %w (probed inside the body) in iteration 0 by [5, 5]: the replacement is the function's
+  // value from then on, so every iteration adds [5, 5] and the later probes log it.
+  int seenW = 0;
+  interp::ProbeOverride outer = [&](const std::string &name, ::dsa::Tensor &value) {
+    if (name != "loop.w" || seenW++ != 0)
+      return false;
+    value = ::dsa::Tensor::fromInts(::dsa::ElementType::I64, {2}, {5, 5});
+    return true;
+  };
+  probes.clear();
+  results = interp::interpretFunction(fn, {w, ::dsa::Tensor::scalarIndex(3)}, &probes, outer);
+  ASSERT_TRUE(succeeded(results)) << allDiagnostics();
+  EXPECT_EQ((*results)[0].intVector(), (std::vector<int64_t>{15, 15}));
+  ASSERT_EQ(probes.size(), 6u);
+  EXPECT_EQ(probes[1].value.intVector(), (std::vector<int64_t>{1, 10})); // logged before the override
+  EXPECT_EQ(probes[3].value.intVector(), (std::vector<int64_t>{5, 5}));
+  EXPECT_EQ(probes[5].value.intVector(), (std::vector<int64_t>{5, 5}));
+  EXPECT_TRUE(diagnostics.empty()) << allDiagnostics();
+}
+
+/// A function of `depth` nested one-trip scf.for loops, the innermost adding 1 to the carried i64.
+std::string nestedLoops(int depth) {
+  std::string text = "func.func @deep(%x: i64) -> i64 {\n  %c0 = arith.constant 0 : index\n"
+                     "  %c1 = arith.constant 1 : index\n  %one = arith.constant 1 : i64\n";
+  for (int k = 0; k < depth; ++k)
+    text += "%r" + std::to_string(k) + " = scf.for %i" + std::to_string(k) + " = %c0 to %c1 step %c1 iter_args(%a" +
+            std::to_string(k) + " = " + (k ? "%a" + std::to_string(k - 1) : std::string("%x")) + ") -> (i64) {\n";
+  text += "%s = arith.addi %a" + std::to_string(depth - 1) + ", %one : i64\nscf.yield %s : i64\n}\n";
+  for (int k = depth - 1; k-- > 0;)
+    text += "scf.yield %r" + std::to_string(k + 1) + " : i64\n}\n";
+  return text + "return %r0 : i64\n}\n";
+}
+
+TEST_F(InterpreterApiTest, LoopNestingIsBounded) {
+  // 64 nested loops run (the innermost adds 1 once); a 65th is an error at that loop, not a deeper recursion.
+  std::string ok = nestedLoops(64);
+  func::FuncOp fn = parse(ok.c_str(), "deep");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  FailureOr<std::vector<::dsa::Tensor>> results =
+      interp::interpretFunction(fn, {::dsa::Tensor::scalarI64(41)}, nullptr);
+  ASSERT_TRUE(succeeded(results)) << allDiagnostics();
+  EXPECT_EQ((*results)[0].scalarInt(), 42);
+  std::string deep = nestedLoops(65);
+  fn = parse(deep.c_str(), "deep");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  EXPECT_TRUE(failed(interp::interpretFunction(fn, {::dsa::Tensor::scalarI64(41)}, nullptr)));
+  EXPECT_NE(allDiagnostics().find("dsa interpreter: 'scf.for' loop nesting exceeds 64"), std::string::npos)
+      << allDiagnostics();
 }
 
 TEST_F(InterpreterApiTest, RejectsWrongArgumentCount) {

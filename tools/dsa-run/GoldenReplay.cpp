@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -476,7 +477,8 @@ GoldenReplayReport replayGolden(const GoldenReplayOptions &options, llvm::raw_os
   }
 
   MLIRContext context;
-  context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+  context.loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, scf::SCFDialect,
+                      tensor::TensorDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
 
   // Weights: the layers' weights stay resident up to options.residentWeightsMb of f32 storage; the layers past it
@@ -712,7 +714,7 @@ Result<GoldenLayer> buildGoldenLayer(mlir::ModuleOp module, const std::string &g
   const std::string name = "attention_L" + std::to_string(layer);
   if (module.lookupSymbol(name))
     return makeError("layer: the module already holds @" + name);
-  module.getContext()->loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect,
+  module.getContext()->loadDialect<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, scf::SCFDialect,
                                    tensor::TensorDialect>();
   Result<Layer> made = makeLayer(*loaded, layer);
   if (!made)

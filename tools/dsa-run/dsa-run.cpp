@@ -39,6 +39,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -474,7 +475,8 @@ int main(int argc, char **argv) {
   }
 
   DialectRegistry registry;
-  registry.insert<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect>();
+  registry.insert<mlir::dsa::DSADialect, func::FuncDialect, arith::ArithDialect, scf::SCFDialect,
+                  tensor::TensorDialect>();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 

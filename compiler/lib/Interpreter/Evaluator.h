@@ -3,8 +3,8 @@
 // The interpreter is one class (Evaluator) whose eval() overloads are split by what they evaluate:
 //   Interpreter.cpp   the function driver (scope, func.call), the TypeSwitch dispatcher, the dsa ops (each one call
 //                     of its reference kernel, dsa/Kernels/Kernels.h or CompressKernels.h);
-//   UpstreamOps.cpp   the upstream ops the decomposed IR uses around them (func.call, arith, tensor: data movement,
-//                     integer index math, bf16 <-> f32 casts).
+//   UpstreamOps.cpp   the upstream ops the decomposed IR uses around them (func.call, scf.for, arith, tensor: data
+//                     movement, element access, integer index math, bf16 <-> f32 casts).
 // The helpers below are what both halves use to read operands and build results.
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -22,6 +22,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -41,10 +42,33 @@ using namespace mlir;
 
 /// Deepest func.call nesting accepted (guards against unbounded recursion in the interpreted program).
 constexpr unsigned kMaxCallDepth = 64;
-/// Call sites reported ("called from here") when an error unwinds through func.call.
+/// Deepest nesting of scf.for bodies being run at once (over all functions of the call stack): the interpreter
+/// recurses once per nested loop, so this bounds its own stack as kMaxCallDepth does for calls.
+constexpr unsigned kMaxLoopNesting = 64;
+/// Call sites and loop iterations reported ("called from here", "in iteration ...") when an error unwinds through
+/// func.call or scf.for.
 constexpr unsigned kMaxTraceFrames = 4;
 
 using Scope = llvm::DenseMap<Value, Tensor>;
+
+/// One level of the interpreter's scope: the values defined in one run of a block (a function body, or one
+/// iteration of an scf.for body: a fresh Frame per iteration, so nothing defined in an iteration outlives it) and
+/// the level that encloses it, whose values the block reads (an scf.for body sees its function's values; a
+/// function body, isolated from above, has no parent).
+struct Frame {
+  Scope values;
+  Frame *parent = nullptr;
+
+  /// The value of `v` in this frame or the nearest enclosing one that holds it; null if none does.
+  Tensor *lookup(Value v) {
+    for (Frame *f = this; f; f = f->parent) {
+      auto it = f->values.find(v);
+      if (it != f->values.end())
+        return &it->second;
+    }
+    return nullptr;
+  }
+};
 using Operands = ArrayRef<const Tensor *>;
 using OpResults = FailureOr<std::vector<Tensor>>;
 
@@ -287,11 +311,15 @@ public:
   OpResults callFunction(func::FuncOp fn, ArrayRef<Tensor> args);
 
 private:
+  /// Runs the ops of `block` in order in `frame` (whose values, block arguments included, the caller has bound)
+  /// up to its terminator, func.return or scf.yield, and returns the terminator's operands.
+  OpResults runBlock(Block &block, Frame &frame);
   OpResults evalOp(Operation *op, Operands in);
   OpResults kernel(Operation *op, Result<Tensor> result);
 
   // Upstream ops.
   OpResults eval(func::CallOp op, Operands in);
+  OpResults eval(scf::ForOp op, Operands in);
   OpResults eval(arith::ConstantOp op, Operands in);
   OpResults eval(arith::IndexCastOp op, Operands in);
   template <typename Fn> OpResults evalIntBinary(Operation *op, Operands in, Fn fn);
@@ -307,6 +335,8 @@ private:
   OpResults eval(tensor::ExpandShapeOp op, Operands in);
   OpResults eval(tensor::CollapseShapeOp op, Operands in);
   OpResults eval(tensor::EmptyOp op, Operands in);
+  OpResults eval(tensor::ExtractOp op, Operands in);
+  OpResults eval(tensor::InsertOp op, Operands in);
   OpResults eval(tensor::ExtractSliceOp op, Operands in);
   OpResults eval(tensor::InsertSliceOp op, Operands in);
   OpResults eval(tensor::ConcatOp op, Operands in);
@@ -335,9 +365,11 @@ private:
 
   ProbeLog *probes_;
   const ProbeOverride *override_;
-  /// The scope of the function body being executed (values an op's regions capture, e.g. tensor.pad's padding).
-  const Scope *scope_ = nullptr;
+  /// The innermost frame of the block being run (values an op's regions capture, e.g. tensor.pad's padding; the
+  /// parent of an scf.for body's frames).
+  Frame *frame_ = nullptr;
   unsigned depth_ = 0;
+  unsigned loopNesting_ = 0;
   unsigned traceFrames_ = 0;
 };
 

@@ -1,10 +1,11 @@
 //===- Interpreter.cpp - function driver, op dispatcher, dsa ops -------------===//
 //
-// StableHLO-style reference interpreter: a Scope maps SSA values to Tensors; ops of a single-block function body
-// run in order; each op's operands are looked up, the op is evaluated (dsa ops here, by their kernel in Kernels.h or
-// CompressKernels.h; upstream ops in UpstreamOps.cpp: data movement, integer index math, bf16 <-> f32 casts), and
-// its results are checked against the op's result types and bound in the scope. See Interpreter.h for the supported
-// ops and the error contract, Evaluator.h for how the two files share the evaluator.
+// StableHLO-style reference interpreter: a Frame maps SSA values to Tensors; ops of a single-block function body
+// run in order (runBlock; an scf.for body runs the same way, once per iteration in a fresh Frame whose parent is the
+// enclosing one); each op's operands are looked up, the op is evaluated (dsa ops here, by their kernel in Kernels.h
+// or CompressKernels.h; upstream ops in UpstreamOps.cpp: func.call, scf.for, data movement, integer index math,
+// bf16 <-> f32 casts), and its results are checked against the op's result types and bound in the frame. See
+// Interpreter.h for the supported ops and the error contract, Evaluator.h for how the two files share the evaluator.
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "Evaluator.h"
@@ -32,44 +33,54 @@ OpResults Evaluator::callFunction(func::FuncOp fn, ArrayRef<Tensor> args) {
     return fn.emitError() << "dsa interpreter: call depth exceeds " << kMaxCallDepth << " entering " << fnName
                           << " (unbounded recursion?)";
 
-  Scope scope;
+  Frame frame; // no parent: a function body sees only its arguments and its own values
   for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
     Status check = checkTensorMatchesType(args[i], arg.getType(), "argument #" + std::to_string(i));
     if (!check.ok())
       return fn.emitError() << "dsa interpreter: " << fnName << ": " << check.error();
-    scope[arg] = args[i];
+    frame.values[arg] = args[i];
   }
 
   ++depth_;
-  struct FrameGuard {
+  struct DepthGuard {
     unsigned &depth;
-    const Scope *&current;
-    const Scope *saved;
-    ~FrameGuard() {
-      --depth;
-      current = saved;
-    }
-  } guard{depth_, scope_, scope_};
-  scope_ = &scope;
+    ~DepthGuard() { --depth; }
+  } guard{depth_};
+  if (block.empty() || !isa<func::ReturnOp>(block.back()))
+    return fn.emitError() << "dsa interpreter: " << fnName << " ends without func.return";
+  return runBlock(block, frame);
+}
+
+OpResults Evaluator::runBlock(Block &block, Frame &frame) {
+  struct FrameGuard {
+    Frame *&current;
+    Frame *saved;
+    ~FrameGuard() { current = saved; }
+  } guard{frame_, frame_};
+  frame_ = &frame;
 
   for (Operation &op : block) {
-    std::vector<const Tensor *> in;
+    std::vector<Tensor *> in;
     in.reserve(op.getNumOperands());
     for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
-      auto it = scope.find(operand);
-      if (it == scope.end())
+      Tensor *value = frame.lookup(operand);
+      if (!value)
         return opError(&op) << "operand #" << i << " has no value in the interpreter's scope";
-      in.push_back(&it->second);
+      in.push_back(value);
     }
 
-    if (isa<func::ReturnOp>(op)) {
+    if (isa<func::ReturnOp, scf::YieldOp>(op)) {
+      // The block's own values die with its frame: move them out (unless the terminator returns one twice);
+      // values of an enclosing frame are copied.
       std::vector<Tensor> results;
-      for (const Tensor *value : in)
-        results.push_back(*value);
+      for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+        bool own = frame.values.count(operand) && !llvm::is_contained(op.getOperands().drop_front(i + 1), operand);
+        results.push_back(own ? std::move(*in[i]) : *in[i]);
+      }
       return results;
     }
 
-    OpResults results = evalOp(&op, in);
+    OpResults results = evalOp(&op, Operands(in.data(), in.size()));
     if (failed(results))
       return failure();
     if (results->size() != op.getNumResults())
@@ -78,28 +89,31 @@ OpResults Evaluator::callFunction(func::FuncOp fn, ArrayRef<Tensor> args) {
       Status check = checkTensorMatchesType((*results)[i], result.getType(), "result #" + std::to_string(i));
       if (!check.ok())
         return opError(&op) << check.error();
-      scope[result] = std::move((*results)[i]);
+      frame.values[result] = std::move((*results)[i]);
     }
     if (auto probe = dyn_cast<mlir::dsa::ProbeOp>(op); probe && override_ && *override_) {
+      // The replacement goes to the frame that holds the probed value (an enclosing one for a value defined
+      // outside a loop body), so every later read of that SSA value sees it.
       Value probed = probe.getValue();
-      Tensor value = scope[probed];
+      Tensor *held = frame.lookup(probed);
+      Tensor value = *held;
       if ((*override_)(probe.getName().str(), value)) {
         Status check = checkTensorMatchesType(value, probed.getType(), "the override of the probed value");
         if (!check.ok())
           return opError(&op) << check.error();
-        scope[probed] = std::move(value);
+        *held = std::move(value);
       }
     }
   }
-  return fn.emitError() << "dsa interpreter: " << fnName << " ends without func.return";
+  return opError(block.getParentOp()) << "body ends without a terminator";
 }
 
 OpResults Evaluator::evalOp(Operation *op, Operands in) {
   return llvm::TypeSwitch<Operation *, OpResults>(op)
-      .Case<func::CallOp, arith::ConstantOp, arith::IndexCastOp, arith::CmpIOp, arith::SelectOp, arith::ExtFOp,
-            arith::TruncFOp, tensor::DimOp, tensor::CastOp, tensor::ReshapeOp, tensor::ExpandShapeOp,
-            tensor::CollapseShapeOp, tensor::EmptyOp, tensor::ExtractSliceOp, tensor::InsertSliceOp,
-            tensor::ConcatOp, tensor::PadOp>([&](auto concrete) { return eval(concrete, in); })
+      .Case<func::CallOp, scf::ForOp, arith::ConstantOp, arith::IndexCastOp, arith::CmpIOp, arith::SelectOp,
+            arith::ExtFOp, arith::TruncFOp, tensor::DimOp, tensor::CastOp, tensor::ReshapeOp, tensor::ExpandShapeOp,
+            tensor::CollapseShapeOp, tensor::EmptyOp, tensor::ExtractOp, tensor::InsertOp, tensor::ExtractSliceOp,
+            tensor::InsertSliceOp, tensor::ConcatOp, tensor::PadOp>([&](auto concrete) { return eval(concrete, in); })
       .Case<mlir::dsa::LinearOp, mlir::dsa::RmsNormOp, mlir::dsa::PositionsOp, mlir::dsa::ApplyRopeOp,
             mlir::dsa::ActQuantFp8Op, mlir::dsa::RingUpdateOp, mlir::dsa::WindowKvOp, mlir::dsa::WindowIndicesOp,
             mlir::dsa::SparseAttnOp, mlir::dsa::GroupedOutputOp, mlir::dsa::ProbeOp, mlir::dsa::CompressPoolOp,

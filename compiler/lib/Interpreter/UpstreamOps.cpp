@@ -1,9 +1,9 @@
-//===- UpstreamOps.cpp - the interpreter's evaluation of upstream ops (func, arith, tensor) ---===//
+//===- UpstreamOps.cpp - the interpreter's evaluation of upstream ops (func, scf, arith, tensor) ---===//
 //
-// The upstream ops the decomposed dsa IR uses between the primitives: func.call, arith constants / index casts /
-// integer arithmetic / comparisons / selects / bf16 <-> f32 casts, and tensor data movement (dim, cast, reshape,
-// expand/collapse_shape, empty, extract/insert_slice, concat, pad). Semantics are upstream's; values are core's
-// Tensors. The dsa ops and the dispatcher are in Interpreter.cpp (Evaluator.h).
+// The upstream ops the decomposed dsa IR uses between the primitives: func.call, scf.for, arith constants / index
+// casts / integer arithmetic / comparisons / selects / bf16 <-> f32 casts, tensor element access (extract, insert) and
+// data movement (dim, cast, reshape, expand/collapse_shape, empty, extract/insert_slice, concat, pad). Semantics are
+// upstream's; values are core's Tensors. The dsa ops and the dispatcher are in Interpreter.cpp (Evaluator.h).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "Evaluator.h"
@@ -12,7 +12,7 @@ using namespace mlir;
 
 namespace dsa::interp::detail {
 
-//===- func / arith / tensor --------------------------------------------------------------------------------===//
+//===- func / scf / arith / tensor ----------------------------------------------------------------------------===//
 
 OpResults Evaluator::eval(func::CallOp op, Operands in) {
   auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, op.getCalleeAttr());
@@ -29,6 +29,73 @@ OpResults Evaluator::eval(func::CallOp op, Operands in) {
     return failure();
   }
   return results;
+}
+
+OpResults Evaluator::eval(scf::ForOp op, Operands in) {
+  // Bounds and step are integer scalars of the induction variable's type (index, i64, i32, ...), compared signed
+  // (or unsigned with `unsigned`, the bits read at the type's width). The trip count is computed up front, so the
+  // induction variable never steps past the upper bound (no overflow near the type's maximum).
+  FailureOr<int64_t> lower = scalarInt(op, in, 0);
+  FailureOr<int64_t> upper = scalarInt(op, in, 1);
+  FailureOr<int64_t> stepStored = scalarInt(op, in, 2);
+  if (failed(lower) || failed(upper) || failed(stepStored))
+    return failure();
+  const ElementType type = in[0]->elementType();
+  const int64_t step = signedValue(*stepStored, type);
+  if (step <= 0)
+    return opError(op) << "step (operand #2) must be positive, got " << step;
+  const bool isUnsigned = op.getUnsignedCmp();
+  uint64_t first = 0, span = 0;
+  if (isUnsigned) {
+    first = unsignedValue(*lower, type);
+    uint64_t last = unsignedValue(*upper, type);
+    span = last > first ? last - first : 0;
+  } else {
+    int64_t lo = signedValue(*lower, type), hi = signedValue(*upper, type);
+    first = static_cast<uint64_t>(lo);
+    span = hi > lo ? static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) : 0; // < 2^64: exact in uint64
+  }
+  const uint64_t ustep = static_cast<uint64_t>(step);
+  const uint64_t trips = span / ustep + (span % ustep != 0);
+
+  if (loopNesting_ >= kMaxLoopNesting)
+    return opError(op) << "loop nesting exceeds " << kMaxLoopNesting;
+  ++loopNesting_;
+  struct NestingGuard {
+    unsigned &nesting;
+    ~NestingGuard() { --nesting; }
+  } guard{loopNesting_};
+
+  Block &body = *op.getBody();
+  std::vector<Tensor> iter;
+  iter.reserve(in.size() - 3);
+  for (const Tensor *init : in.drop_front(3))
+    iter.push_back(*init);
+  for (uint64_t k = 0; k < trips; ++k) {
+    // A fresh frame per iteration: the body's values of one iteration are gone before the next begins; the
+    // enclosing frame's values (the function's, or an outer loop body's) are read through the parent.
+    Frame frame;
+    frame.parent = frame_;
+    const int64_t iv = wrapTo(first + k * ustep, type);
+    frame.values[op.getInductionVar()] = Tensor::fromInts(type, {}, {iv});
+    for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
+      Status check = checkTensorMatchesType(iter[i], arg.getType(), "iter_arg #" + std::to_string(i));
+      if (!check.ok())
+        return opError(op) << "iteration " << k << ": " << check.error();
+      frame.values[arg] = std::move(iter[i]);
+    }
+    OpResults next = runBlock(body, frame);
+    if (failed(next)) {
+      if (traceFrames_++ < kMaxTraceFrames)
+        op.emitRemark() << "dsa interpreter: in iteration " << k << " of this loop (induction variable "
+                        << signedValue(iv, type) << ")";
+      return failure();
+    }
+    if (next->size() != iter.size())
+      return opError(op) << "body yields " << next->size() << " values, the loop carries " << iter.size();
+    iter = std::move(*next);
+  }
+  return iter; // zero trips: the inits
 }
 
 OpResults Evaluator::eval(arith::ConstantOp op, Operands) {
@@ -304,6 +371,60 @@ OpResults Evaluator::eval(tensor::EmptyOp op, Operands in) {
   return single(std::move(*out));
 }
 
+/// The row-major flat index of the element of `tensor` (operand #`tensorOperand`) at the integer scalar operands
+/// from `first` on (one per dimension); an index outside its dimension is an error naming it.
+static FailureOr<int64_t> elementIndex(Operation *op, Operands in, unsigned tensorOperand, unsigned first) {
+  const Tensor &tensor = *in[tensorOperand];
+  const size_t rank = static_cast<size_t>(tensor.rank());
+  const std::string what = (tensorOperand == 0 ? "source" : "dest") + std::string(" (operand #") +
+                           std::to_string(tensorOperand) + ") " + tensor.typeString();
+  if (in.size() - first != rank)
+    return opError(op) << "has " << in.size() - first << " indices for the " << what << " of rank " << rank;
+  std::vector<int64_t> indices;
+  for (size_t d = 0; d < rank; ++d) {
+    FailureOr<int64_t> index = scalarInt(op, in, static_cast<unsigned>(first + d));
+    if (failed(index))
+      return failure();
+    indices.push_back(*index);
+  }
+  int64_t flat = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t size = tensor.dim(static_cast<int64_t>(d));
+    if (indices[d] < 0 || indices[d] >= size)
+      return opError(op) << "index " << shapeText(indices) << " is out of bounds of the " << what << ": dimension "
+                         << d << ": index " << indices[d] << " is not in [0, " << size << ")";
+    flat = flat * size + indices[d];
+  }
+  return flat;
+}
+
+OpResults Evaluator::eval(tensor::ExtractOp op, Operands in) {
+  const Tensor &source = *in[0];
+  FailureOr<int64_t> flat = elementIndex(op, in, 0, 1);
+  if (failed(flat))
+    return failure();
+  if (source.isFloat())
+    return single(Tensor::fromFloats(source.elementType(), {}, {source.floats()[*flat]}));
+  return single(Tensor::fromInts(source.elementType(), {}, {source.ints()[*flat]}));
+}
+
+OpResults Evaluator::eval(tensor::InsertOp op, Operands in) {
+  const Tensor &scalar = *in[0];
+  const Tensor &dest = *in[1];
+  if (scalar.rank() != 0 || scalar.elementType() != dest.elementType())
+    return opError(op) << "scalar (operand #0) " << scalar.typeString()
+                       << " must be a scalar of the dest's element type " << elementTypeName(dest.elementType());
+  FailureOr<int64_t> flat = elementIndex(op, in, 1, 2);
+  if (failed(flat))
+    return failure();
+  Tensor out = dest;
+  if (out.isFloat())
+    out.floats()[*flat] = scalar.floats()[0];
+  else
+    out.ints()[*flat] = scalar.ints()[0];
+  return single(std::move(out));
+}
+
 OpResults Evaluator::eval(tensor::ExtractSliceOp op, Operands in) {
   const Tensor &source = *in[0];
   FailureOr<std::vector<int64_t>> offsets = mixedValues(op, in, op.getStaticOffsets(), op.getOffsets(), "offset");
@@ -453,10 +574,10 @@ OpResults Evaluator::eval(tensor::PadOp op, Operands in) {
       return failure();
     pad = std::move(value->front());
   } else {
-    auto it = scope_ ? scope_->find(padValue) : Scope::const_iterator();
-    if (!scope_ || it == scope_->end())
+    const Tensor *captured = frame_ ? frame_->lookup(padValue) : nullptr;
+    if (!captured)
       return opError(op) << "padding value has no value in the interpreter's scope";
-    pad = it->second;
+    pad = *captured;
   }
   if (pad.rank() != 0 || pad.elementType() != source.elementType())
     return opError(op) << "padding value " << pad.typeString() << " must be a scalar of the source's element type "

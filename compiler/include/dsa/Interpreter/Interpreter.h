@@ -1,6 +1,6 @@
 //===- Interpreter.h - the reference interpreter for dsa IR -------------------===//
 //
-// Executes a func.func of the dsa dialect (plus the few upstream ops the decomposition and the tests use) on
+// Executes a func.func of the dsa dialect (plus the upstream ops the decomposition and the tests use) on
 // dsa::Tensor values, in the style of StableHLO's reference interpreter: a scope maps each SSA value to a
 // Tensor, and each op is evaluated by reading its operands and attributes and calling the ONE pure evaluator of
 // that op in dsa/Kernels/Kernels.h or CompressKernels.h. The math lives only there; this layer moves values,
@@ -14,7 +14,15 @@
 //           cache_write, indexer_scores, compress_visibility, select_candidate_blocks, apply_candidates,
 //           indexer_topk, each calling its evaluator in dsa/Kernels/CompressKernels.h (#dsa.tie_order<torch_cpu>
 //           -> numerics::TopkTieOrder::TorchCpu).
-//   func:   func (single-block body), return, call (callee looked up in the nearest symbol table).
+//   func:   func (single-block body), return, call (callee looked up in the nearest symbol table; at most 64
+//           nested calls).
+//   scf:    for (bounds and step integer scalars of the induction variable's type, index / i64 / i32, compared
+//           signed, or unsigned with `unsigned`; the step must be positive at run time, else an error naming the
+//           op; the trip count is computed up front, so the induction variable never steps past the upper bound;
+//           any number of iter_args, tensors or scalars; the body runs once per iteration in a fresh scope that
+//           sees the enclosing values and loses its own at the iteration's end; scf.yield gives the next iter
+//           values, the results are the last ones, the inits after zero trips; at most 64 loop bodies nested at
+//           once, over the whole call stack). scf.yield is the loop body's terminator, not an op of its own.
 //   arith:  constant (scalar int/index/float, dense tensors incl. splat), index_cast, addi, subi, muli (wrapping);
 //           divsi, floordivsi, ceildivsi, remsi, maxsi, minsi, andi, ori, xori, cmpi (every predicate; unsigned
 //           predicates read the bits at the type's width), elementwise on equal shapes, scalars included;
@@ -22,7 +30,9 @@
 //           condition of the operands' shape, elementwise); extf / truncf between bf16 and f32 (scalars or
 //           tensors; truncf rounds to nearest, ties to even, as numerics::roundBf16; other rounding modes are
 //           rejected).
-//   tensor: dim, cast, reshape, expand_shape, collapse_shape (row-major: the data is unchanged); empty (the
+//   tensor: extract (one element as a scalar of the element type: tensor<?xi64> -> i64) and insert (one element
+//           replaced by a scalar), each index bounds-checked (an error names the index and the dimension);
+//           dim, cast, reshape, expand_shape, collapse_shape (row-major: the data is unchanged); empty (the
 //           interpreter fills it with zeros); extract_slice / insert_slice (static or dynamic offsets, sizes and
 //           strides, rank-reducing / -extending, row-major; every index is bounds-checked); concat (any dim,
 //           zero-sized inputs allowed); pad (static or dynamic low/high >= 0; the padding value an arith.constant

@@ -305,6 +305,10 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   // layout, each join would be followed by a strided memref.copy, which lowers to a call of the runner-utils
   // library's memrefCopy (absent from the JIT's process and from an AOT object).
   bufferize.unknownTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  // An scf.for may carry a tensor its body computes anew (an iter_arg yielded from a dsa op's result, not updated in
+  // place like an insert_slice's dest): each iteration then yields a new buffer, which the ownership-based
+  // deallocation below frees once the next iteration has consumed it.
+  bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Each scf.forall iteration (DSAToCPU's blocked dots) writes its slice of the shared result in place; bufferizing
   // its tensor.parallel_insert_slice leaves a copy from that slice to an identical second subview. Folding the loops'
