@@ -2,7 +2,7 @@
 //
 // Input: MLIR text. Parses and verifies it, decomposes dsa.attention (dsa-decompose-attention), and interprets
 // every function that takes no arguments (the form of test/Interpreter's tests) on the reference interpreter, with
-// the tensor byte limit at 64 MB (an absurd size is an error). An error is a normal outcome; a crash, hang, leak or
+// the tensor byte limit at 64 MB (an absurd size is an error) and at most 1000 scf.for iterations per run. An error is a normal outcome; a crash, hang, leak or
 // sanitizer report is a bug. Seeds: fuzz/corpus/interpreter (scripts/fuzz.sh adds test/Interpreter's inputs).
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -17,6 +17,10 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // scf.for bounds are data: a mutated bound must end in an error, not in libFuzzer's timeout (the tensor byte
+  // limit bounds each iteration's work, this the number of iterations).
+  static const bool limited = (dsa::interp::setLoopIterationLimit(1000), true);
+  (void)limited;
   mlir::OwningOpRef<mlir::ModuleOp> module = dsa::fuzz::parseAndVerify(data, size);
   if (!module)
     return 0;

@@ -243,6 +243,30 @@ TEST_F(InterpreterApiTest, LoopNestingIsBounded) {
       << allDiagnostics();
 }
 
+TEST_F(InterpreterApiTest, LoopIterationLimitStopsARunAndIsPerCall) {
+  func::FuncOp fn = parse(kLoopModule, "loop");
+  ASSERT_TRUE(fn) << allDiagnostics();
+  ::dsa::Tensor w = ::dsa::Tensor::fromInts(::dsa::ElementType::I64, {2}, {1, 10});
+  EXPECT_EQ(interp::loopIterationLimit(), -1) << "no limit by default";
+  interp::setLoopIterationLimit(5);
+  // 5 iterations run; each call counts its own.
+  for (int call = 0; call < 2; ++call) {
+    FailureOr<std::vector<::dsa::Tensor>> ok =
+        interp::interpretFunction(fn, {w, ::dsa::Tensor::scalarIndex(5)}, nullptr);
+    ASSERT_TRUE(succeeded(ok)) << allDiagnostics();
+    EXPECT_EQ((*ok)[0].intVector(), (std::vector<int64_t>{5, 50}));
+  }
+  // The 6th iteration is an error naming the limit (a huge bound ends at once, not after 2^40 iterations).
+  for (int64_t n : {int64_t{6}, int64_t{1} << 40}) {
+    EXPECT_TRUE(failed(interp::interpretFunction(fn, {w, ::dsa::Tensor::scalarIndex(n)}, nullptr)));
+    EXPECT_NE(allDiagnostics().find("dsa interpreter: 'scf.for' more than 5 scf.for iterations in one run"),
+              std::string::npos)
+        << allDiagnostics();
+  }
+  interp::setLoopIterationLimit(-7);
+  EXPECT_EQ(interp::loopIterationLimit(), -1);
+}
+
 TEST_F(InterpreterApiTest, RejectsWrongArgumentCount) {
   func::FuncOp fn = parse(kScaleModule, "f");
   ASSERT_TRUE(fn) << allDiagnostics();

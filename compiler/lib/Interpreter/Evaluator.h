@@ -370,6 +370,8 @@ private:
   Frame *frame_ = nullptr;
   unsigned depth_ = 0;
   unsigned loopNesting_ = 0;
+  /// scf.for iterations run so far in this call (checked against loopIterationLimit()).
+  int64_t loopIterations_ = 0;
   unsigned traceFrames_ = 0;
 };
 

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------------------------------------------===//
 #include "Evaluator.h"
 
+#include <atomic>
+
 using namespace mlir;
 
 namespace dsa::interp {
@@ -352,5 +354,12 @@ FailureOr<std::vector<Tensor>> interpretFunction(func::FuncOp fn, ArrayRef<Tenso
   detail::Evaluator interpreter(probes, &override);
   return interpreter.callFunction(fn, args);
 }
+
+namespace {
+std::atomic<int64_t> gLoopIterationLimit{-1};
+} // namespace
+
+void setLoopIterationLimit(int64_t iterations) { gLoopIterationLimit.store(iterations < 0 ? -1 : iterations); }
+int64_t loopIterationLimit() { return gLoopIterationLimit.load(); }
 
 } // namespace dsa::interp

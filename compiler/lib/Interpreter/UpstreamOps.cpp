@@ -71,7 +71,11 @@ OpResults Evaluator::eval(scf::ForOp op, Operands in) {
   iter.reserve(in.size() - 3);
   for (const Tensor *init : in.drop_front(3))
     iter.push_back(*init);
+  const int64_t limit = loopIterationLimit();
   for (uint64_t k = 0; k < trips; ++k) {
+    if (limit >= 0 && ++loopIterations_ > limit)
+      return opError(op) << "more than " << limit << " scf.for iterations in one run (the limit set by "
+                         << "dsa::interp::setLoopIterationLimit)";
     // A fresh frame per iteration: the body's values of one iteration are gone before the next begins; the
     // enclosing frame's values (the function's, or an outer loop body's) are read through the parent.
     Frame frame;

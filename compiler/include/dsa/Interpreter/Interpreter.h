@@ -117,6 +117,13 @@ using ProbeOverride = std::function<bool(const std::string &name, Tensor &value)
 mlir::FailureOr<std::vector<Tensor>> interpretFunction(mlir::func::FuncOp fn, llvm::ArrayRef<Tensor> args,
                                                        ProbeLog *probes, const ProbeOverride &override);
 
+/// The most scf.for iterations (all loops, nested ones counted per inner iteration) one interpretFunction call
+/// runs; beyond it the call fails with an error naming the loop ("more than N scf.for iterations in one run").
+/// -1 (the default): no limit. For callers that interpret untrusted IR with a time budget (the fuzz targets set
+/// 100000). Process-wide; thread-safe to read while interpreting.
+void setLoopIterationLimit(int64_t iterations);
+int64_t loopIterationLimit();
+
 } // namespace dsa::interp
 
 #endif // DSA_INTERPRETER_INTERPRETER_H
