@@ -4,7 +4,8 @@
 # -fsanitize=address,undefined; no third build): builds from it the CPU backend's tests, the GPU step library tests,
 # the test double driver, dsa-run and dsa-golden, then runs
 #   1. CPUBackendTest.* and CPUTargetAndBf16Test.* (the JIT and AOT CPU backend: dsa -> LLVM IR, ORC JIT, step
-#      libraries through the runtime; host target only, their x86-64-v3 reruns compile the same host code);
+#      libraries through the runtime; host target only, their x86-64-v3 reruns compile the same host code), and
+#      CPUBatchedDecodeTest's small geometries (the batched decode step, runtime::Batch and its error paths);
 #   2. GPUStepLibraryTest.* (the dsa-to-gpu pipeline to NVVM/PTX, the GPU step library emitter, its libraries on the
 #      test double driver) and GoldenGpuLibrariesFlowOnFakeDriver (the sanitized dsa-run emits the golden's six GPU
 #      step libraries, the sanitized dsa-golden runs them on the test double driver);
@@ -22,8 +23,8 @@ fz=${DSA_FUZZ_BUILD_DIR:-$root/build-fuzz}
 jobs=${DSA_JOBS:-$(nproc)}
 start=$SECONDS
 bash "$root/scripts/fuzz-configure.sh"
-cmake --build "$fz" -j "$jobs" --target CPUBackendTest CPUTargetAndBf16Test GPUStepLibraryTest DSAFakeCudaDriver \
-  dsa-run dsa-golden dsa-fuzz-compiler
+cmake --build "$fz" -j "$jobs" --target CPUBackendTest CPUTargetAndBf16Test CPUBatchedDecodeTest GPUStepLibraryTest \
+  DSAFakeCudaDriver dsa-run dsa-golden dsa-fuzz-compiler
 built=$SECONDS
 # allow_user_poisoning=0: the false positive fuzz/MlirSupport.cpp explains (LLVM's BumpPtrAllocator poisons in
 # instrumented inline code and allocates in uninstrumented libMLIR); the tests and tools here do not link that file.
@@ -39,7 +40,9 @@ fail() { echo "sanitize-compiler: FAILED ($1)" >&2; exit 1; }
 cuda=${CUDA_HOME:-/usr/local/cuda}
 have_cuda=0
 if [ -x "$cuda/bin/ptxas" ] && [ -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then have_cuda=1; fi
-tests='^(CPUBackendTest|SerialAndOpenMP/CPUBackendGoldenTest|CPUBackendCompressedTest|TargetAndBf16Test)\.'
+tests='^(CPUBackendTest|SerialAndOpenMP/CPUBackendGoldenTest|CPUBackendCompressedTest|TargetAndBf16Test|BatchRuntimeTest)\.'
+# The batched decode step and runtime::Batch (not the Flash-geometry case: minutes under ASan).
+tests="$tests|^BatchedDecodeTest\.(Tiny|Tails|Single)"
 what="the CPU backend's tests"
 if [ "$have_cuda" = 1 ]; then
   tests="$tests|^GPUStepLibraryTest\.|^GoldenGpuLibrariesFlowOnFakeDriver\$"
