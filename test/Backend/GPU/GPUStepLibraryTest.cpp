@@ -399,6 +399,14 @@ TEST_F(GPUStepLibraryTest, SequenceRunsTheHostCodeOnTheTestDoubleDriver) {
     args[0] = bf16({1, 64}, randomBf16(64, 1.0f, 7));
     args[1] = Tensor::fromInts(ElementType::I32, {}, {0});
     EXPECT_TRUE(contains((*lib)->run("layer0", args).error(), "argument #1 has element type i32, expected i64"));
+    // start_pos is passed by value: a device buffer there is refused, naming the argument and its shape.
+    Result<GpuTensor> onDevice = GpuTensor::upload(*rt, Tensor::fromInts(ElementType::I64, {1}, {0}));
+    ASSERT_TRUE(onDevice.ok()) << onDevice.error();
+    args[1] = *onDevice;
+    const std::string scalarError = (*lib)->run("layer0", args).error();
+    EXPECT_TRUE(contains(scalarError, "argument #1 is a device buffer of shape [1], expected a host scalar (i64)"))
+        << scalarError;
+    args[1] = Tensor::fromInts(ElementType::I32, {}, {0});
     EXPECT_TRUE(contains((*lib)->run("layer1", args).error(), "no function @layer1 (it has @layer0)"));
     EXPECT_TRUE(contains(seq->step({{2, Tensor()}}).error(), "argument #2 is state"));
   }
