@@ -43,7 +43,9 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <iostream>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -423,6 +425,70 @@ TEST_F(BatchRuntimeTest, SequencesJoinDecodeTogetherLeaveAndContinueAlone) {
   prefill(seqs[3], 9);
   stepAll();
   stepAll();
+}
+
+// Many steps of random membership: each step, a new sequence may join (after a batch-1 prefill of 1 .. 10 tokens)
+// and a member may leave; every member's row and ring after every batched step is compared with that sequence's own
+// batch-1 Sequence on the same JIT module (itself bit-exact with the interpreter: CPUDifferentialTest), which is
+// stepped with the same token. 300 steps, up to 8 members, the ring (W = 4) wrapping many times.
+TEST_F(BatchRuntimeTest, RandomJoinsAndLeavesOverManySteps) {
+  runtime::Batch batch = runtime::Batch::start(signatures["batched"], runner("batched"), fixedWeights()).take();
+  Random inputs(21);
+  std::mt19937_64 coin(22);
+  struct Alone {
+    std::unique_ptr<runtime::Sequence> seq;
+    runtime::Batch::SequenceId id;
+  };
+  std::vector<Alone> members;
+  int64_t joins = 0, leaves = 0, rows = 0;
+  size_t largest = 0;
+  for (int step = 0; step < 300; ++step) {
+    if (members.size() < 8 && (members.empty() || coin() % 3 == 0)) {
+      ::dsa::Result<runtime::Sequence> seq =
+          runtime::Sequence::start(signatures["one"], runner("one"), fixedWeights());
+      ASSERT_TRUE(seq.ok()) << seq.error();
+      auto alone = std::make_unique<runtime::Sequence>(seq.take());
+      const int64_t tokens = 1 + static_cast<int64_t>(coin() % 10);
+      ASSERT_TRUE(alone->runValues(randomTensor(inputs, ElementType::BF16, {tokens, g.dim}, 1.0f), 0).ok());
+      ::dsa::Result<runtime::Batch::SequenceId> id = batch.join(*alone->state(2), alone->position());
+      ASSERT_TRUE(id.ok()) << id.error();
+      members.push_back({std::move(alone), *id});
+      ++joins;
+    }
+    if (members.size() > 1 && coin() % 4 == 0) {
+      const size_t which = static_cast<size_t>(coin() % members.size());
+      ::dsa::Result<runtime::Batch::Member> left = batch.leave(members[which].id);
+      ASSERT_TRUE(left.ok()) << left.error();
+      EXPECT_EQ(left->position, members[which].seq->position());
+      EXPECT_TRUE(sameBits(left->ring.toTensor(), members[which].seq->state(2)->toTensor())) << "ring on leaving";
+      members.erase(members.begin() + static_cast<std::ptrdiff_t>(which));
+      ++leaves;
+    }
+    ASSERT_EQ(batch.members().size(), members.size());
+    largest = std::max(largest, members.size());
+    const int64_t b = static_cast<int64_t>(members.size());
+    Tensor x = randomTensor(inputs, ElementType::BF16, {b, 1, g.dim}, 1.0f);
+    ::dsa::Result<runtime::HostValue> out = batch.step(x);
+    ASSERT_TRUE(out.ok()) << out.error();
+    Tensor got = out->toTensor();
+    for (int64_t r = 0; r < b; ++r) {
+      Alone &m = members[static_cast<size_t>(r)];
+      ASSERT_EQ(batch.members()[static_cast<size_t>(r)], m.id);
+      SCOPED_TRACE("step " + std::to_string(step) + ", member " + std::to_string(m.id) + " at position " +
+                   std::to_string(m.seq->position()));
+      ::dsa::Result<std::vector<runtime::HostValue>> want = m.seq->runValues(row(x, r, {1, g.dim}), m.seq->position());
+      ASSERT_TRUE(want.ok()) << want.error();
+      ASSERT_TRUE(sameBits(row(got, r, {1, g.dim}), want->front().toTensor())) << "out row";
+      ASSERT_TRUE(sameBits(batch.ring(m.id)->toTensor(), m.seq->state(2)->toTensor())) << "ring";
+      ASSERT_EQ(batch.position(m.id), m.seq->position());
+      ++rows;
+    }
+  }
+  EXPECT_GT(joins, 50);
+  EXPECT_GT(leaves, 30);
+  EXPECT_GE(largest, 6u);
+  std::cout << "[ info ] " << rows << " rows checked over 300 steps, " << joins << " joins, " << leaves
+            << " leaves, up to " << largest << " members\n";
 }
 
 TEST_F(BatchRuntimeTest, ErrorsNameTheFieldAndLeaveTheBatchUnchanged) {
