@@ -142,14 +142,7 @@ Result<Batch::SequenceId> Batch::join(const HostValue &ring, int64_t position) {
     return makeError(where + "ring: " + std::string(dsa::elementTypeName(buffer->elementType())) + " " +
                      shapeString(buffer->shape()) + ", expected " + dsa::elementTypeName(ringType_) + " " +
                      shapeString(ringShape_) + " (window_size, head_dim)");
-  // Split the batched rings into members' rings before the membership changes (nothing is modified on error above).
-  if (batched_) {
-    std::vector<std::shared_ptr<const HostBuffer>> rings;
-    for (size_t b = 0; b < ids_.size(); ++b)
-      rings.push_back(rowOf(*batched_, static_cast<int64_t>(b), ringShape_));
-    rings_ = std::move(rings);
-    batched_.reset();
-  }
+  splitRings(); // before the membership changes (nothing was modified on an error above)
   rings_.push_back(HostBuffer::copyOf(*buffer));
   ids_.push_back(nextId_);
   positions_.push_back(position);
@@ -160,18 +153,22 @@ Result<Batch::Member> Batch::leave(SequenceId id) {
   const int64_t b = indexOf(id);
   if (b < 0)
     return makeError("batch @" + signature_.name + ": sequence " + std::to_string(id) + ": not a member");
-  if (batched_) {
-    std::vector<std::shared_ptr<const HostBuffer>> rings;
-    for (size_t i = 0; i < ids_.size(); ++i)
-      rings.push_back(rowOf(*batched_, static_cast<int64_t>(i), ringShape_));
-    rings_ = std::move(rings);
-    batched_.reset();
-  }
+  splitRings();
   Member m{HostValue(rings_[static_cast<size_t>(b)]), positions_[static_cast<size_t>(b)]};
   rings_.erase(rings_.begin() + b);
   ids_.erase(ids_.begin() + b);
   positions_.erase(positions_.begin() + b);
   return m;
+}
+
+void Batch::splitRings() {
+  if (!batched_)
+    return;
+  std::vector<std::shared_ptr<const HostBuffer>> rings;
+  for (size_t b = 0; b < ids_.size(); ++b)
+    rings.push_back(rowOf(*batched_, static_cast<int64_t>(b), ringShape_));
+  rings_ = std::move(rings);
+  batched_.reset();
 }
 
 Status Batch::gatherRings() {

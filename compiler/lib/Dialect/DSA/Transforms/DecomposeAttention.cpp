@@ -162,9 +162,7 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
 
     AttnConfigAttr config = op.getConfig();
     Location loc = op.getLoc();
-    const int64_t nHeads = config.getNHeads();
     const int64_t headDim = config.getHeadDim();
-    const int64_t groups = config.getOGroups();
     const int64_t ratio = config.getCompressRatio();
     RopeAttr rope = config.getRope();
     FloatAttr eps = config.getNormEps();
@@ -203,18 +201,11 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     };
 
     // Section 3: queries.
-    Value qa = LinearOp::create(rewriter, loc, perToken({config.getQLoraRank()}, bf16), x, op.getWqA());
-    Value qr = RmsNormOp::create(rewriter, loc, qa.getType(), qa, op.getQNorm(), eps);
-    Value qFlat = LinearOp::create(rewriter, loc, perToken({nHeads * headDim}, bf16), qr, op.getWqB());
-    Value qHeads = splitHeads(qFlat, nHeads, headDim);
-    Value q = ApplyRopeOp::create(rewriter, loc, qHeads.getType(), qHeads, pos, rope, /*inverse=*/UnitAttr());
+    auto [qr, q] = emitQueries(rewriter, loc, op, x, pos, tokens, tokensOfr);
     layerProbe("sa_q", q);
 
     // Section 4: the window KV row (fp8 round trip over the whole row), the ring, the rows attention reads.
-    Value kvLin = LinearOp::create(rewriter, loc, perToken({headDim}, bf16), x, op.getWkv());
-    Value kvNorm = RmsNormOp::create(rewriter, loc, kvLin.getType(), kvLin, op.getKvNorm(), eps);
-    Value kvRope = ApplyRopeOp::create(rewriter, loc, kvNorm.getType(), kvNorm, pos, rope, UnitAttr());
-    Value kv = ActQuantFp8Op::create(rewriter, loc, kvRope.getType(), kvRope, i64Attr(kFp8BlockSize));
+    Value kv = emitKvRows(rewriter, loc, op, x, pos, tokens);
     Value newRing = RingUpdateOp::create(rewriter, loc, op.getNewRing().getType(), op.getRing(), kv, startPos);
     // s rows in prefill, W rows in decode, W + s in a chunk at start_pos > 0: dynamic. window_kv reads the ring as
     // it stood before this step (a chunk needs the rows its own tokens overwrite).
@@ -368,10 +359,7 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     layerProbe("sa_o", o);
 
     // Section 11: inverse RoPE, grouped wo_a, wo_b.
-    Value oRot = ApplyRopeOp::create(rewriter, loc, o.getType(), o, pos, rope, rewriter.getUnitAttr());
-    Value og = GroupedOutputOp::create(rewriter, loc, perToken({groups * config.getOLoraRank()}, bf16), oRot,
-                                       op.getWoA(), i64Attr(groups));
-    Value out = LinearOp::create(rewriter, loc, op.getOut().getType(), og, op.getWoB());
+    Value out = emitOutput(rewriter, loc, op, o, pos, tokens, op.getOut().getType());
     layerProbe("attn_out", out);
 
     SmallVector<Value> results{out, newRing};
@@ -393,6 +381,53 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
   }
 
 private:
+  /// Section 3 over `rows` token rows (x [rows, dim], pos [rows] their positions): qr = rms_norm(linear(x, wq_a)),
+  /// q = apply_rope(split heads(linear(qr, wq_b)), pos). The batch-1 step and the batched one share it: the same
+  /// ops, so each row gets the same bits.
+  struct Queries {
+    Value qr, q;
+  };
+  static Queries emitQueries(PatternRewriter &rewriter, Location loc, AttentionOp op, Value x, Value pos,
+                             int64_t rows, OpFoldResult rowsOfr) {
+    AttnConfigAttr config = op.getConfig();
+    Type bf16 = rewriter.getBF16Type();
+    const int64_t heads = config.getNHeads(), headDim = config.getHeadDim();
+    Value qa = LinearOp::create(rewriter, loc, RankedTensorType::get({rows, config.getQLoraRank()}, bf16), x,
+                                op.getWqA());
+    Value qr = RmsNormOp::create(rewriter, loc, qa.getType(), qa, op.getQNorm(), config.getNormEps());
+    Value qFlat =
+        LinearOp::create(rewriter, loc, RankedTensorType::get({rows, heads * headDim}, bf16), qr, op.getWqB());
+    Value qHeads = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({rows, heads, headDim}, bf16), qFlat,
+        ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+        ArrayRef<OpFoldResult>{rowsOfr, rewriter.getIndexAttr(heads), rewriter.getIndexAttr(headDim)});
+    Value q = ApplyRopeOp::create(rewriter, loc, qHeads.getType(), qHeads, pos, config.getRope(),
+                                  /*inverse=*/UnitAttr());
+    return {qr, q};
+  }
+
+  /// Section 4's window KV rows: act_quant_fp8(apply_rope(rms_norm(linear(x, wkv)), pos)), block 32.
+  static Value emitKvRows(PatternRewriter &rewriter, Location loc, AttentionOp op, Value x, Value pos, int64_t rows) {
+    AttnConfigAttr config = op.getConfig();
+    auto type = RankedTensorType::get({rows, config.getHeadDim()}, rewriter.getBF16Type());
+    Value kvLin = LinearOp::create(rewriter, loc, type, x, op.getWkv());
+    Value kvNorm = RmsNormOp::create(rewriter, loc, type, kvLin, op.getKvNorm(), config.getNormEps());
+    Value kvRope = ApplyRopeOp::create(rewriter, loc, type, kvNorm, pos, config.getRope(), UnitAttr());
+    return ActQuantFp8Op::create(rewriter, loc, type, kvRope, rewriter.getI64IntegerAttr(kFp8BlockSize));
+  }
+
+  /// Section 11: linear(grouped_output(apply_rope(o, pos, inverse), wo_a, o_groups), wo_b) of type `outType`.
+  static Value emitOutput(PatternRewriter &rewriter, Location loc, AttentionOp op, Value o, Value pos, int64_t rows,
+                          Type outType) {
+    AttnConfigAttr config = op.getConfig();
+    const int64_t groups = config.getOGroups();
+    Value oRot = ApplyRopeOp::create(rewriter, loc, o.getType(), o, pos, config.getRope(), rewriter.getUnitAttr());
+    Value og = GroupedOutputOp::create(
+        rewriter, loc, RankedTensorType::get({rows, groups * config.getOLoraRank()}, rewriter.getBF16Type()), oRot,
+        op.getWoA(), rewriter.getI64IntegerAttr(groups));
+    return LinearOp::create(rewriter, loc, outType, og, op.getWoB());
+  }
+
   /// A batched window-only step (unsupportedReason checked the shapes): the row-wise ops over the B rows, one
   /// scf.for over the sequences for the ring, the window and sparse attention, the row-wise output.
   LogicalResult rewriteBatched(AttentionOp op, PatternRewriter &rewriter) const {
@@ -400,10 +435,7 @@ private:
     Location loc = op.getLoc();
     const int64_t nHeads = config.getNHeads();
     const int64_t headDim = config.getHeadDim();
-    const int64_t groups = config.getOGroups();
     const int64_t window = config.getWindowSize();
-    RopeAttr rope = config.getRope();
-    FloatAttr eps = config.getNormEps();
     Type bf16 = rewriter.getBF16Type();
     Type i32 = rewriter.getI32Type();
     const int64_t dyn = ShapedType::kDynamic;
@@ -430,18 +462,9 @@ private:
     if (cast<RankedTensorType>(pos.getType()).getDimSize(0) != batch)
       pos = tensor::CastOp::create(rewriter, loc, perRow({}, rewriter.getI64Type()), pos);
 
-    // Section 3 (queries) and section 4's kv row, row-wise over the B rows.
-    Value qa = LinearOp::create(rewriter, loc, perRow({config.getQLoraRank()}, bf16), x, op.getWqA());
-    Value qr = RmsNormOp::create(rewriter, loc, qa.getType(), qa, op.getQNorm(), eps);
-    Value qFlat = LinearOp::create(rewriter, loc, perRow({nHeads * headDim}, bf16), qr, op.getWqB());
-    Value qHeads = tensor::ExpandShapeOp::create(rewriter, loc, perRow({nHeads, headDim}, bf16), qFlat,
-                                                 ArrayRef<ReassociationIndices>{{0}, {1, 2}},
-                                                 ArrayRef<OpFoldResult>{batchOfr, idx(nHeads), idx(headDim)});
-    Value q = ApplyRopeOp::create(rewriter, loc, qHeads.getType(), qHeads, pos, rope, UnitAttr());
-    Value kvLin = LinearOp::create(rewriter, loc, perRow({headDim}, bf16), x, op.getWkv());
-    Value kvNorm = RmsNormOp::create(rewriter, loc, kvLin.getType(), kvLin, op.getKvNorm(), eps);
-    Value kvRope = ApplyRopeOp::create(rewriter, loc, kvNorm.getType(), kvNorm, pos, rope, UnitAttr());
-    Value kv = ActQuantFp8Op::create(rewriter, loc, kvRope.getType(), kvRope, i64Attr(kFp8BlockSize));
+    // Section 3 (queries) and section 4's kv row, row-wise over the B rows: the batch-1 step's ops.
+    Value q = emitQueries(rewriter, loc, op, x, pos, batch, batchOfr).q;
+    Value kv = emitKvRows(rewriter, loc, op, x, pos, batch);
 
     // The per-sequence part: sequence b's ring, window and sparse attention (sections 4, 10) on its slices.
     SmallVector<OpFoldResult> emptySizes;
@@ -487,11 +510,7 @@ private:
     (void)ringType;
 
     // Section 11, row-wise: inverse RoPE at each row's position, grouped wo_a, wo_b; back to [B, 1, dim].
-    Value o = loop.getResult(0);
-    Value oRot = ApplyRopeOp::create(rewriter, loc, o.getType(), o, pos, rope, rewriter.getUnitAttr());
-    Value og = GroupedOutputOp::create(rewriter, loc, perRow({groups * config.getOLoraRank()}, bf16), oRot,
-                                       op.getWoA(), i64Attr(groups));
-    Value outRows = LinearOp::create(rewriter, loc, perRow({config.getDim()}, bf16), og, op.getWoB());
+    Value outRows = emitOutput(rewriter, loc, op, loop.getResult(0), pos, batch, perRow({config.getDim()}, bf16));
     Value out = tensor::ExpandShapeOp::create(rewriter, loc, op.getOut().getType(), outRows,
                                               ArrayRef<ReassociationIndices>{{0, 1}, {2}},
                                               ArrayRef<OpFoldResult>{batchOfr, idx(1), idx(config.getDim())});

@@ -75,6 +75,8 @@ private:
   Batch() = default;
   /// The rings of the members as one [B, W, hd] buffer (rebuilt after a join or leave).
   Status gatherRings();
+  /// The batched buffer back into one ring per member (before the membership changes).
+  void splitRings();
   int64_t indexOf(SequenceId id) const;
 
   FunctionSignature signature_;
