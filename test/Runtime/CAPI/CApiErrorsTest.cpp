@@ -7,8 +7,8 @@
 // every state tensor bit-identical, and a good step after it to give what a sequence that never saw the error gives.
 // The split of a multi-token step at start_pos > 0 is checked against the same tokens stepped one at a time, and the
 // C API's outputs against the C++ runtime's Sequence on the same library. The batch API (dsa_batch_*) on the
-// batched window layer (fixture CApiBatchLibraries: test/Tools/Inputs/batched-window-layer.mlir and the batch-1
-// window-layer.mlir): every error path, the members, rings and positions unchanged after each, and a good step after
+// batched window layer (fixture CApiLibraries, into LIBS-batch: test/Tools/Inputs/batched-window-layer.mlir and
+// the batch-1 window-layer.mlir): every error path, the members, rings and positions unchanged after each, and a good step after
 // them giving what a twin batch that never saw the errors gives (CApiBatchTest.c checks the values).
 //
 //===----------------------------------------------------------------------------------------------------------===//
@@ -609,7 +609,7 @@ protected:
     for (const char *name : {"batched-window-layer", "window-layer"}) {
       dsa_library_t *lib = nullptr;
       Status st(dsa_library_open(DSA_C_API_VERSION, (kBatchLibraries + "/" + name + ".json").c_str(), &lib));
-      ASSERT_TRUE(st.ok()) << st.message() << " (the CTest fixture CApiBatchLibraries writes them)";
+      ASSERT_TRUE(st.ok()) << st.message() << " (the CTest fixture CApiLibraries writes them)";
       libraries.push_back(lib);
     }
     batchedLib = libraries[0];
