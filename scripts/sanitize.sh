@@ -36,11 +36,18 @@ echo "sanitize: dsa-golden (ASan + UBSan) on the CPU step libraries" >&2
 "$san/bin/dsa-golden" --golden "$golden" --libraries "$tmp/cpu" >"$tmp/cpu.log" 2>&1 ||
   { cat "$tmp/cpu.log"; echo "sanitize: FAILED (dsa-golden on the CPU step libraries)" >&2; exit 1; }
 grep -E '^golden: ' "$tmp/cpu.log" | sed 's/^/sanitize: /' >&2
-echo "sanitize: the C API (ASan + UBSan) on the CPU step libraries: CApiGoldenTest, CApiErrorsTest" >&2
+for layer in "$root/test/Tools/Inputs/batched-window-layer.mlir" "$root/test/Conversion/DSAToGPU/Inputs/window-layer.mlir"; do
+  "$main/bin/dsa-compile" "$layer" --target=cpu -o "$tmp/batch" >>"$tmp/emit-batch.log" 2>&1 ||
+    { cat "$tmp/emit-batch.log"; exit 1; }
+done
+echo "sanitize: the C API (ASan + UBSan) on the CPU step libraries: CApiGoldenTest, CApiErrorsTest, CApiBatchTest" >&2
 "$san/test/Runtime/CAPI/CApiGoldenTest" "$golden" "$tmp/cpu" >"$tmp/capi.log" 2>&1 &&
-  DSA_CAPI_LIBRARIES="$tmp/cpu" "$san/test/Runtime/CAPI/CApiErrorsTest" >>"$tmp/capi.log" 2>&1 ||
+  DSA_CAPI_LIBRARIES="$tmp/cpu" DSA_CAPI_BATCH_LIBRARIES="$tmp/batch" "$san/test/Runtime/CAPI/CApiErrorsTest" \
+    >>"$tmp/capi.log" 2>&1 &&
+  "$san/test/Runtime/CAPI/CApiBatchTest" "$tmp/batch/batched-window-layer.json" "$tmp/batch/window-layer.json" \
+    >>"$tmp/capi.log" 2>&1 ||
   { cat "$tmp/capi.log"; echo "sanitize: FAILED (the C API tests)" >&2; exit 1; }
-grep -E '^c api golden: |^\[  PASSED  \]' "$tmp/capi.log" | sed 's/^/sanitize: /' >&2
+grep -E '^c api golden: |^c api batch: |^\[  PASSED  \]' "$tmp/capi.log" | sed 's/^/sanitize: /' >&2
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ -x "$cuda/bin/ptxas" ] && [ -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
   "$main/bin/dsa-run" --golden "$golden" --emit-libraries="$tmp/gpu" --backend=gpu >"$tmp/emit-gpu.log" 2>&1 ||

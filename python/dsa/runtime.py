@@ -11,6 +11,17 @@ one chunk call of a window-only layer (the same bits as decode steps), elsewhere
 split into decode steps. A layer with shared slots (compress_ratio > 0) takes slots= (lib.initial_slots(), passed
 from layer to layer). Errors raise dsa.Error naming the argument ("x: ...", "start_pos: ...", "weights[3] ...",
 "shared: ...", "max_seq_len: ..."); after an error the state, the position and the slots are as before the call.
+
+Batched decode (dsa/Runtime/Host/Batch.h): a library of a batched step function (start_pos tensor<B x i64>, x
+[B, 1, dim], ring [B, W, hd]; window-only layers) runs many sequences' decode steps as one call:
+
+    batch = blib.batch(weights)                                  # no members
+    a = batch.join(seq.state()[2], seq.position)                 # a ring [W, hd] and next position (a prefill's)
+    out = batch.step(x)                                          # x [B, 1, dim]: row b for batch.members[b]
+    ring, position = batch.leave(a)                              # e.g. to go on as a batch-1 sequence
+
+Each out row equals that sequence's own batch-1 step, bit for bit. Errors raise dsa.Error naming the field
+("ring: ...", "position: ...", "x: ...", "sequence 7: not a member", "start_pos: ..."); the batch is unchanged.
 """
 import numpy as np
 
@@ -70,6 +81,47 @@ class Sequence:
         self._seq.reset()
 
 
+def _integer(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise Error(f"{what}: must be an integer, got {type(value).__name__}")
+    return int(value)
+
+
+class Batch:
+    """Many sequences' decode steps as one call of a batched step function (StepLibrary.batch)."""
+
+    def __init__(self, raw):
+        self._batch = raw
+
+    @property
+    def members(self):
+        """The member ids in the order step() takes their rows (join order; a member that left removed)."""
+        return list(self._batch.members)
+
+    def join(self, ring, position):
+        """Adds a sequence whose next token is at `position` with `ring` ([window_size, head_dim], copied), e.g. a
+        batch-1 Sequence's state after its prefill. Returns its id (never reused)."""
+        return self._batch.join(to_raw(ring, "ring"), _integer(position, "position"))
+
+    def leave(self, id):
+        """Removes member `id`; returns (ring, position): its ring after its last step and its next position."""
+        ring, position = self._batch.leave(_integer(id, "id"))
+        return from_raw(ring), position
+
+    def step(self, x):
+        """One decode step of every member: x [B, 1, dim] (B = len(members) >= 1); returns out [B, 1, dim], row b
+        for members[b]. Every member's position advances by one."""
+        return from_raw(self._batch.step(to_raw(x, "x")))
+
+    def position(self, id):
+        """Member `id`'s next position."""
+        return self._batch.position(_integer(id, "id"))
+
+    def ring(self, id):
+        """Member `id`'s ring as it stands (a copy)."""
+        return from_raw(self._batch.ring(_integer(id, "id")))
+
+
 class StepLibrary:
     """A loaded CPU step library (its JSON description; the host must have its CPU features)."""
 
@@ -99,6 +151,10 @@ class StepLibrary:
     def sequence(self, weights, function=None):
         """A new sequence at position 0 with `weights`: the arguments listed by signature().weight_args, in order."""
         return Sequence(self._lib.sequence(_weights(weights), function))
+
+    def batch(self, weights, function=None):
+        """A new, empty Batch of a batched step function with `weights` (signature().weight_args, in order)."""
+        return Batch(self._lib.batch(_weights(weights), function))
 
 
 def load(path):

@@ -23,6 +23,7 @@
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Interpreter.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
+#include "dsa/Runtime/Host/Batch.h"
 #include "dsa/Runtime/Host/Sequence.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -413,6 +414,31 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+/// `weights[i]` as argument weightArgs()[i] of `sig` (errors name "weights" / "weights[i] (argument #a, type)").
+std::map<size_t, runtime::HostValue> fixedWeights(const runtime::FunctionSignature &sig,
+                                                  const std::vector<std::pair<std::string, InArray>> &weights) {
+  Signature s{sig};
+  const std::vector<int64_t> weightArgs = s.weightArgs();
+  if (weights.size() != weightArgs.size())
+    throwError("weights: " + std::to_string(weights.size()) + " given, @" + sig.name + " takes " +
+               std::to_string(weightArgs.size()) + " (the arguments other than x, start_pos, state and shared slots)");
+  std::map<size_t, runtime::HostValue> fixed;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const int64_t a = weightArgs[i];
+    const runtime::ValueKind &kind = sig.args[static_cast<size_t>(a)];
+    const std::string what = "weights[" + std::to_string(i) + "] (argument #" + std::to_string(a) + ", " +
+                             kind.typeString + ")";
+    Tensor t = tensorFromPair(what, weights[i]);
+    bool ok = kind.isTensor && t.elementType() == kind.elem && t.rank() == static_cast<int64_t>(kind.shape.size());
+    for (size_t d = 0; ok && d < kind.shape.size(); ++d)
+      ok = kind.shape[d] < 0 || kind.shape[d] == t.dim(static_cast<int64_t>(d));
+    if (!ok)
+      throwError(what + ": got " + dsa::elementTypeName(t.elementType()) + " " + shapeString(t.shape()));
+    fixed.emplace(static_cast<size_t>(a), runtime::HostValue(runtime::HostBuffer::fromTensor(t)));
+  }
+  return fixed;
+}
+
 /// One sequence: runtime::Sequence over a compiled step library or over the reference interpreter.
 struct PySequence {
   runtime::FunctionSignature sig;
@@ -425,25 +451,7 @@ struct PySequence {
     if (!sig.step.present())
       throwError("function: @" + sig.name + " has no step roles (not a function around one dsa.attention): a sequence "
             "needs x, start_pos and the output");
-    Signature s{sig};
-    const std::vector<int64_t> weightArgs = s.weightArgs();
-    if (weights.size() != weightArgs.size())
-      throwError("weights: " + std::to_string(weights.size()) + " given, @" + sig.name + " takes " +
-            std::to_string(weightArgs.size()) + " (the arguments other than x, start_pos, state and shared slots)");
-    std::map<size_t, runtime::HostValue> fixed;
-    for (size_t i = 0; i < weights.size(); ++i) {
-      const int64_t a = weightArgs[i];
-      const runtime::ValueKind &kind = sig.args[static_cast<size_t>(a)];
-      const std::string what = "weights[" + std::to_string(i) + "] (argument #" + std::to_string(a) + ", " +
-                               kind.typeString + ")";
-      Tensor t = tensorFromPair(what, weights[i]);
-      bool ok = kind.isTensor && t.elementType() == kind.elem && t.rank() == static_cast<int64_t>(kind.shape.size());
-      for (size_t d = 0; ok && d < kind.shape.size(); ++d)
-        ok = kind.shape[d] < 0 || kind.shape[d] == t.dim(static_cast<int64_t>(d));
-      if (!ok)
-        throwError(what + ": got " + dsa::elementTypeName(t.elementType()) + " " + shapeString(t.shape()));
-      fixed.emplace(static_cast<size_t>(a), runtime::HostValue(runtime::HostBuffer::fromTensor(t)));
-    }
+    std::map<size_t, runtime::HostValue> fixed = fixedWeights(sig, weights);
     auto out = std::make_unique<PySequence>();
     out->sig = sig;
     out->seq.emplace(check(runtime::Sequence::start(sig, std::move(runner), std::move(fixed))));
@@ -478,6 +486,49 @@ struct PySequence {
         out.emplace_back(b.arg, rawFromTensor(v->toTensor()));
     return out;
   }
+};
+
+/// Batched decode: runtime::Batch over a batched step function (Batch.h). Every check is the Batch's.
+struct PyBatch {
+  std::optional<runtime::Batch> batch;
+  std::shared_ptr<void> keepAlive; // the library the runner calls
+
+  static std::unique_ptr<PyBatch> start(const runtime::FunctionSignature &sig, runtime::Batch::ValueRunner runner,
+                                        const std::vector<std::pair<std::string, InArray>> &weights,
+                                        std::shared_ptr<void> keepAlive) {
+    auto out = std::make_unique<PyBatch>();
+    out->batch.emplace(check(runtime::Batch::start(sig, std::move(runner), fixedWeights(sig, weights))));
+    out->keepAlive = std::move(keepAlive);
+    return out;
+  }
+
+  int64_t join(const std::pair<std::string, InArray> &ring, int64_t position) {
+    Tensor t = tensorFromPair("ring", ring);
+    return check(batch->join(runtime::HostValue(runtime::HostBuffer::fromTensor(t)), position));
+  }
+
+  std::pair<Raw, int64_t> leave(int64_t id) {
+    runtime::Batch::Member m = check(batch->leave(id));
+    return {rawFromTensor(m.ring.toTensor()), m.position};
+  }
+
+  Raw step(const std::pair<std::string, InArray> &x) {
+    Tensor xt = tensorFromPair("x", x);
+    dsa::Result<runtime::HostValue> r = [&] {
+      nb::gil_scoped_release release;
+      return batch->step(runtime::HostValue(runtime::HostBuffer::fromTensor(xt)));
+    }();
+    return rawFromTensor(check(std::move(r)).toTensor());
+  }
+
+  int64_t position(int64_t id) const {
+    const int64_t p = batch->position(id);
+    if (p < 0)
+      throwError("sequence " + std::to_string(id) + ": not a member");
+    return p;
+  }
+
+  Raw ring(int64_t id) const { return rawFromTensor(check(batch->ring(id)).toTensor()); }
 };
 
 runtime::Sequence::ValueRunner libraryRunner(std::shared_ptr<const dsa::cpu::CPUStepLibrary> lib,
@@ -647,6 +698,14 @@ NB_MODULE(_dsa, m) {
       .def("state", &PySequence::state)
       .def_prop_ro("signature", [](const PySequence &s) { return Signature{s.sig}; });
 
+  nb::class_<PyBatch>(m, "Batch")
+      .def("join", &PyBatch::join, nb::arg("ring"), nb::arg("position"))
+      .def("leave", &PyBatch::leave, nb::arg("id"))
+      .def("step", &PyBatch::step, nb::arg("x"))
+      .def_prop_ro("members", [](const PyBatch &b) { return b.batch->members(); })
+      .def("position", &PyBatch::position, nb::arg("id"))
+      .def("ring", &PyBatch::ring, nb::arg("id"));
+
   nb::class_<StepLibrary>(m, "StepLibrary")
       .def("__init__",
            [](StepLibrary *self, const std::string &path) {
@@ -675,6 +734,14 @@ NB_MODULE(_dsa, m) {
              const runtime::FunctionSignature &sig = l.signature(name);
              return PySequence::start(sig, libraryRunner(l.lib, sig.name), weights,
                                       std::const_pointer_cast<dsa::cpu::CPUStepLibrary>(l.lib));
+           },
+           nb::arg("weights"), nb::arg("function").none() = nb::none())
+      .def("batch",
+           [](const StepLibrary &l, const std::vector<std::pair<std::string, InArray>> &weights,
+              const std::optional<std::string> &name) {
+             const runtime::FunctionSignature &sig = l.signature(name);
+             return PyBatch::start(sig, libraryRunner(l.lib, sig.name), weights,
+                                   std::const_pointer_cast<dsa::cpu::CPUStepLibrary>(l.lib));
            },
            nb::arg("weights"), nb::arg("function").none() = nb::none());
 

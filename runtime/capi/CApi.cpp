@@ -10,6 +10,7 @@
 
 #include "dsa/Runtime/CPU/StepLibrary.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
+#include "dsa/Runtime/Host/Batch.h"
 #include "dsa/Runtime/Host/MemoryFormat.h"
 #include "dsa/Runtime/Host/Sequence.h"
 
@@ -272,6 +273,12 @@ struct dsa_sequence_s {
   std::vector<std::string> stateNames;
 };
 
+struct dsa_batch_s {
+  std::shared_ptr<const LoadedLibrary> lib;
+  const FunctionSignature *sig = nullptr;
+  std::optional<runtime::Batch> batch;
+};
+
 struct dsa_slots_s {
   std::shared_ptr<const LoadedLibrary> lib;
   std::string function;
@@ -326,6 +333,67 @@ std::optional<Failure> lookupFunction(const dsa_library_t *library, const char *
   if (std::optional<Failure> f = requireNonNull(out_info, "out_info"))
     return f;
   return library->lib->lookup(function, sig);
+}
+
+/// The weights of a dsa_sequence_create / dsa_batch_create call, checked and copied: `weights[i]` is argument
+/// `weight_args[i]` of `sig`, every DSA_ARG_WEIGHT argument exactly once.
+std::optional<Failure> bindWeights(const FunctionSignature &sig, size_t num_weights, const size_t *weight_args,
+                                   const dsa_buffer_t *weights, std::map<size_t, HostValue> &fixed) {
+  if (num_weights > 0) {
+    if (std::optional<Failure> f = requireNonNull(weight_args, "weight_args"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(weights, "weights"))
+      return f;
+  }
+  for (size_t i = 0; i < num_weights; ++i) {
+    const size_t a = weight_args[i];
+    const std::string what = "weights[" + std::to_string(i) + "] (argument #" + std::to_string(a) + ")";
+    if (a >= sig.args.size())
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "weight_args[" + std::to_string(i) + "]: argument #" +
+                                                   std::to_string(a) + " does not exist (@" + sig.name +
+                                                   " takes " + std::to_string(sig.args.size()) + ")");
+    if (roleOf(sig, a) != DSA_ARG_WEIGHT)
+      return fail(DSA_STATUS_INVALID_ARGUMENT,
+                  "weight_args[" + std::to_string(i) + "]: argument #" + std::to_string(a) +
+                      " is not a weight (it is x, start_pos, state or a shared slot, which the sequence supplies)");
+    if (fixed.count(a))
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "weight_args[" + std::to_string(i) + "]: argument #" +
+                                                   std::to_string(a) + " is given twice");
+    CheckedBuffer b;
+    if (std::optional<Failure> f = checkBuffer(&weights[i], what, b))
+      return f;
+    if (dsa::Status st = runtime::checkValueKind(sig.args[a], b.type, b.shape, what); !st)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, st.error());
+    if (sig.args[a].isTensor)
+      fixed.emplace(a, HostValue(copyBuffer(b)));
+    else
+      fixed.emplace(a, HostValue(tensorOf(b)));
+  }
+  for (size_t a = 0; a < sig.args.size(); ++a)
+    if (roleOf(sig, a) == DSA_ARG_WEIGHT && !fixed.count(a))
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "weights: argument #" + std::to_string(a) + " (" +
+                                                   sig.args[a].typeString + ") of @" + sig.name +
+                                                   " is a weight and was not given");
+  return ok;
+}
+
+/// The checks of a caller's ring buffer `dst` against member `id`'s ring (which it returns in `ring`).
+std::optional<Failure> checkRingOut(const dsa_batch_t *batch, dsa_batch_id_t id, const dsa_buffer_t *dst,
+                                    const char *what, CheckedBuffer &b, std::shared_ptr<const HostBuffer> &ring) {
+  dsa::Result<HostValue> r = batch->batch->ring(id);
+  if (!r)
+    return fail(DSA_STATUS_INVALID_ARGUMENT, r.error());
+  ring = bytesOf(*r);
+  if (!dst)
+    return ok;
+  if (std::optional<Failure> f = checkBuffer(dst, what, b))
+    return f;
+  if (b.type != ring->elementType() || b.shape != ring->shape())
+    return fail(DSA_STATUS_INVALID_ARGUMENT, std::string(what) + ": " + dsa::elementTypeName(b.type) + " " +
+                                                 runtime::shapeString(b.shape) + ", the ring is " +
+                                                 dsa::elementTypeName(ring->elementType()) + " " +
+                                                 runtime::shapeString(ring->shape()));
+  return ok;
 }
 
 } // namespace
@@ -534,42 +602,9 @@ dsa_status_t dsa_sequence_create(dsa_library_t *library, const char *function, s
                                                           " has a dynamic dimension " + std::to_string(d) +
                                                           " (only the token rows may be dynamic)");
     }
-    if (num_weights > 0) {
-      if (std::optional<Failure> f = requireNonNull(weight_args, "weight_args"))
-        return f;
-      if (std::optional<Failure> f = requireNonNull(weights, "weights"))
-        return f;
-    }
     std::map<size_t, HostValue> fixed;
-    for (size_t i = 0; i < num_weights; ++i) {
-      const size_t a = weight_args[i];
-      const std::string what = "weights[" + std::to_string(i) + "] (argument #" + std::to_string(a) + ")";
-      if (a >= sig->args.size())
-        return fail(DSA_STATUS_INVALID_ARGUMENT, "weight_args[" + std::to_string(i) + "]: argument #" +
-                                                     std::to_string(a) + " does not exist (@" + sig->name +
-                                                     " takes " + std::to_string(sig->args.size()) + ")");
-      if (roleOf(*sig, a) != DSA_ARG_WEIGHT)
-        return fail(DSA_STATUS_INVALID_ARGUMENT,
-                    "weight_args[" + std::to_string(i) + "]: argument #" + std::to_string(a) +
-                        " is not a weight (it is x, start_pos, state or a shared slot, which the sequence supplies)");
-      if (fixed.count(a))
-        return fail(DSA_STATUS_INVALID_ARGUMENT, "weight_args[" + std::to_string(i) + "]: argument #" +
-                                                     std::to_string(a) + " is given twice");
-      CheckedBuffer b;
-      if (std::optional<Failure> f = checkBuffer(&weights[i], what, b))
-        return f;
-      if (dsa::Status st = runtime::checkValueKind(sig->args[a], b.type, b.shape, what); !st)
-        return fail(DSA_STATUS_INVALID_ARGUMENT, st.error());
-      if (sig->args[a].isTensor)
-        fixed.emplace(a, HostValue(copyBuffer(b)));
-      else
-        fixed.emplace(a, HostValue(tensorOf(b)));
-    }
-    for (size_t a = 0; a < sig->args.size(); ++a)
-      if (roleOf(*sig, a) == DSA_ARG_WEIGHT && !fixed.count(a))
-        return fail(DSA_STATUS_INVALID_ARGUMENT, "weights: argument #" + std::to_string(a) + " (" +
-                                                     sig->args[a].typeString + ") of @" + sig->name +
-                                                     " is a weight and was not given");
+    if (std::optional<Failure> f = bindWeights(*sig, num_weights, weight_args, weights, fixed))
+      return f;
     const std::shared_ptr<const LoadedLibrary> lib = library->lib;
     const std::string name = sig->name;
     dsa::Result<runtime::Sequence> seq = [&]() -> dsa::Result<runtime::Sequence> {
@@ -750,5 +785,169 @@ dsa_status_t dsa_slots_create(const dsa_library_t *library, const char *function
 }
 
 void dsa_slots_release(dsa_slots_t *slots) { delete slots; }
+
+dsa_status_t dsa_batch_create(dsa_library_t *library, const char *function, size_t num_weights,
+                              const size_t *weight_args, const dsa_buffer_t *weights, dsa_batch_t **out_batch) {
+  return guard("dsa_batch_create", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(library, "library"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_batch, "out_batch"))
+      return f;
+    const FunctionSignature *sig = nullptr;
+    if (std::optional<Failure> f = library->lib->lookup(function, sig))
+      return f;
+    const std::shared_ptr<const LoadedLibrary> lib = library->lib;
+    if (!lib->cpu)
+      return fail(DSA_STATUS_FAILED_PRECONDITION,
+                  "library: a " + lib->backend + " step library; batched decode runs on CPU step libraries");
+    if (!sig->step.present())
+      return fail(DSA_STATUS_FAILED_PRECONDITION,
+                  "function: @" + sig->name + " has no step roles (x, start_pos, output): not a layer's step function");
+    std::map<size_t, HostValue> fixed;
+    if (std::optional<Failure> f = bindWeights(*sig, num_weights, weight_args, weights, fixed))
+      return f;
+    std::shared_ptr<const dsa::cpu::CPUStepLibrary> cpu = lib->cpu;
+    const std::string name = sig->name;
+    runtime::Batch::ValueRunner runner = [cpu, name](const std::vector<HostValue> &args,
+                                                     std::vector<runtime::NamedTensor> *probes) {
+      return cpu->runValues(name, args, probes);
+    };
+    dsa::Result<runtime::Batch> batch = runtime::Batch::start(*sig, std::move(runner), std::move(fixed));
+    if (!batch)
+      return fail(DSA_STATUS_FAILED_PRECONDITION, batch.error());
+    auto b = std::make_unique<dsa_batch_t>();
+    b->lib = lib;
+    b->sig = sig;
+    b->batch.emplace(batch.take());
+    *out_batch = b.release();
+    return ok;
+  });
+}
+
+void dsa_batch_release(dsa_batch_t *batch) { delete batch; }
+
+dsa_status_t dsa_batch_join(dsa_batch_t *batch, const dsa_buffer_t *ring, int64_t position, dsa_batch_id_t *out_id) {
+  return guard("dsa_batch_join", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(batch, "batch"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_id, "out_id"))
+      return f;
+    CheckedBuffer rb;
+    if (std::optional<Failure> f = checkBuffer(ring, "ring", rb))
+      return f;
+    dsa::Result<runtime::Batch::SequenceId> id = batch->batch->join(HostValue(copyBuffer(rb)), position);
+    if (!id)
+      return fail(codeOfStepError(id.error()), id.error());
+    *out_id = *id;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_batch_leave(dsa_batch_t *batch, dsa_batch_id_t id, const dsa_buffer_t *ring,
+                             int64_t *out_position) {
+  return guard("dsa_batch_leave", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(batch, "batch"))
+      return f;
+    CheckedBuffer rb;
+    std::shared_ptr<const HostBuffer> current;
+    if (std::optional<Failure> f = checkRingOut(batch, id, ring, "ring", rb, current))
+      return f;
+    dsa::Result<runtime::Batch::Member> left = batch->batch->leave(id);
+    if (!left)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, left.error());
+    if (out_position)
+      *out_position = left->position;
+    if (ring)
+      return copyOut(left->ring, rb, "ring");
+    return ok;
+  });
+}
+
+dsa_status_t dsa_batch_step(dsa_batch_t *batch, const dsa_buffer_t *x, const dsa_buffer_t *output) {
+  return guard("dsa_batch_step", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(batch, "batch"))
+      return f;
+    CheckedBuffer xb;
+    if (std::optional<Failure> f = checkBuffer(x, "x", xb))
+      return f;
+    const FunctionSignature &sig = *batch->sig;
+    const runtime::ValueKind &outKind = sig.results[static_cast<size_t>(sig.step.output)];
+    CheckedBuffer ob;
+    if (output) {
+      if (std::optional<Failure> f = checkBuffer(output, "output", ob))
+        return f;
+      std::vector<int64_t> want = outKind.shape;
+      if (!want.empty())
+        want[0] = xb.shape.empty() ? 0 : xb.shape[0];
+      if (ob.type != outKind.elem)
+        return fail(DSA_STATUS_INVALID_ARGUMENT, std::string("output: dtype ") + dsa::elementTypeName(ob.type) +
+                                                     ", the output is " + outKind.typeString);
+      if (ob.shape != want)
+        return fail(DSA_STATUS_INVALID_ARGUMENT, "output: shape " + runtime::shapeString(ob.shape) + ", expected " +
+                                                     runtime::shapeString(want) + " (" + outKind.typeString +
+                                                     " for x's rows)");
+    }
+    dsa::Result<HostValue> out = batch->batch->step(HostValue(copyBuffer(xb)));
+    if (!out)
+      return fail(codeOfStepError(out.error()), out.error());
+    if (output)
+      return copyOut(*out, ob, "output");
+    return ok;
+  });
+}
+
+dsa_status_t dsa_batch_member_count(const dsa_batch_t *batch, size_t *out_count) {
+  return guard("dsa_batch_member_count", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(batch, "batch"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_count, "out_count"))
+      return f;
+    *out_count = batch->batch->members().size();
+    return ok;
+  });
+}
+
+dsa_status_t dsa_batch_member(const dsa_batch_t *batch, size_t index, dsa_batch_id_t *out_id) {
+  return guard("dsa_batch_member", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(batch, "batch"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_id, "out_id"))
+      return f;
+    const std::vector<runtime::Batch::SequenceId> &ids = batch->batch->members();
+    if (index >= ids.size())
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "index: " + std::to_string(index) + " is past the batch's " +
+                                                   std::to_string(ids.size()) + " members");
+    *out_id = ids[index];
+    return ok;
+  });
+}
+
+dsa_status_t dsa_batch_position(const dsa_batch_t *batch, dsa_batch_id_t id, int64_t *out_position) {
+  return guard("dsa_batch_position", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(batch, "batch"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_position, "out_position"))
+      return f;
+    const int64_t p = batch->batch->position(id);
+    if (p < 0)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "sequence " + std::to_string(id) + ": not a member");
+    *out_position = p;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_batch_read_ring(const dsa_batch_t *batch, dsa_batch_id_t id, const dsa_buffer_t *dst) {
+  return guard("dsa_batch_read_ring", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(batch, "batch"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(dst, "dst"))
+      return f;
+    CheckedBuffer b;
+    std::shared_ptr<const HostBuffer> ring;
+    if (std::optional<Failure> f = checkRingOut(batch, id, dst, "dst", b, ring))
+      return f;
+    return copyOut(HostValue(ring), b, "dst");
+  });
+}
 
 } // extern "C"

@@ -6,7 +6,10 @@
 // check errors and state, CApiGoldenTest.c checks values). Each refused step is checked to leave the position and
 // every state tensor bit-identical, and a good step after it to give what a sequence that never saw the error gives.
 // The split of a multi-token step at start_pos > 0 is checked against the same tokens stepped one at a time, and the
-// C API's outputs against the C++ runtime's Sequence on the same library.
+// C API's outputs against the C++ runtime's Sequence on the same library. The batch API (dsa_batch_*) on the
+// batched window layer (fixture CApiLibraries, into LIBS-batch: test/Tools/Inputs/batched-window-layer.mlir and
+// the batch-1 window-layer.mlir): every error path, the members, rings and positions unchanged after each, and a good step after
+// them giving what a twin batch that never saw the errors gives (CApiBatchTest.c checks the values).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa-c/runtime.h"
@@ -21,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -181,7 +185,8 @@ TEST_F(CApiTest, VersionIsTheHeaders) { EXPECT_EQ(dsa_c_api_version(), static_ca
 TEST_F(CApiTest, OpenRefusesAnotherApiVersion) {
   dsa_library_t *lib = nullptr;
   EXPECT_STATUS(dsa_library_open(DSA_C_API_VERSION + 1, path(0).c_str(), &lib), DSA_STATUS_VERSION_MISMATCH,
-                "dsa_library_open: api_version", "version 2", "implements version 1");
+                "dsa_library_open: api_version",
+                "version " + std::to_string(DSA_C_API_VERSION + 1), "implements version " + std::to_string(DSA_C_API_VERSION));
   EXPECT_EQ(lib, nullptr);
   EXPECT_STATUS(dsa_library_open(0, path(0).c_str(), &lib), DSA_STATUS_VERSION_MISMATCH, "version 0");
   EXPECT_EQ(lib, nullptr);
@@ -592,6 +597,219 @@ TEST_F(CApiTest, AgreesWithTheCppSequence) {
   dsa_slots_release(slots);
 }
 
+//===- Batched decode (dsa_batch_*) ------------------------------------------------------------------------------===//
+
+/// The fixture's batch libraries, or $DSA_CAPI_BATCH_LIBRARIES.
+const std::string kBatchLibraries = std::getenv("DSA_CAPI_BATCH_LIBRARIES") ? std::getenv("DSA_CAPI_BATCH_LIBRARIES")
+                                                                            : DSA_CAPI_BATCH_LIBRARIES_DIR;
+
+class CApiBatchTest : public CApiTest {
+protected:
+  void SetUp() override {
+    for (const char *name : {"batched-window-layer", "window-layer"}) {
+      dsa_library_t *lib = nullptr;
+      Status st(dsa_library_open(DSA_C_API_VERSION, (kBatchLibraries + "/" + name + ".json").c_str(), &lib));
+      ASSERT_TRUE(st.ok()) << st.message() << " (the CTest fixture CApiLibraries writes them)";
+      libraries.push_back(lib);
+    }
+    batchedLib = libraries[0];
+    oneLib = libraries[1];
+    weightsOf(batchedLib, "batched", weightArgs, weightBufs);
+    for (const Buffer &b : weightBufs)
+      weightDescs.push_back(b.b);
+  }
+  void TearDown() override {
+    for (dsa_batch_t *b : batches)
+      dsa_batch_release(b);
+    CApiTest::TearDown();
+  }
+  dsa_batch_t *create() {
+    dsa_batch_t *b = nullptr;
+    Status st(dsa_batch_create(batchedLib, "batched", weightDescs.size(), weightArgs.data(), weightDescs.data(), &b));
+    EXPECT_TRUE(st.ok()) << st.message();
+    if (b)
+      batches.push_back(b);
+    return b;
+  }
+  static Buffer ring(uint32_t seed) {
+    Buffer r(DSA_DTYPE_BF16, {8, 32});
+    r.fill(seed, 1.0f);
+    return r;
+  }
+  static Buffer xs(int64_t b, uint32_t seed) {
+    Buffer x(DSA_DTYPE_BF16, {b, 1, 64});
+    x.fill(seed, 2.0f);
+    return x;
+  }
+  /// Members, positions and rings.
+  static std::vector<int64_t> snapshot(dsa_batch_t *batch) {
+    std::vector<int64_t> out;
+    size_t n = 0;
+    Status c(dsa_batch_member_count(batch, &n));
+    EXPECT_TRUE(c.ok()) << c.message();
+    for (size_t i = 0; i < n; ++i) {
+      dsa_batch_id_t id = -1;
+      int64_t p = -1;
+      Status m(dsa_batch_member(batch, i, &id));
+      Status q(dsa_batch_position(batch, id, &p));
+      Buffer r(DSA_DTYPE_BF16, {8, 32});
+      Status rr(dsa_batch_read_ring(batch, id, &r));
+      EXPECT_TRUE(m.ok() && q.ok() && rr.ok()) << m.message() << q.message() << rr.message();
+      out.push_back(id);
+      out.push_back(p);
+      for (size_t k = 0; k < r.b.size_bytes; k += 2) {
+        uint16_t h;
+        std::memcpy(&h, r.bytes.data() + k, 2);
+        out.push_back(h);
+      }
+    }
+    return out;
+  }
+
+  dsa_library_t *batchedLib = nullptr, *oneLib = nullptr;
+  std::vector<size_t> weightArgs;
+  std::vector<Buffer> weightBufs;
+  std::vector<dsa_buffer_t> weightDescs;
+  std::vector<dsa_batch_t *> batches;
+};
+
+TEST_F(CApiBatchTest, CreateErrors) {
+  dsa_batch_t *b = nullptr;
+  const size_t n = weightDescs.size();
+  EXPECT_STATUS(dsa_batch_create(nullptr, "batched", n, weightArgs.data(), weightDescs.data(), &b),
+                DSA_STATUS_INVALID_ARGUMENT, "dsa_batch_create: library is NULL");
+  EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n, weightArgs.data(), weightDescs.data(), nullptr),
+                DSA_STATUS_INVALID_ARGUMENT, "out_batch is NULL");
+  EXPECT_STATUS(dsa_batch_create(batchedLib, "nope", n, weightArgs.data(), weightDescs.data(), &b),
+                DSA_STATUS_NOT_FOUND, "function: no function @nope", "@batched");
+  EXPECT_STATUS(dsa_batch_create(batchedLib, nullptr, n, weightArgs.data(), weightDescs.data(), &b),
+                DSA_STATUS_INVALID_ARGUMENT, "function is NULL");
+  // A batch-1 layer is not a batched step function.
+  EXPECT_STATUS(dsa_batch_create(oneLib, "layer0", n, weightArgs.data(), weightDescs.data(), &b),
+                DSA_STATUS_FAILED_PRECONDITION, "start_pos: ", "tensor<B x i64>");
+  EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n - 1, weightArgs.data(), weightDescs.data(), &b),
+                DSA_STATUS_INVALID_ARGUMENT, "weights: argument #10", "is a weight and was not given");
+  EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n, nullptr, weightDescs.data(), &b),
+                DSA_STATUS_INVALID_ARGUMENT, "weight_args is NULL");
+  std::vector<size_t> args = weightArgs;
+  args[0] = 2; // the ring
+  EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n, args.data(), weightDescs.data(), &b),
+                DSA_STATUS_INVALID_ARGUMENT, "weight_args[0]: argument #2 is not a weight");
+  args[0] = 99;
+  EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n, args.data(), weightDescs.data(), &b),
+                DSA_STATUS_INVALID_ARGUMENT, "weight_args[0]: argument #99 does not exist");
+  args = weightArgs;
+  args[1] = args[0];
+  EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n, args.data(), weightDescs.data(), &b),
+                DSA_STATUS_INVALID_ARGUMENT, "is given twice");
+  std::vector<dsa_buffer_t> descs = weightDescs;
+  const int64_t wrong[1] = {5};
+  descs[0].shape = wrong; // sink tensor<4xf32>
+  EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n, weightArgs.data(), descs.data(), &b),
+                DSA_STATUS_INVALID_ARGUMENT, "weights[0] (argument #3)");
+  EXPECT_EQ(b, nullptr) << "no output on failure";
+}
+
+TEST_F(CApiBatchTest, ErrorsNameTheFieldAndChangeNothing) {
+  dsa_batch_t *batch = create(), *twin = create();
+  ASSERT_TRUE(batch && twin);
+  dsa_batch_id_t a = -1, b = -1, id = -1;
+  const Buffer r0 = ring(1), r1 = ring(2);
+  for (dsa_batch_t *t : {batch, twin}) {
+    ASSERT_OK(dsa_batch_join(t, &r0, 5, &a));
+    ASSERT_OK(dsa_batch_join(t, &r1, 20, &b));
+  }
+  const Buffer x2 = xs(2, 3);
+  Buffer out(DSA_DTYPE_BF16, {2, 1, 64});
+  ASSERT_OK(dsa_batch_step(batch, &x2, &out));
+  ASSERT_OK(dsa_batch_step(twin, &x2, nullptr));
+  const std::vector<int64_t> before = snapshot(batch);
+  ASSERT_EQ(before, snapshot(twin));
+
+  // join
+  Buffer badRing(DSA_DTYPE_BF16, {8, 31});
+  EXPECT_STATUS(dsa_batch_join(batch, &badRing, 0, &id), DSA_STATUS_INVALID_ARGUMENT, "dsa_batch_join: ", "ring: ");
+  Buffer f32Ring(DSA_DTYPE_F32, {8, 32});
+  EXPECT_STATUS(dsa_batch_join(batch, &f32Ring, 0, &id), DSA_STATUS_INVALID_ARGUMENT, "ring: ");
+  EXPECT_STATUS(dsa_batch_join(batch, &r0, -1, &id), DSA_STATUS_INVALID_ARGUMENT, "position: ");
+  EXPECT_STATUS(dsa_batch_join(batch, nullptr, 0, &id), DSA_STATUS_INVALID_ARGUMENT, "ring is NULL");
+  EXPECT_STATUS(dsa_batch_join(batch, &r0, 0, nullptr), DSA_STATUS_INVALID_ARGUMENT, "out_id is NULL");
+  EXPECT_STATUS(dsa_batch_join(nullptr, &r0, 0, &id), DSA_STATUS_INVALID_ARGUMENT, "batch is NULL");
+  Buffer shortRing = ring(4);
+  shortRing.b.size_bytes -= 2;
+  EXPECT_STATUS(dsa_batch_join(batch, &shortRing, 0, &id), DSA_STATUS_INVALID_ARGUMENT, "ring: size_bytes");
+  EXPECT_EQ(id, -1) << "no output on failure";
+  // leave
+  EXPECT_STATUS(dsa_batch_leave(batch, 99, nullptr, nullptr), DSA_STATUS_INVALID_ARGUMENT,
+                "dsa_batch_leave: ", "sequence 99: not a member");
+  int64_t position = -1;
+  EXPECT_STATUS(dsa_batch_leave(batch, a, &badRing, &position), DSA_STATUS_INVALID_ARGUMENT, "ring: bf16 [8, 31]",
+                "the ring is bf16 [8, 32]");
+  EXPECT_EQ(position, -1);
+  EXPECT_STATUS(dsa_batch_leave(nullptr, a, nullptr, nullptr), DSA_STATUS_INVALID_ARGUMENT, "batch is NULL");
+  // step
+  const Buffer x3 = xs(3, 5), x1 = xs(1, 5);
+  EXPECT_STATUS(dsa_batch_step(batch, &x3, nullptr), DSA_STATUS_INVALID_ARGUMENT, "dsa_batch_step: ", "x: ");
+  EXPECT_STATUS(dsa_batch_step(batch, &x1, nullptr), DSA_STATUS_INVALID_ARGUMENT, "x: ");
+  Buffer xRank2(DSA_DTYPE_BF16, {2, 64});
+  EXPECT_STATUS(dsa_batch_step(batch, &xRank2, nullptr), DSA_STATUS_INVALID_ARGUMENT, "x: ");
+  Buffer xTwoTokens(DSA_DTYPE_BF16, {2, 2, 64});
+  EXPECT_STATUS(dsa_batch_step(batch, &xTwoTokens, nullptr), DSA_STATUS_INVALID_ARGUMENT, "x: ");
+  Buffer xF32(DSA_DTYPE_F32, {2, 1, 64});
+  EXPECT_STATUS(dsa_batch_step(batch, &xF32, nullptr), DSA_STATUS_INVALID_ARGUMENT, "x: ");
+  EXPECT_STATUS(dsa_batch_step(batch, nullptr, nullptr), DSA_STATUS_INVALID_ARGUMENT, "x is NULL");
+  Buffer badOut(DSA_DTYPE_BF16, {3, 1, 64});
+  EXPECT_STATUS(dsa_batch_step(batch, &x2, &badOut), DSA_STATUS_INVALID_ARGUMENT, "output: shape [3, 1, 64]",
+                "expected [2, 1, 64]");
+  Buffer f32Out(DSA_DTYPE_F32, {2, 1, 64});
+  EXPECT_STATUS(dsa_batch_step(batch, &x2, &f32Out), DSA_STATUS_INVALID_ARGUMENT, "output: dtype f32");
+  EXPECT_STATUS(dsa_batch_step(nullptr, &x2, nullptr), DSA_STATUS_INVALID_ARGUMENT, "batch is NULL");
+  // queries
+  size_t count = 0;
+  EXPECT_STATUS(dsa_batch_member(batch, 2, &id), DSA_STATUS_INVALID_ARGUMENT, "index: 2 is past the batch's 2 members");
+  EXPECT_STATUS(dsa_batch_member(batch, 0, nullptr), DSA_STATUS_INVALID_ARGUMENT, "out_id is NULL");
+  EXPECT_STATUS(dsa_batch_member_count(batch, nullptr), DSA_STATUS_INVALID_ARGUMENT, "out_count is NULL");
+  EXPECT_STATUS(dsa_batch_member_count(nullptr, &count), DSA_STATUS_INVALID_ARGUMENT, "batch is NULL");
+  EXPECT_STATUS(dsa_batch_position(batch, 99, &position), DSA_STATUS_INVALID_ARGUMENT, "sequence 99: not a member");
+  EXPECT_STATUS(dsa_batch_position(batch, a, nullptr), DSA_STATUS_INVALID_ARGUMENT, "out_position is NULL");
+  Buffer r(DSA_DTYPE_BF16, {8, 32});
+  EXPECT_STATUS(dsa_batch_read_ring(batch, 99, &r), DSA_STATUS_INVALID_ARGUMENT, "sequence 99");
+  EXPECT_STATUS(dsa_batch_read_ring(batch, a, &badRing), DSA_STATUS_INVALID_ARGUMENT, "dst: bf16 [8, 31]");
+  EXPECT_STATUS(dsa_batch_read_ring(batch, a, nullptr), DSA_STATUS_INVALID_ARGUMENT, "dst is NULL");
+
+  EXPECT_EQ(snapshot(batch), before) << "a failed call changes nothing";
+  // And it goes on from where it was: the same as the twin that saw no error.
+  const Buffer x = xs(2, 6);
+  Buffer got(DSA_DTYPE_BF16, {2, 1, 64}), want(DSA_DTYPE_BF16, {2, 1, 64});
+  ASSERT_OK(dsa_batch_step(batch, &x, &got));
+  ASSERT_OK(dsa_batch_step(twin, &x, &want));
+  EXPECT_EQ(got.bytes, want.bytes);
+  EXPECT_EQ(snapshot(batch), snapshot(twin));
+  // Leaving twice, and a step of an empty batch.
+  ASSERT_OK(dsa_batch_leave(batch, a, nullptr, nullptr));
+  EXPECT_STATUS(dsa_batch_leave(batch, a, nullptr, nullptr), DSA_STATUS_INVALID_ARGUMENT,
+                "sequence " + std::to_string(a) + ": not a member");
+  ASSERT_OK(dsa_batch_leave(batch, b, nullptr, &position));
+  EXPECT_EQ(position, 22);
+  ASSERT_OK(dsa_batch_member_count(batch, &count));
+  EXPECT_EQ(count, 0u);
+  Buffer x0(DSA_DTYPE_BF16, {0, 1, 64});
+  EXPECT_STATUS(dsa_batch_step(batch, &x0, nullptr), DSA_STATUS_INVALID_ARGUMENT, "x: ");
+}
+
+TEST_F(CApiBatchTest, PositionOverflowIsAStartPosError) {
+  dsa_batch_t *batch = create();
+  ASSERT_TRUE(batch);
+  const Buffer r = ring(7);
+  dsa_batch_id_t id = -1;
+  ASSERT_OK(dsa_batch_join(batch, &r, std::numeric_limits<int64_t>::max(), &id));
+  const Buffer x = xs(1, 8);
+  EXPECT_STATUS(dsa_batch_step(batch, &x, nullptr), DSA_STATUS_INVALID_ARGUMENT, "start_pos: ");
+  int64_t p = 0;
+  ASSERT_OK(dsa_batch_position(batch, id, &p));
+  EXPECT_EQ(p, std::numeric_limits<int64_t>::max());
+}
+
 TEST(CApiStatus, NullIsOkAndReleasesAcceptNull) {
   EXPECT_EQ(dsa_status_code(nullptr), DSA_STATUS_OK);
   EXPECT_STREQ(dsa_status_message(nullptr), "");
@@ -600,6 +818,7 @@ TEST(CApiStatus, NullIsOkAndReleasesAcceptNull) {
   dsa_library_release(nullptr);
   dsa_sequence_release(nullptr);
   dsa_slots_release(nullptr);
+  dsa_batch_release(nullptr);
   EXPECT_EQ(dsa_dtype_size(DSA_DTYPE_BF16), 2u);
   EXPECT_EQ(dsa_dtype_size(DSA_DTYPE_INDEX), 8u);
   EXPECT_EQ(dsa_dtype_size(static_cast<dsa_dtype_t>(0)), 0u);

@@ -32,15 +32,16 @@
  * the tensor has no elements), rank in 0..DSA_MAX_RANK, shape not NULL for rank > 0, dimensions >= 0, the byte size
  * not overflowing and within size_bytes, then dtype / rank / static dimensions against the function's signature.
  *
- * Ownership. Handles are opaque. dsa_library_t: from dsa_library_open, freed by dsa_library_release; sequences and
- * slot sets keep their library loaded, so it may be released before them. Strings returned by query functions
+ * Ownership. Handles are opaque. dsa_library_t: from dsa_library_open, freed by dsa_library_release; sequences,
+ * batches and slot sets keep their library loaded, so it may be released before them. Strings returned by query functions
  * (names, type spellings) belong to the library and stay valid while its handle or any of its sequences or slot
- * sets lives (a state's name: while its sequence lives). dsa_sequence_t / dsa_slots_t: freed by their release.
+ * sets lives (a state's name: while its sequence lives). dsa_sequence_t / dsa_batch_t / dsa_slots_t: freed by
+ * their release.
  * Release functions accept NULL.
  *
  * Thread-safety. A library handle may be used from any number of threads at once (queries, sequence creation, and
  * steps of distinct sequences run concurrently on a CPU step library; a GPU step library: one thread at a time). A
- * sequence or a slot set is used by one thread at a time (the caller serialises). Statuses are plain values.
+ * sequence, a batch or a slot set is used by one thread at a time (the caller serialises). Statuses are plain values.
  *
  * Shapes, dtypes and units of a step (a function around one dsa.attention layer, "step roles"): x [s, dim] of the
  * layer's activation type (bf16), s >= 1 token rows; start_pos is the position (in tokens) of x's first row, i64;
@@ -68,7 +69,7 @@ extern "C" {
 /* ---- Version -------------------------------------------------------------------------------------------------- */
 
 /** The version of this header (the ABI). Pass it to dsa_library_open. */
-#define DSA_C_API_VERSION 1
+#define DSA_C_API_VERSION 2
 
 /** The version the loaded libdsa_runtime_c implements. */
 DSA_C_EXPORT uint32_t dsa_c_api_version(void);
@@ -137,6 +138,8 @@ typedef struct dsa_sequence_s dsa_sequence_t;
 /** The shared slots (compress_kv, index_k, topk_idxs, candidates) that the compressed layers of one model read and
  *  publish, passed to every layer's step in order (dsa_slots_create). */
 typedef struct dsa_slots_s dsa_slots_t;
+/** Many sequences' decode steps through one batched step function (dsa_batch_create). */
+typedef struct dsa_batch_s dsa_batch_t;
 
 /** Opens the step library described by `description_path` (the .json; its "library" field names the .so,
  *  relative to the .json's folder). CPU step libraries ("format": "dsa-cpu-step-library"): the host's CPU features
@@ -255,6 +258,62 @@ DSA_C_EXPORT dsa_status_t dsa_sequence_state_info(const dsa_sequence_t *sequence
  *  the state's). */
 DSA_C_EXPORT dsa_status_t dsa_sequence_read_state(const dsa_sequence_t *sequence, size_t index,
                                                   const dsa_buffer_t *dst);
+
+/* ---- Batched decode ------------------------------------------------------------------------------------------- */
+
+/* A batched step function is a dsa.attention whose start_pos is a tensor<B x i64> (window-only layers; a library of
+ * e.g. test/Tools/Inputs/batched-window-layer.mlir): x [B, 1, dim] (bf16), one token per sequence at its own
+ * position, ring [B, window_size, head_dim], output [B, 1, dim]. A batch holds its members' rings and positions and
+ * runs ONE call of the function per step for all of them; each output row equals that sequence's own batch-1 step,
+ * bit for bit (attention-semantics.md section 13). Sequences join between steps with a ring [window_size, head_dim]
+ * and the position of their next token (e.g. a dsa_sequence_t of the batch-1 layer after its prefill:
+ * dsa_sequence_read_state and dsa_sequence_position) and leave with theirs. The C API is a thin layer over the C++
+ * runtime::Batch (dsa/Runtime/Host/Batch.h), which makes every check of a join, leave and step. A failed call changes
+ * nothing: members, their rings and positions stay as they were. CPU step libraries only. */
+
+/** Member ids: assigned by dsa_batch_join, never reused within a batch. */
+typedef int64_t dsa_batch_id_t;
+
+/** A new batch (no members) of batched step function `function` of a CPU step library, the weights bound as in
+ *  dsa_sequence_create (`weights[i]` is argument `weight_args[i]`, every DSA_ARG_WEIGHT argument exactly once,
+ *  copied). Errors (DSA_STATUS_INVALID_ARGUMENT unless said): NULL arguments; DSA_STATUS_NOT_FOUND; the weight
+ *  errors of dsa_sequence_create; DSA_STATUS_FAILED_PRECONDITION: a GPU step library, or a function that is not a
+ *  batched step function ("start_pos: ... is not a tensor<B x i64>" for a batch-1 layer: use dsa_sequence_create;
+ *  no step roles; not exactly one state, the ring [?, W, hd]; shared slots). */
+DSA_C_EXPORT dsa_status_t dsa_batch_create(dsa_library_t *library, const char *function, size_t num_weights,
+                                           const size_t *weight_args, const dsa_buffer_t *weights,
+                                           dsa_batch_t **out_batch);
+/** Frees the batch and its members' rings (NULL: nothing). */
+DSA_C_EXPORT void dsa_batch_release(dsa_batch_t *batch);
+
+/** Adds a sequence whose next token is at `position` (>= 0) with `ring` ([window_size, head_dim] of the ring's dtype,
+ *  copied); writes its id. It becomes the last member (its row is the last of the next step's x). Errors: NULL;
+ *  a buffer check of ring; "ring: ..." (dtype or shape), "position: ..." (negative): DSA_STATUS_INVALID_ARGUMENT. */
+DSA_C_EXPORT dsa_status_t dsa_batch_join(dsa_batch_t *batch, const dsa_buffer_t *ring, int64_t position,
+                                         dsa_batch_id_t *out_id);
+/** Removes member `id`, writing its ring after its last step to `ring` (NULL: not written; else dtype and shape
+ *  exactly the ring's [window_size, head_dim]) and its next position to `out_position` (NULL: not written). The
+ *  members after it move up one row. Errors: NULL batch; "sequence <id>: not a member"; a buffer check or a dtype /
+ *  shape mismatch of ring (DSA_STATUS_INVALID_ARGUMENT; the member stays). */
+DSA_C_EXPORT dsa_status_t dsa_batch_leave(dsa_batch_t *batch, dsa_batch_id_t id, const dsa_buffer_t *ring,
+                                          int64_t *out_position);
+
+/** One decode step of every member: `x` [B, 1, dim] with B the member count (>= 1), row b for member b
+ *  (dsa_batch_member); writes `output` [B, 1, dim] (the output's dtype; NULL: not written). Every member's position
+ *  advances by one. Errors: NULL batch / x; a buffer check of x or output (output's shape must be x's B with the
+ *  output's static dims); "x: ..." (dtype, rank, shape, B not the member count, no members), "start_pos: ..." (a
+ *  position + 1 overflowing int64): DSA_STATUS_INVALID_ARGUMENT; the compiled code's failed run-time check
+ *  (DSA_STATUS_RUN_FAILED). */
+DSA_C_EXPORT dsa_status_t dsa_batch_step(dsa_batch_t *batch, const dsa_buffer_t *x, const dsa_buffer_t *output);
+
+/** The number of members, and member `index`'s id (index < count: the order of a step's rows, join order). */
+DSA_C_EXPORT dsa_status_t dsa_batch_member_count(const dsa_batch_t *batch, size_t *out_count);
+DSA_C_EXPORT dsa_status_t dsa_batch_member(const dsa_batch_t *batch, size_t index, dsa_batch_id_t *out_id);
+/** Member `id`'s next position. Errors: NULL; "sequence <id>: not a member" (DSA_STATUS_INVALID_ARGUMENT). */
+DSA_C_EXPORT dsa_status_t dsa_batch_position(const dsa_batch_t *batch, dsa_batch_id_t id, int64_t *out_position);
+/** Copies member `id`'s ring as it stands into `dst` (dtype and shape exactly the ring's [window_size, head_dim]).
+ *  Errors: NULL; not a member; a buffer check or mismatch of dst (DSA_STATUS_INVALID_ARGUMENT). */
+DSA_C_EXPORT dsa_status_t dsa_batch_read_ring(const dsa_batch_t *batch, dsa_batch_id_t id, const dsa_buffer_t *dst);
 
 /* ---- Shared slots between the layers of a model --------------------------------------------------------------- */
 
