@@ -100,7 +100,11 @@ std::string describeFunctions(const dsa::runtime::StepLibraryDescription &descri
     text += "  @" + f.name + ": " + count(f.args.size(), "argument") + ", " + count(f.numResults, "result");
     if (!f.probeNames.empty())
       text += " + " + count(f.probeNames.size(), "probe");
-    if (f.step.present())
+    if (f.step.present() && f.args[static_cast<size_t>(f.step.startPos)].isTensor)
+      text += "; batched decode step (runtime::Batch): x #" + std::to_string(f.step.x) + ", start_pos #" +
+              std::to_string(f.step.startPos) + " (one per sequence), output result #" +
+              std::to_string(f.step.output) + ", " + std::to_string(f.state.size()) + " state";
+    else if (f.step.present())
       text += "; layer step: x #" + std::to_string(f.step.x) + ", start_pos #" + std::to_string(f.step.startPos) +
               ", output result #" + std::to_string(f.step.output) + ", " + std::to_string(f.state.size()) +
               " state, " + std::to_string(f.step.shared.size()) + " shared slots";
