@@ -213,6 +213,25 @@ json attentionToJson(const AttentionConfig &a) {
   return j;
 }
 
+/// `parent[key]` (`at` names `parent`), which must be present and hold null (`into` = nullptr) or an object of only
+/// the keys `allowed` (`into` = it); absent is "<at>.<key>: missing (<nullMeans>)".
+Status objectOrNull(const json &parent, const std::string &at, const char *key, const char *nullMeans,
+                    std::initializer_list<const char *> allowed, const json *&into) {
+  const std::string path = at + "." + key;
+  into = nullptr;
+  if (!parent.contains(key))
+    return makeError(path + ": missing (" + nullMeans + ")");
+  const json &value = parent[key];
+  if (value.is_null())
+    return Status::success();
+  if (!value.is_object())
+    return makeError(path + ": expected an object or null");
+  if (Status st = checkKnownKeys(value, path, allowed); !st)
+    return st;
+  into = &value;
+  return Status::success();
+}
+
 /// Reads attentionToJson's form; every key is required, an unknown one is an error; errors name the field.
 Result<AttentionConfig> attentionFromJson(const json &j, const std::string &where) {
   if (!j.is_object())
@@ -246,15 +265,13 @@ Result<AttentionConfig> attentionFromJson(const json &j, const std::string &wher
   a.ropeTheta = ropeReader.f64("theta");
   if (!ropeReader.ok())
     return makeError(ropeReader.error());
-  if (!rope->contains("yarn"))
-    return makeError(ropeAt + ".yarn: missing (null without YaRN)");
-  if (const json &y = (*rope)["yarn"]; !y.is_null()) {
-    const std::string yarnAt = ropeAt + ".yarn";
-    if (!y.is_object())
-      return makeError(yarnAt + ": expected an object or null");
-    if (Status st = checkKnownKeys(y, yarnAt, {"original_seq_len", "factor", "beta_fast", "beta_slow"}); !st)
-      return makeError(st.error());
-    FieldReader yr(y, yarnAt, kMessages);
+  const json *y = nullptr;
+  if (Status st = objectOrNull(*rope, ropeAt, "yarn", "null without YaRN",
+                               {"original_seq_len", "factor", "beta_fast", "beta_slow"}, y);
+      !st)
+    return makeError(st.error());
+  if (y) {
+    FieldReader yr(*y, ropeAt + ".yarn", kMessages);
     AttentionConfig::Yarn yarn;
     yarn.originalSeqLen = yr.i64("original_seq_len");
     yarn.factor = yr.f64("factor");
@@ -264,19 +281,16 @@ Result<AttentionConfig> attentionFromJson(const json &j, const std::string &wher
       return makeError(yr.error());
     a.yarn = yarn;
   }
-  if (!j.contains("compress"))
-    return makeError(where + ".compress: missing (null for a window-only layer)");
-  if (const json &c = j["compress"]; !c.is_null()) {
-    const std::string compressAt = where + ".compress";
-    if (!c.is_object())
-      return makeError(compressAt + ": expected an object or null");
-    if (Status st = checkKnownKeys(c, compressAt,
-                                   {"is_kv_source", "is_index_source", "is_candidate_source", "uses_candidates",
-                                    "index_n_heads", "index_head_dim", "index_topk", "candidate_topk_blocks",
-                                    "candidate_block_size", "max_seq_len", "index_k_source", "tie_order"});
-        !st)
-      return makeError(st.error());
-    FieldReader cr(c, compressAt, kMessages);
+  const json *c = nullptr;
+  if (Status st = objectOrNull(j, where, "compress", "null for a window-only layer",
+                               {"is_kv_source", "is_index_source", "is_candidate_source", "uses_candidates",
+                                "index_n_heads", "index_head_dim", "index_topk", "candidate_topk_blocks",
+                                "candidate_block_size", "max_seq_len", "index_k_source", "tie_order"},
+                               c);
+      !st)
+    return makeError(st.error());
+  if (c) {
+    FieldReader cr(*c, where + ".compress", kMessages);
     AttentionConfig::Compress cc;
     cc.isKvSource = cr.boolean("is_kv_source");
     cc.isIndexSource = cr.boolean("is_index_source");

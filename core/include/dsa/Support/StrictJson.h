@@ -259,86 +259,65 @@ public:
   /// A required list, or nullptr (error recorded).
   const Json *list(const std::string &key) {
     const Json *j = lookup(key, listNoun());
-    if (j && !j->is_array()) {
-      wrongType(keyPath(key), listNoun(), *j);
-      return nullptr;
-    }
-    return j;
+    return j ? listAt(*j, keyPath(key), listNoun()) : nullptr;
   }
+  /// The integers of the list `j` (`at` names it).
   std::vector<int64_t> i64s(const Json &j, const std::string &at, bool wrapUnsigned = false) {
-    std::vector<int64_t> out;
-    if (!j.is_array()) {
-      wrongType(at, listNoun() + " of integers", j);
-      return out;
-    }
-    out.reserve(j.size());
-    for (size_t i = 0; i < j.size() && ok(); ++i) {
-      int64_t v = 0;
-      asI64(j[i], at + "[" + std::to_string(i) + "]", v, wrapUnsigned);
-      out.push_back(v);
-    }
-    return out;
+    return elements<int64_t>(listAt(j, at, listNoun() + " of integers"), at,
+                             [&](const Json &e, const std::string &p, int64_t &v) { asI64(e, p, v, wrapUnsigned); });
   }
   std::vector<int64_t> i64s(const std::string &key, bool wrapUnsigned = false) {
     const Json *j = list(key);
     return j ? i64s(*j, keyPath(key), wrapUnsigned) : std::vector<int64_t>{};
   }
   std::vector<uint64_t> u64s(const std::string &key) {
-    std::vector<uint64_t> out;
-    const Json *j = list(key);
-    if (!j)
-      return out;
-    for (size_t i = 0; i < j->size() && ok(); ++i) {
-      uint64_t v = 0;
-      asU64((*j)[i], keyPath(key) + "[" + std::to_string(i) + "]", v);
-      out.push_back(v);
-    }
-    return out;
+    return elements<uint64_t>(list(key), keyPath(key),
+                              [&](const Json &e, const std::string &p, uint64_t &v) { asU64(e, p, v); });
   }
+  /// The numbers of the list `j` (`at` names it).
   std::vector<double> f64s(const Json &j, const std::string &at) {
-    std::vector<double> out;
-    if (!j.is_array()) {
-      wrongType(at, listNoun() + " of numbers", j);
-      return out;
-    }
-    out.reserve(j.size());
-    for (size_t i = 0; i < j.size() && ok(); ++i) {
-      double v = 0;
-      asF64(j[i], at + "[" + std::to_string(i) + "]", v);
-      out.push_back(v);
-    }
-    return out;
+    return elements<double>(listAt(j, at, listNoun() + " of numbers"), at,
+                            [&](const Json &e, const std::string &p, double &v) { asF64(e, p, v); });
   }
   std::vector<std::string> strs(const std::string &key) {
-    std::vector<std::string> out;
-    const Json *j = list(key);
-    if (!j)
-      return out;
-    for (size_t i = 0; i < j->size() && ok(); ++i) {
-      if (!(*j)[i].is_string()) {
-        wrongType(keyPath(key) + "[" + std::to_string(i) + "]", "a string", (*j)[i]);
-        break;
-      }
-      out.push_back((*j)[i].template get<std::string>());
-    }
-    return out;
+    return elements<std::string>(list(key), keyPath(key), [&](const Json &e, const std::string &p, std::string &v) {
+      if (!e.is_string())
+        wrongType(p, "a string", e);
+      else
+        v = e.template get<std::string>();
+    });
   }
   /// A list of lists of integers (`at` names `j`).
   std::vector<std::vector<int64_t>> i64Matrix(const Json &j, const std::string &at, bool wrapUnsigned = false) {
-    std::vector<std::vector<int64_t>> out;
-    if (!j.is_array()) {
-      wrongType(at, listNoun() + " of lists", j);
-      return out;
-    }
-    for (size_t i = 0; i < j.size() && ok(); ++i)
-      out.push_back(i64s(j[i], at + "[" + std::to_string(i) + "]", wrapUnsigned));
-    return out;
+    return elements<std::vector<int64_t>>(
+        listAt(j, at, listNoun() + " of lists"), at,
+        [&](const Json &e, const std::string &p, std::vector<int64_t> &v) { v = i64s(e, p, wrapUnsigned); });
   }
 
   const Json &object() const { return object_; }
   const std::string &path() const { return path_; }
 
 private:
+  /// `j` if it is a list, else nullptr with "expected <noun>" recorded.
+  const Json *listAt(const Json &j, const std::string &at, const std::string &noun) {
+    if (j.is_array())
+      return &j;
+    wrongType(at, noun, j);
+    return nullptr;
+  }
+  /// read(element, "<at>[i]", value) for each element of `list` (none when it is nullptr) until an error.
+  template <class T, class Read> std::vector<T> elements(const Json *list, const std::string &at, Read read) {
+    std::vector<T> out;
+    if (!list)
+      return out;
+    out.reserve(list->size());
+    for (size_t i = 0; i < list->size() && ok(); ++i) {
+      T v{};
+      read((*list)[i], at + "[" + std::to_string(i) + "]", v);
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
   std::string listNoun() const { return messages_ == FieldMessages::Detailed ? "a list" : "an array"; }
   /// The value of `key`, or nullptr with "missing" (Detailed, or no `noun`) / "missing or not <noun>" recorded.
   const Json *lookup(const std::string &key, const char *noun) { return lookup(key, std::string(noun ? noun : "")); }
