@@ -15,6 +15,9 @@ namespace {
 
 using nlohmann::json;
 using dsa::json::checkKnownKeys;
+using FieldReader = dsa::json::FieldReader<json>;
+/// The step description's wording of a missing or mistyped field: "<path>: missing or not an integer".
+constexpr dsa::json::FieldMessages kMessages = dsa::json::FieldMessages::Combined;
 
 json kindToJson(const ValueKind &k) {
   json j;
@@ -105,10 +108,11 @@ Result<StepRoles> rolesFromJson(const json &j, const std::string &where, const F
   if (Status st = checkKnownKeys(j, where, {"x", "start_pos", "output", "max_seq_len", "shared", "chunked"}); !st)
     return makeError(st.error());
   StepRoles roles;
+  FieldReader r(j, where, kMessages);
   auto index = [&](const char *key, size_t limit, const char *what) -> Result<int64_t> {
-    if (!j.contains(key) || !j[key].is_number_integer())
-      return makeError(where + "." + key + ": missing or not an integer");
-    int64_t v = j[key].get<int64_t>();
+    int64_t v = r.i64(key);
+    if (!r.ok())
+      return makeError(r.error());
     if (v < 0 || v >= static_cast<int64_t>(limit))
       return makeError(where + "." + key + ": " + std::to_string(v) + " is not one of the function's " +
                        std::to_string(limit) + " " + what);
@@ -209,6 +213,25 @@ json attentionToJson(const AttentionConfig &a) {
   return j;
 }
 
+/// `parent[key]` (`at` names `parent`), which must be present and hold null (`into` = nullptr) or an object of only
+/// the keys `allowed` (`into` = it); absent is "<at>.<key>: missing (<nullMeans>)".
+Status objectOrNull(const json &parent, const std::string &at, const char *key, const char *nullMeans,
+                    std::initializer_list<const char *> allowed, const json *&into) {
+  const std::string path = at + "." + key;
+  into = nullptr;
+  if (!parent.contains(key))
+    return makeError(path + ": missing (" + nullMeans + ")");
+  const json &value = parent[key];
+  if (value.is_null())
+    return Status::success();
+  if (!value.is_object())
+    return makeError(path + ": expected an object or null");
+  if (Status st = checkKnownKeys(value, path, allowed); !st)
+    return st;
+  into = &value;
+  return Status::success();
+}
+
 /// Reads attentionToJson's form; every key is required, an unknown one is an error; errors name the field.
 Result<AttentionConfig> attentionFromJson(const json &j, const std::string &where) {
   if (!j.is_object())
@@ -218,109 +241,71 @@ Result<AttentionConfig> attentionFromJson(const json &j, const std::string &wher
                                   "o_lora_rank", "window_size", "compress_ratio", "norm_eps", "rope", "compress"});
       !st)
     return makeError(st.error());
-  std::string error;
-  auto integer = [&](const json &o, const std::string &at, const char *key, int64_t &into) {
-    if (!error.empty())
-      return;
-    if (!o.contains(key) || !o[key].is_number_integer())
-      error = at + "." + key + ": missing or not an integer";
-    else
-      into = o[key].get<int64_t>();
-  };
-  auto real = [&](const json &o, const std::string &at, const char *key, double &into) {
-    if (!error.empty())
-      return;
-    if (!o.contains(key) || !o[key].is_number())
-      error = at + "." + key + ": missing or not a number";
-    else
-      into = o[key].get<double>();
-  };
-  auto boolean = [&](const json &o, const std::string &at, const char *key, bool &into) {
-    if (!error.empty())
-      return;
-    if (!o.contains(key) || !o[key].is_boolean())
-      error = at + "." + key + ": missing or not a boolean";
-    else
-      into = o[key].get<bool>();
-  };
-  auto string = [&](const json &o, const std::string &at, const char *key, std::string &into) {
-    if (!error.empty())
-      return;
-    if (!o.contains(key) || !o[key].is_string() || o[key].get<std::string>().empty())
-      error = at + "." + key + ": missing or not a non-empty string";
-    else
-      into = o[key].get<std::string>();
-  };
+  FieldReader r(j, where, kMessages);
   AttentionConfig a;
-  integer(j, where, "layer_id", a.layerId);
-  integer(j, where, "dim", a.dim);
-  integer(j, where, "n_heads", a.nHeads);
-  integer(j, where, "head_dim", a.headDim);
-  integer(j, where, "rope_head_dim", a.ropeHeadDim);
-  integer(j, where, "q_lora_rank", a.qLoraRank);
-  integer(j, where, "o_groups", a.oGroups);
-  integer(j, where, "o_lora_rank", a.oLoraRank);
-  integer(j, where, "window_size", a.windowSize);
-  integer(j, where, "compress_ratio", a.compressRatio);
-  real(j, where, "norm_eps", a.normEps);
-  if (!error.empty())
-    return makeError(error);
+  a.layerId = r.i64("layer_id");
+  a.dim = r.i64("dim");
+  a.nHeads = r.i64("n_heads");
+  a.headDim = r.i64("head_dim");
+  a.ropeHeadDim = r.i64("rope_head_dim");
+  a.qLoraRank = r.i64("q_lora_rank");
+  a.oGroups = r.i64("o_groups");
+  a.oLoraRank = r.i64("o_lora_rank");
+  a.windowSize = r.i64("window_size");
+  a.compressRatio = r.i64("compress_ratio");
+  a.normEps = r.f64("norm_eps");
+  const json *rope = r.object("rope");
+  if (!r.ok())
+    return makeError(r.error());
   const std::string ropeAt = where + ".rope";
-  if (!j.contains("rope") || !j["rope"].is_object())
-    return makeError(ropeAt + ": missing or not an object");
-  const json &rope = j["rope"];
-  if (Status st = checkKnownKeys(rope, ropeAt, {"rope_dim", "theta", "yarn"}); !st)
+  if (Status st = checkKnownKeys(*rope, ropeAt, {"rope_dim", "theta", "yarn"}); !st)
     return makeError(st.error());
-  integer(rope, ropeAt, "rope_dim", a.ropeDim);
-  real(rope, ropeAt, "theta", a.ropeTheta);
-  if (!error.empty())
-    return makeError(error);
-  if (!rope.contains("yarn"))
-    return makeError(ropeAt + ".yarn: missing (null without YaRN)");
-  if (!rope["yarn"].is_null()) {
-    const json &y = rope["yarn"];
-    const std::string yarnAt = ropeAt + ".yarn";
-    if (!y.is_object())
-      return makeError(yarnAt + ": expected an object or null");
-    if (Status st = checkKnownKeys(y, yarnAt, {"original_seq_len", "factor", "beta_fast", "beta_slow"}); !st)
-      return makeError(st.error());
+  FieldReader ropeReader(*rope, ropeAt, kMessages);
+  a.ropeDim = ropeReader.i64("rope_dim");
+  a.ropeTheta = ropeReader.f64("theta");
+  if (!ropeReader.ok())
+    return makeError(ropeReader.error());
+  const json *y = nullptr;
+  if (Status st = objectOrNull(*rope, ropeAt, "yarn", "null without YaRN",
+                               {"original_seq_len", "factor", "beta_fast", "beta_slow"}, y);
+      !st)
+    return makeError(st.error());
+  if (y) {
+    FieldReader yr(*y, ropeAt + ".yarn", kMessages);
     AttentionConfig::Yarn yarn;
-    integer(y, yarnAt, "original_seq_len", yarn.originalSeqLen);
-    real(y, yarnAt, "factor", yarn.factor);
-    real(y, yarnAt, "beta_fast", yarn.betaFast);
-    real(y, yarnAt, "beta_slow", yarn.betaSlow);
-    if (!error.empty())
-      return makeError(error);
+    yarn.originalSeqLen = yr.i64("original_seq_len");
+    yarn.factor = yr.f64("factor");
+    yarn.betaFast = yr.f64("beta_fast");
+    yarn.betaSlow = yr.f64("beta_slow");
+    if (!yr.ok())
+      return makeError(yr.error());
     a.yarn = yarn;
   }
-  if (!j.contains("compress"))
-    return makeError(where + ".compress: missing (null for a window-only layer)");
-  if (!j["compress"].is_null()) {
-    const json &c = j["compress"];
-    const std::string compressAt = where + ".compress";
-    if (!c.is_object())
-      return makeError(compressAt + ": expected an object or null");
-    if (Status st = checkKnownKeys(c, compressAt,
-                                   {"is_kv_source", "is_index_source", "is_candidate_source", "uses_candidates",
-                                    "index_n_heads", "index_head_dim", "index_topk", "candidate_topk_blocks",
-                                    "candidate_block_size", "max_seq_len", "index_k_source", "tie_order"});
-        !st)
-      return makeError(st.error());
+  const json *c = nullptr;
+  if (Status st = objectOrNull(j, where, "compress", "null for a window-only layer",
+                               {"is_kv_source", "is_index_source", "is_candidate_source", "uses_candidates",
+                                "index_n_heads", "index_head_dim", "index_topk", "candidate_topk_blocks",
+                                "candidate_block_size", "max_seq_len", "index_k_source", "tie_order"},
+                               c);
+      !st)
+    return makeError(st.error());
+  if (c) {
+    FieldReader cr(*c, where + ".compress", kMessages);
     AttentionConfig::Compress cc;
-    boolean(c, compressAt, "is_kv_source", cc.isKvSource);
-    boolean(c, compressAt, "is_index_source", cc.isIndexSource);
-    boolean(c, compressAt, "is_candidate_source", cc.isCandidateSource);
-    boolean(c, compressAt, "uses_candidates", cc.usesCandidates);
-    integer(c, compressAt, "index_n_heads", cc.indexNHeads);
-    integer(c, compressAt, "index_head_dim", cc.indexHeadDim);
-    integer(c, compressAt, "index_topk", cc.indexTopk);
-    integer(c, compressAt, "candidate_topk_blocks", cc.candidateTopkBlocks);
-    integer(c, compressAt, "candidate_block_size", cc.candidateBlockSize);
-    integer(c, compressAt, "max_seq_len", cc.maxSeqLen);
-    string(c, compressAt, "index_k_source", cc.indexKSource);
-    string(c, compressAt, "tie_order", cc.tieOrder);
-    if (!error.empty())
-      return makeError(error);
+    cc.isKvSource = cr.boolean("is_kv_source");
+    cc.isIndexSource = cr.boolean("is_index_source");
+    cc.isCandidateSource = cr.boolean("is_candidate_source");
+    cc.usesCandidates = cr.boolean("uses_candidates");
+    cc.indexNHeads = cr.i64("index_n_heads");
+    cc.indexHeadDim = cr.i64("index_head_dim");
+    cc.indexTopk = cr.i64("index_topk");
+    cc.candidateTopkBlocks = cr.i64("candidate_topk_blocks");
+    cc.candidateBlockSize = cr.i64("candidate_block_size");
+    cc.maxSeqLen = cr.i64("max_seq_len");
+    cc.indexKSource = cr.nonEmptyStr("index_k_source");
+    cc.tieOrder = cr.nonEmptyStr("tie_order");
+    if (!cr.ok())
+      return makeError(cr.error());
     a.compress = cc;
   }
   return a;
@@ -546,22 +531,23 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
       !st)
     return makeError(st.error());
   StepLibraryDescription d;
-  if (!j.contains("library") || !j["library"].is_string() || j["library"].get<std::string>().empty())
-    return makeError("library: missing or not a non-empty string");
-  d.library = j["library"].get<std::string>();
+  FieldReader r(j, "", kMessages);
+  d.library = r.nonEmptyStr("library");
+  if (!r.ok())
+    return makeError(r.error());
   if (!j.contains("library_sha256") || !j["library_sha256"].is_string() ||
       !isSha256Hex(j["library_sha256"].get<std::string>()))
     return makeError("library_sha256: missing or not a SHA-256 (64 lower-case hex digits)");
   d.librarySha256 = j["library_sha256"].get<std::string>();
-  if (!j.contains("abi_version") || !j["abi_version"].is_number_integer())
-    return makeError("abi_version: missing or not an integer");
-  d.abiVersion = j["abi_version"].get<int64_t>();
+  d.abiVersion = r.i64("abi_version");
+  if (!r.ok())
+    return makeError(r.error());
   if (d.abiVersion != abi::kStepLibraryAbiVersion)
     return makeError("abi_version: " + std::to_string(d.abiVersion) + ", this runtime calls step libraries of ABI version " +
                      std::to_string(abi::kStepLibraryAbiVersion));
-  if (!j.contains("target_cpu") || !j["target_cpu"].is_string())
-    return makeError("target_cpu: missing or not a string");
-  d.targetCpu = j["target_cpu"].get<std::string>();
+  d.targetCpu = r.str("target_cpu");
+  if (!r.ok())
+    return makeError(r.error());
   if (!j.contains("target_features") || !j["target_features"].is_array())
     return makeError("target_features: missing or not an array of feature names");
   for (const json &f : j["target_features"]) {
@@ -569,13 +555,12 @@ Result<StepLibraryDescription> parseStepLibrary(const std::string &text) {
       return makeError("target_features: expected an array of feature names, got " + f.dump());
     d.targetFeatures.push_back(f.get<std::string>());
   }
-  if (!j.contains("parallel") || !j["parallel"].is_boolean())
-    return makeError("parallel: missing or not a boolean");
-  d.parallel = j["parallel"].get<bool>();
-  if (!j.contains("functions") || !j["functions"].is_array())
-    return makeError("functions: missing or not an array");
-  for (size_t i = 0; i < j["functions"].size(); ++i) {
-    const json &fj = j["functions"][i];
+  d.parallel = r.boolean("parallel");
+  const json *functions = r.list("functions");
+  if (!r.ok())
+    return makeError(r.error());
+  for (size_t i = 0; i < functions->size(); ++i) {
+    const json &fj = (*functions)[i];
     const std::string where = "functions[" + std::to_string(i) + "]";
     if (Status st = checkKnownKeys(fj, where,
                                    {"name", "symbol", "args", "results", "num_results", "probes", "state", "step",

@@ -1084,6 +1084,41 @@ TEST(CPURuntime, CompiledSignatureAttentionConfigurationDisagreementsNameTheFiel
       << absent.error();
 }
 
+// The description's attention configuration is read field by field (dsa/Support/StrictJson.h FieldReader, the
+// step description's wording): a field of another type, an integer beyond int64 (once read as a wrapped negative)
+// and an empty string are refused, each naming its path.
+TEST(CPURuntime, DescriptionAttentionFieldsOfAnotherTypeNameTheField) {
+  const std::string text = runtime::describeStepLibrary(configuredDescription());
+  const std::string topk = "\"index_topk\": 6,";
+  ASSERT_NE(text.find(topk), std::string::npos) << text;
+  auto withTopk = [&](const std::string &replacement) {
+    std::string t = text;
+    t.replace(t.find(topk), topk.size(), replacement);
+    return runtime::parseStepLibrary(t);
+  };
+  auto quoted = withTopk("\"index_topk\": \"6\",");
+  ASSERT_FALSE(quoted.ok());
+  EXPECT_NE(quoted.error().find("functions[0].attention[0].compress.index_topk: missing or not an integer"),
+            std::string::npos)
+      << quoted.error();
+  auto huge = withTopk("\"index_topk\": 18446744073709551615,");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().find("functions[0].attention[0].compress.index_topk: integer 18446744073709551615 does not "
+                              "fit in i64"),
+            std::string::npos)
+      << huge.error();
+  const std::string tie = "\"tie_order\": \"";
+  const size_t at = text.find(tie);
+  ASSERT_NE(at, std::string::npos) << text;
+  std::string emptyTie = text;
+  emptyTie.erase(at + tie.size(), emptyTie.find('"', at + tie.size()) - (at + tie.size()));
+  auto empty = runtime::parseStepLibrary(emptyTie);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().find("functions[0].attention[0].compress.tie_order: missing or not a non-empty string"),
+            std::string::npos)
+      << empty.error();
+}
+
 TEST(CPURuntime, CompiledSignatureOfAnotherAbiOrMissingOrMalformedIsAnError) {
   const runtime::StepLibraryDescription good = signedDescription();
   auto expectError = [&](const char *text, const std::string &needle) {
