@@ -377,6 +377,43 @@ std::optional<Failure> bindWeights(const FunctionSignature &sig, size_t num_weig
   return ok;
 }
 
+/// A function's step roles, which sequences and batches need.
+std::optional<Failure> requireStepRoles(const FunctionSignature &sig) {
+  if (!sig.step.present())
+    return fail(DSA_STATUS_FAILED_PRECONDITION,
+                "function: @" + sig.name + " has no step roles (x, start_pos, output): not a layer's step function");
+  return ok;
+}
+
+/// The runner of a sequence or batch over function `name` of a CPU step library (its buffers kept resident).
+runtime::Sequence::ValueRunner cpuRunner(std::shared_ptr<const dsa::cpu::CPUStepLibrary> cpu, std::string name) {
+  return [cpu = std::move(cpu), name = std::move(name)](const std::vector<HostValue> &args,
+                                                       std::vector<runtime::NamedTensor> *probes) {
+    return cpu->runValues(name, args, probes);
+  };
+}
+
+/// The checks of a caller's output buffer (may be NULL: nothing to check) against the step's output `outKind`
+/// for `rows` rows of x; `rowsText` ends the shape message (" for x's N rows").
+std::optional<Failure> checkOutputBuffer(const dsa_buffer_t *output, const runtime::ValueKind &outKind, int64_t rows,
+                                         const std::string &rowsText, CheckedBuffer &ob) {
+  if (!output)
+    return ok;
+  if (std::optional<Failure> f = checkBuffer(output, "output", ob))
+    return f;
+  std::vector<int64_t> want = outKind.shape;
+  if (!want.empty())
+    want[0] = rows;
+  if (ob.type != outKind.elem)
+    return fail(DSA_STATUS_INVALID_ARGUMENT, std::string("output: dtype ") + dsa::elementTypeName(ob.type) +
+                                                 ", the output is " + outKind.typeString);
+  if (ob.shape != want)
+    return fail(DSA_STATUS_INVALID_ARGUMENT, "output: shape " + runtime::shapeString(ob.shape) + ", expected " +
+                                                 runtime::shapeString(want) + " (" + outKind.typeString + rowsText +
+                                                 ")");
+  return ok;
+}
+
 /// The checks of a caller's ring buffer `dst` against member `id`'s ring (which it returns in `ring`).
 std::optional<Failure> checkRingOut(const dsa_batch_t *batch, dsa_batch_id_t id, const dsa_buffer_t *dst,
                                     const char *what, CheckedBuffer &b, std::shared_ptr<const HostBuffer> &ring) {
@@ -591,9 +628,8 @@ dsa_status_t dsa_sequence_create(dsa_library_t *library, const char *function, s
     const FunctionSignature *sig = nullptr;
     if (std::optional<Failure> f = library->lib->lookup(function, sig))
       return f;
-    if (!sig->step.present())
-      return fail(DSA_STATUS_FAILED_PRECONDITION,
-                  "function: @" + sig->name + " has no step roles (x, start_pos, output): not a layer's step function");
+    if (std::optional<Failure> f = requireStepRoles(*sig))
+      return f;
     if (sig->step.output >= 0 && static_cast<size_t>(sig->step.output) < sig->results.size()) {
       const runtime::ValueKind &out = sig->results[static_cast<size_t>(sig->step.output)];
       for (size_t d = 1; d < out.shape.size(); ++d)
@@ -608,14 +644,8 @@ dsa_status_t dsa_sequence_create(dsa_library_t *library, const char *function, s
     const std::shared_ptr<const LoadedLibrary> lib = library->lib;
     const std::string name = sig->name;
     dsa::Result<runtime::Sequence> seq = [&]() -> dsa::Result<runtime::Sequence> {
-      if (lib->cpu) {
-        std::shared_ptr<const dsa::cpu::CPUStepLibrary> cpu = lib->cpu;
-        runtime::Sequence::ValueRunner runner = [cpu, name](const std::vector<HostValue> &args,
-                                                            std::vector<runtime::NamedTensor> *probes) {
-          return cpu->runValues(name, args, probes);
-        };
-        return runtime::Sequence::start(*sig, std::move(runner), std::move(fixed));
-      }
+      if (lib->cpu)
+        return runtime::Sequence::start(*sig, cpuRunner(lib->cpu, name), std::move(fixed));
       return runtime::Sequence::start(*sig, dsa::cuda::makeSequenceRunner(lib->gpu, name), std::move(fixed));
     }();
     if (!seq)
@@ -660,20 +690,9 @@ dsa_status_t dsa_sequence_step(dsa_sequence_t *sequence, const dsa_buffer_t *x, 
       return fail(codeOfStepError(plan.error()), plan.error());
     const runtime::ValueKind &outKind = sig.results[static_cast<size_t>(sig.step.output)];
     CheckedBuffer ob;
-    if (output) {
-      if (std::optional<Failure> f = checkBuffer(output, "output", ob))
-        return f;
-      std::vector<int64_t> want = outKind.shape;
-      if (!want.empty())
-        want[0] = xb.shape[0];
-      if (ob.type != outKind.elem)
-        return fail(DSA_STATUS_INVALID_ARGUMENT, std::string("output: dtype ") + dsa::elementTypeName(ob.type) +
-                                                     ", the output is " + outKind.typeString);
-      if (ob.shape != want)
-        return fail(DSA_STATUS_INVALID_ARGUMENT, "output: shape " + runtime::shapeString(ob.shape) + ", expected " +
-                                                     runtime::shapeString(want) + " (" + outKind.typeString +
-                                                     " for x's " + std::to_string(xb.shape[0]) + " rows)");
-    }
+    if (std::optional<Failure> f = checkOutputBuffer(output, outKind, xb.shape[0],
+                                                     " for x's " + std::to_string(xb.shape[0]) + " rows", ob))
+      return f;
     dsa::Result<std::vector<HostValue>> results =
         seq.runValues(tensorOf(xb), startPos, shared ? &shared->slots : nullptr);
     if (!results)
@@ -800,19 +819,12 @@ dsa_status_t dsa_batch_create(dsa_library_t *library, const char *function, size
     if (!lib->cpu)
       return fail(DSA_STATUS_FAILED_PRECONDITION,
                   "library: a " + lib->backend + " step library; batched decode runs on CPU step libraries");
-    if (!sig->step.present())
-      return fail(DSA_STATUS_FAILED_PRECONDITION,
-                  "function: @" + sig->name + " has no step roles (x, start_pos, output): not a layer's step function");
+    if (std::optional<Failure> f = requireStepRoles(*sig))
+      return f;
     std::map<size_t, HostValue> fixed;
     if (std::optional<Failure> f = bindWeights(*sig, num_weights, weight_args, weights, fixed))
       return f;
-    std::shared_ptr<const dsa::cpu::CPUStepLibrary> cpu = lib->cpu;
-    const std::string name = sig->name;
-    runtime::Batch::ValueRunner runner = [cpu, name](const std::vector<HostValue> &args,
-                                                     std::vector<runtime::NamedTensor> *probes) {
-      return cpu->runValues(name, args, probes);
-    };
-    dsa::Result<runtime::Batch> batch = runtime::Batch::start(*sig, std::move(runner), std::move(fixed));
+    dsa::Result<runtime::Batch> batch = runtime::Batch::start(*sig, cpuRunner(lib->cpu, sig->name), std::move(fixed));
     if (!batch)
       return fail(DSA_STATUS_FAILED_PRECONDITION, batch.error());
     auto b = std::make_unique<dsa_batch_t>();
@@ -873,20 +885,9 @@ dsa_status_t dsa_batch_step(dsa_batch_t *batch, const dsa_buffer_t *x, const dsa
     const FunctionSignature &sig = *batch->sig;
     const runtime::ValueKind &outKind = sig.results[static_cast<size_t>(sig.step.output)];
     CheckedBuffer ob;
-    if (output) {
-      if (std::optional<Failure> f = checkBuffer(output, "output", ob))
-        return f;
-      std::vector<int64_t> want = outKind.shape;
-      if (!want.empty())
-        want[0] = xb.shape.empty() ? 0 : xb.shape[0];
-      if (ob.type != outKind.elem)
-        return fail(DSA_STATUS_INVALID_ARGUMENT, std::string("output: dtype ") + dsa::elementTypeName(ob.type) +
-                                                     ", the output is " + outKind.typeString);
-      if (ob.shape != want)
-        return fail(DSA_STATUS_INVALID_ARGUMENT, "output: shape " + runtime::shapeString(ob.shape) + ", expected " +
-                                                     runtime::shapeString(want) + " (" + outKind.typeString +
-                                                     " for x's rows)");
-    }
+    if (std::optional<Failure> f =
+            checkOutputBuffer(output, outKind, xb.shape.empty() ? 0 : xb.shape[0], " for x's rows", ob))
+      return f;
     dsa::Result<HostValue> out = batch->batch->step(HostValue(copyBuffer(xb)));
     if (!out)
       return fail(codeOfStepError(out.error()), out.error());
