@@ -440,7 +440,6 @@ private:
     Type i32 = rewriter.getI32Type();
     const int64_t dyn = ShapedType::kDynamic;
     auto xType = cast<RankedTensorType>(op.getX().getType());
-    auto ringType = cast<RankedTensorType>(op.getRing().getType());
     // B: static when x's leading dimension is.
     const int64_t batch = xType.getDimSize(0);
     auto perRow = [&](ArrayRef<int64_t> rest, Type elem) {
@@ -467,7 +466,6 @@ private:
     Value kv = emitKvRows(rewriter, loc, op, x, pos, batch);
 
     // The per-sequence part: sequence b's ring, window and sparse attention (sections 4, 10) on its slices.
-    SmallVector<OpFoldResult> emptySizes;
     SmallVector<Value> dynSizes;
     if (ShapedType::isDynamic(batch))
       dynSizes.push_back(b);
@@ -507,7 +505,6 @@ private:
                                                         ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
           scf::YieldOp::create(builder, bodyLoc, ValueRange{oAll, ringAll});
         });
-    (void)ringType;
 
     // Section 11, row-wise: inverse RoPE at each row's position, grouped wo_a, wo_b; back to [B, 1, dim].
     Value outRows = emitOutput(rewriter, loc, op, loop.getResult(0), pos, batch, perRow({config.getDim()}, bf16));
