@@ -393,6 +393,64 @@ func.func @k5(%x: tensor<?x5xbf16>, %w: tensor<3x5xbf16>) -> tensor<?x3xbf16> {
   expectMatchesInterpreter(text, "k5", {randomFloats(ElementType::BF16, {2, 5}), randomFloats(ElementType::BF16, {3, 5})});
 }
 
+// The blocked product's k-loop is fused multiply-adds when every product of x and w is exact in f32, and acc + a * b
+// otherwise (emitGroupedDots' productsExact). Two inputs where the two differ, 4 tokens (a full block: the widened
+// panel's path) x 5 outputs, K = 16 (lane 0 sums k = 0 and k = 8): a product below f32's normal range and a
+// product that overflows. Each must give the interpreter's (unfused) bits; the checks on the host first make sure
+// the inputs do tell the two apart, so a lowering that fused them unguarded would fail here.
+TEST_F(CPUBackendTest, LinearFusesMultiplyAddOnlyWhenProductsAreExact) {
+  const char *text = R"mlir(
+func.func @lin(%x: tensor<?x16xbf16>, %w: tensor<5x16xbf16>) -> tensor<?x5xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x16xbf16>, tensor<5x16xbf16>) -> tensor<?x5xbf16>
+  return %y : tensor<?x5xbf16>
+}
+)mlir";
+  auto bf16 = [](float v) { return ::dsa::numerics::bf16BitsToF32(::dsa::numerics::f32ToBf16Bits(v)); };
+  // Output (m, 0) = bf16(lane1 + lane0): lane 0 = x0*w0 then + x8*w8, lane 1 = x1*w1; the other lanes and columns 0.
+  auto unfusedFused = [&](float x0, float w0, float x8, float w8, float x1, float w1) {
+    volatile float p0 = x0 * w0, p8 = x8 * w8, p1 = x1 * w1; // products rounded on their own
+    float unfused = bf16((p0 + p8) + p1);
+    float fused = bf16(std::fma(x8, w8, p0) + p1);
+    return std::make_pair(unfused, fused);
+  };
+  struct Case {
+    const char *name;
+    float x0, w0, x8, w8, x1, w1;
+  };
+  const Case cases[] = {
+      // Below the normal range: 2^-149 - 1.5 * 2^-149 is -2^-149 unfused (the product rounds to -2^-148 first) but
+      // -0 fused; added to 3 * 2^-134 (a tie between two bf16 subnormals) it rounds down unfused, to even fused.
+      {"underflow", 0x1p-75f, 0x1p-74f, -0x1.8p-75f, 0x1p-74f, 0x1.8p-66f, 0x1p-67f},
+      // Overflow: -1.5 * 2^127 + 2^128 is inf unfused (the product 2^128 rounds to inf) and 2^126 fused.
+      {"overflow", -0x1.8p64f, 0x1p63f, 0x1p64f, 0x1p64f, 0.0f, 0.0f},
+  };
+  for (const Case &c : cases) {
+    auto [unfused, fused] = unfusedFused(c.x0, c.w0, c.x8, c.w8, c.x1, c.w1);
+    ASSERT_NE(::dsa::numerics::f32ToBf16Bits(unfused), ::dsa::numerics::f32ToBf16Bits(fused)) << c.name;
+    const int64_t M = 4, N = 5, K = 16;
+    std::vector<float> x(M * K, 0.0f), w(N * K, 0.0f);
+    for (int64_t m = 0; m < M; ++m) {
+      x[m * K + 0] = c.x0, x[m * K + 8] = c.x8, x[m * K + 1] = c.x1;
+      for (int64_t k = 3; k < K; k += 4) // ordinary values elsewhere (not k = 0, 1, 8): the other columns' dots
+        x[m * K + k] = bf16(0.25f * static_cast<float>(m + k));
+    }
+    w[0] = c.w0, w[8] = c.w8, w[1] = c.w1;
+    for (int64_t n = 1; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        w[n * K + k] = bf16(0.5f - 0.125f * static_cast<float>((n * 7 + k) % 9));
+    SCOPED_TRACE(c.name);
+    expectMatchesInterpreter(text, "lin", {Tensor::fromFloats(ElementType::BF16, {M, K}, x),
+                                           Tensor::fromFloats(ElementType::BF16, {N, K}, w)});
+    if (haveOpenMP()) {
+      cpu::CPUCompileOptions par;
+      par.parallel = true;
+      expectMatchesInterpreter(text, "lin", {Tensor::fromFloats(ElementType::BF16, {M, K}, x),
+                                             Tensor::fromFloats(ElementType::BF16, {N, K}, w)},
+                               par);
+    }
+  }
+}
+
 TEST_F(CPUBackendTest, RmsNormMatchesInterpreter) {
   const char *text = R"mlir(
 func.func @bf(%x: tensor<?x16xbf16>, %w: tensor<16xbf16>) -> tensor<?x16xbf16> {

@@ -2,8 +2,10 @@
 // scf.forall over panels of w rows (folded away when one panel holds all of w), and inside, when x has at least 4
 // rows, the panel's bf16 w rows widened to f32 once (an scf.if: decode reads the bf16 rows), then blocks of 4 tokens x 4
 // outputs reading the widened rows: ONE scf.for over k = 0, 8, .. carrying 16 vector<8xf32> accumulators, one per (token, output), each
-// updated as acc + x[m, k:k+8] * w[n, k:k+8] (element-wise mulf then addf: the kernels' dotF32 lanes, no
-// contraction, no reduction across lanes); then a scalar tail loop over the last K % 8 columns (one f32 sum per
+// updated as acc + x[m, k:k+8] * w[n, k:k+8] (element-wise: the kernels' dotF32 lanes, no reduction across lanes):
+// vector.fma when a run-time check (x's and the panel's magnitudes, folded in one pass over x and in the widening
+// loop) shows every product exact in f32, so the fused and unfused sums have the same bits, else mulf then addf
+// (no contraction); then a scalar tail loop over the last K % 8 columns (one f32 sum per
 // pair, from 0.0), each pair's lanes combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, then bf16 RNE (bf16
 // linear) or nothing (f32), inserted at (m, n). Leftover outputs of a block of tokens: 4 x 1 blocks; leftover
 // tokens (decode): 1 x 4 blocks over strided outputs n, n + q, n + 2q, n + 3q (q = outputs / 4), then 1 x 1.
@@ -21,27 +23,58 @@
 // CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x29xbf16>, %[[W:[a-z0-9_]+]]: tensor<5x29xbf16>)
 // CHECK-DAG: %[[ZERO8:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : vector<8xf32>
 // CHECK-DAG: %[[ZERO:[a-z0-9_]+]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[INF:[a-z0-9_]+]] = arith.constant 0x7F800000 : f32
+// CHECK-DAG: %[[TINY:[a-z0-9_]+]] = arith.constant 1.17549435E-38 : f32
 // CHECK: %[[XF:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[X]] : tensor<?x29xbf16>) outs(%{{.*}} : tensor<?x29xf32>)
 // CHECK: arith.extf %{{.*}} : bf16 to f32
 // CHECK: %[[OUT:[a-z0-9_]+]] = tensor.empty(%{{.*}}) : tensor<?x5xbf16>
+// x's magnitudes, once per product (for the fused k-loop's check below): the largest |x|, the smallest nonzero |x|
+// (0 counted as +inf) and the OR of the f32 values' low 16 bits (0: every value is a bf16 one).
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xi32>, f32, f32, i32) {
+// CHECK: %[[XA:[a-z0-9_]+]] = math.absf %{{.*}} : vector<8xf32>
+// CHECK: arith.maximumf %{{.*}}, %[[XA]] : vector<8xf32>
+// CHECK: arith.minimumf
+// CHECK: arith.andi %{{.*}}, %{{.*}} : vector<8xi32>
+// CHECK: %[[XMAX:[a-z0-9_]+]] = arith.maximumf %{{.*}}, %{{.*}}#3 : f32
+// CHECK: %[[XMIN:[a-z0-9_]+]] = arith.minimumf %{{.*}}, %{{.*}}#4 : f32
+// CHECK: %[[XBF16:[a-z0-9_]+]] = arith.cmpi eq, %{{.*}}, %c0_i32 : i32
 // CHECK: %[[SLICE:[a-z0-9_]+]] = tensor.extract_slice %[[OUT]][0, 0] [%{{.*}}, 5] [1, 1]
 // Blocks of 4 tokens, when there is one: the panel's w rows widened to f32 first (8 lanes, then the K % 8 tail).
 // CHECK: %[[ANY:[a-z0-9_]+]] = arith.cmpi sgt, %[[MFULL:[a-z0-9_]+]], %c0 : index
 // CHECK: %[[FILLED:[a-z0-9_]+]] = scf.if %[[ANY]] -> (tensor<?x?xbf16>) {
-// CHECK: %[[WF:[a-z0-9_]+]] = scf.for %[[R:[a-z0-9_]+]] = %c0 to %c5 step %c1 iter_args({{.*}}) -> (tensor<?x29xf32>) {
+// The widening loop also folds w's magnitudes.
+// CHECK: %[[WF:[a-z0-9_]+]]:5 = scf.for %[[R:[a-z0-9_]+]] = %c0 to %c5 step %c1 iter_args({{.*}}) -> (tensor<?x29xf32>, vector<8xf32>, vector<8xf32>, f32, f32) {
 // CHECK: vector.transfer_read %[[W]][%[[R]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
-// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: %[[WL:[a-z0-9_]+]] = arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[R]], %{{.*}}] {in_bounds = [true]} : vector<8xf32>, tensor<?x29xf32>
+// CHECK: math.absf %[[WL]] : vector<8xf32>
 // CHECK: scf.for %{{.*}} = %c24 to %c29 step %c1
 // CHECK: tensor.extract %[[W]][%[[R]], %{{.*}}] : tensor<5x29xbf16>
 // CHECK: tensor.insert %{{.*}} into %{{.*}}[%[[R]], %{{.*}}] : tensor<?x29xf32>
+// Every product exact in f32 (max|x| max|w| finite, min|x| min|w| >= 2^-126, x bf16 values): the blocks with
+// vector.fma (the same bits: docs/cpu-backend.md), else the blocks with mulf + addf.
+// CHECK: %[[WMAX:[a-z0-9_]+]] = arith.maximumf %{{.*}}, %[[WF]]#3 : f32
+// CHECK: %[[WMIN:[a-z0-9_]+]] = arith.minimumf %{{.*}}, %[[WF]]#4 : f32
+// CHECK: %[[PMAX:[a-z0-9_]+]] = arith.mulf %[[XMAX]], %[[WMAX]] : f32
+// CHECK: %[[NOOVF:[a-z0-9_]+]] = arith.cmpf olt, %[[PMAX]], %[[INF]] : f32
+// CHECK: %[[PMIN:[a-z0-9_]+]] = arith.mulf %[[XMIN]], %[[WMIN]] : f32
+// CHECK: %[[NOUNF:[a-z0-9_]+]] = arith.cmpf oge, %[[PMIN]], %[[TINY]] : f32
+// CHECK: %[[BOTH:[a-z0-9_]+]] = arith.andi %[[NOOVF]], %[[NOUNF]] : i1
+// CHECK: %[[EXACT:[a-z0-9_]+]] = arith.andi %[[XBF16]], %[[BOTH]] : i1
+// CHECK: scf.if %[[EXACT]] -> (tensor<?x?xbf16>) {
+// CHECK: scf.for %{{.*}} = %c0 to %[[MFULL]] step %c4 iter_args(%{{.*}} = %[[SLICE]]) -> (tensor<?x5xbf16>) {
+// CHECK: %{{.*}}:16 = scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args(
+// CHECK-COUNT-16: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NOT: arith.mulf
+// CHECK: scf.yield
+// CHECK: } else {
 // CHECK: %[[BANDS:[a-z0-9_]+]] = scf.for %[[M0:[a-z0-9_]+]] = %c0 to %[[MFULL]] step %c4 iter_args(%[[Y:[a-z0-9_]+]] = %[[SLICE]]) -> (tensor<?x5xbf16>) {
 // CHECK: %[[M1:[a-z0-9_]+]] = arith.addi %[[M0]], %c1 : index
 // CHECK: %[[ACC:[a-z0-9_]+]]:16 = scf.for %[[K:[a-z0-9_]+]] = %c0 to %c24 step %c8 iter_args(%[[A00:[a-z0-9_]+]] = %[[ZERO8]], %[[A01:[a-z0-9_]+]] = %[[ZERO8]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-DAG: %[[XV0:[a-z0-9_]+]] = vector.transfer_read %[[XF]][%[[M0]], %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
 // CHECK-DAG: %[[XV1:[a-z0-9_]+]] = vector.transfer_read %[[XF]][%[[M1]], %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
-// CHECK-DAG: %[[WV0:[a-z0-9_]+]] = vector.transfer_read %[[WF]][%c0, %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
-// CHECK-DAG: %[[WV1:[a-z0-9_]+]] = vector.transfer_read %[[WF]][%c1, %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
+// CHECK-DAG: %[[WV0:[a-z0-9_]+]] = vector.transfer_read %[[WF]]#0[%c0, %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
+// CHECK-DAG: %[[WV1:[a-z0-9_]+]] = vector.transfer_read %[[WF]]#0[%c1, %[[K]]], %[[ZERO]] {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
 // CHECK: %[[P00:[a-z0-9_]+]] = arith.mulf %[[XV0]], %[[WV0]] : vector<8xf32>
 // CHECK: %[[S00:[a-z0-9_]+]] = arith.addf %[[A00]], %[[P00]] : vector<8xf32>
 // CHECK: %[[P01:[a-z0-9_]+]] = arith.mulf %[[XV0]], %[[WV1]] : vector<8xf32>
@@ -49,7 +82,7 @@
 // CHECK: scf.yield %[[S00]], %[[S01]], {{.*}} : vector<8xf32>,
 // CHECK: %[[TAIL:[a-z0-9_]+]]:16 = scf.for %[[KT:[a-z0-9_]+]] = %c24 to %c29 step %c1 iter_args(%[[T00:[a-z0-9_]+]] = %[[ZERO]], {{.*}}) -> (f32,
 // CHECK-DAG: %[[XS:[a-z0-9_]+]] = tensor.extract %[[XF]][%[[M0]], %[[KT]]] : tensor<?x29xf32>
-// CHECK-DAG: %[[WS:[a-z0-9_]+]] = tensor.extract %[[WF]][%c0, %[[KT]]] : tensor<?x29xf32>
+// CHECK-DAG: %[[WS:[a-z0-9_]+]] = tensor.extract %[[WF]]#0[%c0, %[[KT]]] : tensor<?x29xf32>
 // CHECK: %[[PT:[a-z0-9_]+]] = arith.mulf %[[XS]], %[[WS]] : f32
 // CHECK: arith.addf %[[T00]], %[[PT]] : f32
 // The lanes of (m0, n0): ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, bf16, inserted at (m0, 0).
@@ -73,7 +106,7 @@
 // CHECK: tensor.insert %[[R]] into %[[Y]][%[[M0]], %c0] : tensor<?x5xbf16>
 // The leftover output (n = 4) of the block of tokens: 4 x 1.
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
-// CHECK: vector.transfer_read %[[WF]][%c4, %{{.*}}]
+// CHECK: vector.transfer_read %[[WF]]#0[%c4, %{{.*}}]
 // CHECK: scf.yield %{{.*}} : tensor<?x5xbf16>
 // No block of 4 tokens (decode): the panel is not widened.
 // CHECK: } else {

@@ -13,6 +13,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 
 namespace mlir::dsa::cpu_lowering {
 
@@ -171,7 +173,7 @@ Value readLanes(Emit t, Value src, ValueRange lead, Value k) {
 /// but no pair's sum is shared with or reordered by another's. Element-wise vector ops only (no reduction across
 /// lanes, no contraction). Each pair's lanes are combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), then its tail sum
 /// over k >= 8*(K/8) (ascending, from 0.0f) is added last.
-SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K) {
+SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K, bool fused) {
   const int64_t K8 = K / kLanes;
   const size_t na = a.rows.size(), nb = b.rows.size();
   auto laneType = VectorType::get({kLanes}, e.f32());
@@ -190,7 +192,8 @@ SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int6
             bv.push_back(readLanes(t, b.tensor, lead, column(t, b.k0, k)));
           for (size_t i = 0; i < na; ++i)
             for (size_t j = 0; j < nb; ++j)
-              next.push_back(t.fadd(iter[i * nb + j], t.fmul(av[i], bv[j])));
+              next.push_back(fused ? vector::FMAOp::create(t.b, t.loc, av[i], bv[j], iter[i * nb + j]).getResult()
+                                   : t.fadd(iter[i * nb + j], t.fmul(av[i], bv[j])));
           scf::YieldOp::create(bb, loc, next);
         });
     accs.assign(loop.getResults().begin(), loop.getResults().end());
@@ -235,6 +238,108 @@ Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, i
   DotRows br{b, {SmallVector<Value>(bLead.begin(), bLead.end())}, Value()};
   return emitDotBlock(e, ar, br, K).front();
 }
+
+namespace {
+/// `v` as a constant of `type` (f32, or a vector of f32 lanes).
+Value splatF32(Emit e, Type type, float v) {
+  if (auto vt = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(vt, v));
+  return e.cf(v);
+}
+
+/// The magnitudes an operand's products can reach: the largest |v| (NaN when some v is NaN: arith.maximumf
+/// propagates it) and the smallest nonzero |v| (+inf when every v is 0), as scalars or per vector lane.
+struct Magnitudes {
+  Value maxAbs, minAbs;
+};
+Magnitudes noMagnitudes(Emit e, Type type) { return {splatF32(e, type, 0.0f), splatF32(e, type, INFINITY)}; }
+/// `m` with the f32 values `v` (same shape as m's members) folded in.
+Magnitudes foldMagnitudes(Emit t, Magnitudes m, Value v) {
+  Type type = v.getType();
+  Value a = math::AbsFOp::create(t.b, t.loc, v);
+  Value isZero = t.cmpf(arith::CmpFPredicate::OEQ, a, splatF32(t, type, 0.0f));
+  Value nonzero = t.sel(isZero, splatF32(t, type, INFINITY), a);
+  return {arith::MaximumFOp::create(t.b, t.loc, m.maxAbs, a), arith::MinimumFOp::create(t.b, t.loc, m.minAbs, nonzero)};
+}
+/// Scalar magnitudes from per-lane ones `lanes` and scalar ones `tail`.
+Magnitudes combineMagnitudes(Emit t, Magnitudes lanes, Magnitudes tail) {
+  Value mx = vector::ReductionOp::create(t.b, t.loc, vector::CombiningKind::MAXIMUMF, lanes.maxAbs);
+  Value mn = vector::ReductionOp::create(t.b, t.loc, vector::CombiningKind::MINIMUMF, lanes.minAbs);
+  return {arith::MaximumFOp::create(t.b, t.loc, mx, tail.maxAbs), arith::MinimumFOp::create(t.b, t.loc, mn, tail.minAbs)};
+}
+
+/// What the fused k-loop needs to know of x [M, C] (bf16 or f32): whether every element is a bf16 value (an f32
+/// element with its low 16 bits clear; always for bf16) and its Magnitudes. One pass over x: 8 lanes at a time,
+/// then the C % 8 tail of each row.
+std::pair<Value, Magnitudes> bf16Magnitudes(Emit e, Value x, int64_t C) {
+  const bool isF32 = cast<RankedTensorType>(x.getType()).getElementType().isF32();
+  auto laneType = VectorType::get({kLanes}, e.f32());
+  auto bitsType = VectorType::get({kLanes}, e.i32());
+  Value M = e.sizeValue(sizesOf(e, x)[0]);
+  const int64_t C8 = C / kLanes * kLanes;
+  Magnitudes lanes0 = noMagnitudes(e, laneType), tail0 = noMagnitudes(e, e.f32());
+  Value lowBits0 = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(bitsType, 0));
+  Value tailBits0 = e.c32(0);
+  auto rows = scf::ForOp::create(
+      e.b, e.loc, e.idx(0), M, e.idx(1),
+      ValueRange{lanes0.maxAbs, lanes0.minAbs, lowBits0, tail0.maxAbs, tail0.minAbs, tailBits0},
+      [&](OpBuilder &bb, Location loc, Value m, ValueRange it) {
+        Emit u{bb, loc};
+        SmallVector<Value> cur(it.begin(), it.end());
+        if (C8 > 0) {
+          auto lanesLoop = scf::ForOp::create(
+              u.b, u.loc, u.idx(0), u.idx(C8), u.idx(kLanes), ValueRange{cur[0], cur[1], cur[2]},
+              [&](OpBuilder &b2, Location l2, Value k, ValueRange li) {
+                Emit v{b2, l2};
+                Value vals = readLanes(v, x, ValueRange{m}, k);
+                Magnitudes next = foldMagnitudes(v, {li[0], li[1]}, vals);
+                Value bits = li[2];
+                if (isF32) {
+                  Value raw = arith::BitcastOp::create(v.b, v.loc, bitsType, vals);
+                  Value low = arith::ConstantOp::create(v.b, v.loc, DenseElementsAttr::get(bitsType, 0xFFFF));
+                  bits = v.bor(bits, v.band(raw, low));
+                }
+                scf::YieldOp::create(b2, l2, ValueRange{next.maxAbs, next.minAbs, bits});
+              });
+          for (int i = 0; i < 3; ++i)
+            cur[i] = lanesLoop.getResult(i);
+        }
+        if (C8 < C) {
+          auto tailLoop = scf::ForOp::create(
+              u.b, u.loc, u.idx(C8), u.idx(C), u.idx(1), ValueRange{cur[3], cur[4], cur[5]},
+              [&](OpBuilder &b2, Location l2, Value k, ValueRange ti) {
+                Emit v{b2, l2};
+                Value val = v.toF32(v.extract(x, ValueRange{m, k}));
+                Magnitudes next = foldMagnitudes(v, {ti[0], ti[1]}, val);
+                Value bits = isF32 ? v.bor(ti[2], v.band(v.bitsOf(val), v.c32(0xFFFF))) : ti[2];
+                scf::YieldOp::create(b2, l2, ValueRange{next.maxAbs, next.minAbs, bits});
+              });
+          for (int i = 0; i < 3; ++i)
+            cur[3 + i] = tailLoop.getResult(i);
+        }
+        scf::YieldOp::create(bb, loc, cur);
+      });
+  Magnitudes mag = combineMagnitudes(e, {rows.getResult(0), rows.getResult(1)}, {rows.getResult(3), rows.getResult(4)});
+  if (!isF32)
+    return {e.cBool(true), mag};
+  Value laneBits = vector::ReductionOp::create(e.b, e.loc, vector::CombiningKind::OR, rows.getResult(2));
+  Value exact = e.cmpi(arith::CmpIPredicate::eq, e.bor(laneBits, rows.getResult(5)), e.c32(0));
+  return {exact, mag};
+}
+
+/// Whether every product of an element of x (bf16 values, magnitudes `xm`) and one of w (bf16, `wm`) is exact in
+/// f32, so that fma(a, b, acc) and acc + a * b give the same bits: a bf16 has 8 significant bits, a product 16 of
+/// f32's 24, so it rounds only when it overflows (|a b| >= 2^128) or falls below f32's normal range (2^-126).
+/// Checked on the extremes: max|x| * max|w| finite (computed in f32: an overflow is +inf) and min|x| * min|w| over
+/// nonzero elements >= 2^-126 (an underflow rounds below it). A NaN or an infinity anywhere fails the check
+/// (NaN compares false; inf * anything nonzero is inf); a zero product is exact.
+Value productsExact(Emit t, Value xBf16, Magnitudes xm, Magnitudes wm) {
+  using P = arith::CmpFPredicate;
+  Value noOverflow = t.cmpf(P::OLT, t.fmul(xm.maxAbs, wm.maxAbs), t.cf(INFINITY));
+  Value noUnderflow = t.cmpf(P::OGE, t.fmul(xm.minAbs, wm.minAbs), t.cf(0x1p-126f));
+  return t.band(xBf16, t.band(noOverflow, noUnderflow));
+}
+} // namespace
 
 /// out[m, g*N + n] = finish(dotF32(x[m, g*K : g*K + K], w[g*N + n, :])) (see Support.h). Loop nest, on tensors:
 ///   scf.forall (g, panel) over G x ceil(N / panelRows), shared out: the panel's columns [M, nc] as an
@@ -281,6 +386,12 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   Value panel = e.sel(e.cmpi(arith::CmpIPredicate::slt, M, e.idx(mb)), e.idx(largePanel), e.idx(smallPanel));
   Value panels = arith::CeilDivSIOp::create(e.b, e.loc, e.idx(N), panel);
 
+  // For the fused k-loop of the widened panels (below): x's magnitudes, once per call (x is small beside w).
+  Value xBf16;
+  Magnitudes xMag;
+  if (widenPanel)
+    std::tie(xBf16, xMag) = bf16Magnitudes(e, x, G * K);
+
   auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{e.b.getIndexAttr(G), panels},
                                       ValueRange{out}, std::nullopt);
   OpBuilder::InsertionGuard guard(e.b);
@@ -298,14 +409,14 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
 
   // One block: rows m0 .. m0+mb-1 of x times the panel columns `cols`, inserted into `acc`. The w rows come from
   // `wSrc`: w itself (row col0 + c) or the panel's widened copy (row c, wBase null).
-  auto block = [&](Emit t, Value acc, Value m0, int64_t rows, ArrayRef<Value> cols, Value wSrc,
-                   Value wBase) -> Value {
+  auto block = [&](Emit t, Value acc, Value m0, int64_t rows, ArrayRef<Value> cols, Value wSrc, Value wBase,
+                   bool fused) -> Value {
     DotRows a{x, {}, xk0}, b{wSrc, {}, Value()};
     for (int64_t i = 0; i < rows; ++i)
       a.rows.push_back({i ? t.add(m0, t.idx(i)) : m0});
     for (Value c : cols)
       b.rows.push_back({wBase ? t.add(wBase, c) : c});
-    SmallVector<Value> dots = emitDotBlock(t, a, b, K);
+    SmallVector<Value> dots = emitDotBlock(t, a, b, K, fused);
     const int64_t nb = static_cast<int64_t>(cols.size());
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < nb; ++j)
@@ -317,7 +428,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   // takes columns c, c + q, .., c + (nb-1)q (q = nc / nb), so each of its nb w rows continues a sequential stream of
   // q rows (adjacent short rows would be nb short streams restarted every block, which the prefetcher follows badly).
   auto rowBand = [&](Emit t, Value acc, Value m0, int64_t rows, int64_t nb, bool strided, Value wSrc,
-                     Value wBase) -> Value {
+                     Value wBase, bool fused) -> Value {
     Value q = arith::DivSIOp::create(t.b, t.loc, nc, t.idx(nb));
     Value full = t.mul(q, t.idx(nb));
     Value upper = strided ? q : full;
@@ -328,27 +439,29 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                        SmallVector<Value> cols{c};
                                        for (int64_t j = 1; j < nb; ++j)
                                          cols.push_back(u.add(c, strided ? u.mul(q, u.idx(j)) : u.idx(j)));
-                                       scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, cols, wSrc, wBase));
+                                       scf::YieldOp::create(bb, loc,
+                                                            block(u, iter[0], m0, rows, cols, wSrc, wBase, fused));
                                      });
     if (nb == 1)
       return blocks.getResult(0);
     auto rest = scf::ForOp::create(t.b, t.loc, full, nc, t.idx(1), ValueRange{blocks.getResult(0)},
                                    [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
                                      Emit u{bb, loc};
-                                     scf::YieldOp::create(bb, loc, block(u, iter[0], m0, rows, {c}, wSrc, wBase));
+                                     scf::YieldOp::create(bb, loc,
+                                                          block(u, iter[0], m0, rows, {c}, wSrc, wBase, fused));
                                    });
     return rest.getResult(0);
   };
   Value mFull = f.sub(M, arith::RemSIOp::create(f.b, f.loc, M, f.idx(mb)));
   Value filled = slice;
   if (mb > 1) {
-    auto bandsOver = [&](Emit t, Value init, Value wSrc, Value wBase) -> Value {
+    auto bandsOver = [&](Emit t, Value init, Value wSrc, Value wBase, bool fused) -> Value {
       auto bands = scf::ForOp::create(t.b, t.loc, t.idx(0), mFull, t.idx(mb), ValueRange{init},
                                       [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
                                         Emit u{bb, loc};
                                         scf::YieldOp::create(bb, loc,
                                                              rowBand(u, iter[0], m0, mb, tiling.blockCols,
-                                                                     /*strided=*/false, wSrc, wBase));
+                                                                     /*strided=*/false, wSrc, wBase, fused));
                                       });
       return bands.getResult(0);
     };
@@ -363,44 +476,60 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
             SmallVector<OpFoldResult> wSizes{nc, t.b.getIndexAttr(K)};
             Value wide0 = t.empty(wSizes, t.f32());
             const int64_t K8 = K / kLanes * kLanes;
+            auto laneType = VectorType::get({kLanes}, t.f32());
+            Magnitudes lanes0 = noMagnitudes(t, laneType), tail0 = noMagnitudes(t, t.f32());
             auto rowsLoop = scf::ForOp::create(
-                t.b, t.loc, t.idx(0), nc, t.idx(1), ValueRange{wide0},
+                t.b, t.loc, t.idx(0), nc, t.idx(1),
+                ValueRange{wide0, lanes0.maxAbs, lanes0.minAbs, tail0.maxAbs, tail0.minAbs},
                 [&](OpBuilder &bb, Location loc, Value r, ValueRange iter) {
                   Emit u{bb, loc};
                   Value row = u.add(col0, r);
-                  Value acc = iter[0];
+                  SmallVector<Value> cur(iter.begin(), iter.end());
                   if (K8 > 0) {
                     auto lanes = scf::ForOp::create(
-                        u.b, u.loc, u.idx(0), u.idx(K8), u.idx(kLanes), ValueRange{acc},
+                        u.b, u.loc, u.idx(0), u.idx(K8), u.idx(kLanes), ValueRange{cur[0], cur[1], cur[2]},
                         [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
                           Emit v{b2, l2};
                           Value lanesF32 = readLanes(v, w, ValueRange{row}, k);
                           Value next = vector::TransferWriteOp::create(v.b, v.loc, lanesF32, it[0],
                                                                        ValueRange{r, k}, ArrayRef<bool>{true})
                                            .getResult();
-                          scf::YieldOp::create(b2, l2, next);
+                          Magnitudes m = foldMagnitudes(v, {it[1], it[2]}, lanesF32);
+                          scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
                         });
-                    acc = lanes.getResult(0);
+                    for (int i = 0; i < 3; ++i)
+                      cur[i] = lanes.getResult(i);
                   }
                   if (K8 < K) {
                     auto tail = scf::ForOp::create(
-                        u.b, u.loc, u.idx(K8), u.idx(K), u.idx(1), ValueRange{acc},
+                        u.b, u.loc, u.idx(K8), u.idx(K), u.idx(1), ValueRange{cur[0], cur[3], cur[4]},
                         [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
                           Emit v{b2, l2};
                           Value x1 = v.toF32(v.extract(w, ValueRange{row, k}));
-                          scf::YieldOp::create(b2, l2,
-                                               tensor::InsertOp::create(v.b, v.loc, x1, it[0], ValueRange{r, k})
-                                                   .getResult());
+                          Value next = tensor::InsertOp::create(v.b, v.loc, x1, it[0], ValueRange{r, k}).getResult();
+                          Magnitudes m = foldMagnitudes(v, {it[1], it[2]}, x1);
+                          scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
                         });
-                    acc = tail.getResult(0);
+                    cur[0] = tail.getResult(0);
+                    cur[3] = tail.getResult(1);
+                    cur[4] = tail.getResult(2);
                   }
-                  scf::YieldOp::create(bb, loc, acc);
+                  scf::YieldOp::create(bb, loc, cur);
                 });
-            return bandsOver(t, slice, rowsLoop.getResult(0), Value());
+            Value wide = rowsLoop.getResult(0);
+            Magnitudes wMag = combineMagnitudes(t, {rowsLoop.getResult(1), rowsLoop.getResult(2)},
+                                                {rowsLoop.getResult(3), rowsLoop.getResult(4)});
+            // Fused multiply-adds when they give the same bits as the kernels' acc + a * b (productsExact), which
+            // is what bf16 activations and weights give outside overflow and underflow corners; else the
+            // unfused loop. Both keep dotF32's order.
+            return guarded(
+                t, productsExact(t, xBf16, xMag, wMag), slice.getType(),
+                [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/true); },
+                [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/false); });
           },
           [&](Emit) { return slice; });
     } else {
-      filled = bandsOver(f, filled, w, col0);
+      filled = bandsOver(f, filled, w, col0, /*fused=*/false);
     }
   } else {
     mFull = f.idx(0);
@@ -409,7 +538,8 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                  [&](OpBuilder &bb, Location loc, Value m, ValueRange iter) {
                                    Emit u{bb, loc};
                                    scf::YieldOp::create(bb, loc,
-                                                        rowBand(u, iter[0], m, 1, tiling.rowCols, true, w, col0));
+                                                        rowBand(u, iter[0], m, 1, tiling.rowCols, true, w, col0,
+                                                                /*fused=*/false));
                                  });
   filled = rows.getResult(0);
   e.b.setInsertionPointToStart(forall.getTerminator().getBody());

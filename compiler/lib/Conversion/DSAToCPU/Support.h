@@ -136,7 +136,10 @@ struct DotRows {
 /// one vector<8xf32> accumulator per pair, each row loaded once per step. Every dot keeps dotF32's order exactly
 /// (its own 8 lanes, the fixed lane combination, the tail added last), so a block of dots gives the bits of the
 /// dots one at a time. Keep a.rows.size() * b.rows.size() <= ~24 (one register per accumulator).
-SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K);
+/// `fused`: the k-loop's acc + a * b is one fused multiply-add (vector.fma). It gives the same bits only when every
+/// product a * b is exact in f32; the caller must have established that (emitGroupedDots' run-time check: bf16
+/// operands, no product overflowing or below f32's normal range).
+SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K, bool fused = false);
 
 /// Register and cache blocking of emitGroupedDots.
 struct GemmTiling {
