@@ -1,3 +1,4 @@
+// The CHECK run below is the unpaired layout (pair-columns=0; the PAIR run further down is the default paired one).
 // dsa.linear -> x widened to f32 once (an elementwise generic), then emitGroupedDots' blocked product: an
 // scf.forall over panels of w rows (folded away when one panel holds all of w), and inside, when x has at least 4
 // rows, the panel's bf16 w rows widened to f32 once (an scf.if: decode reads the bf16 rows), then blocks of 4 tokens x 4
@@ -9,7 +10,7 @@
 // pair, from 0.0), each pair's lanes combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, then bf16 RNE (bf16
 // linear) or nothing (f32), inserted at (m, n). Leftover outputs of a block of tokens: 4 x 1 blocks; leftover
 // tokens (decode): 1 x 4 blocks over strided outputs n, n + q, n + 2q, n + 3q (q = outputs / 4), then 1 x 1.
-// RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
+// RUN: dsa-opt %s --dsa-to-cpu=pair-columns=0 --canonicalize --cse | FileCheck %s
 // With 16 vector registers (AVX2: --dsa-cpu-pipeline sets it from cpu=) the blocks are 3 tokens x 3 outputs.
 // RUN: dsa-opt %s --dsa-to-cpu=vector-registers=16 --canonicalize --cse | FileCheck %s --check-prefix=V16
 // V16-LABEL: func.func @linear_tail
@@ -17,6 +18,58 @@
 // V16: %{{.*}}:9 = scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args(
 // V16-NOT: :16 = scf.for
 // V16-LABEL: func.func @linear_rank3
+// The default with 32 registers (pair-columns): the widened panel holds pairs of w rows, [ceil(5/2), 2 x 29] (the odd
+// padding row zero-filled), row r's chunk k at (r / 2, 2k + 8 (r % 2)), its tail element k at (r / 2, k + 24 + 5 (r % 2));
+// a block is 4 tokens x pairs, one vector<16xf32> accumulator per (token, pair): x's 8 lanes twice (vector.shuffle)
+// times the pair's 16 lanes. N = 5: no full block of 4 pairs; pairs (0, 1) and (2, 3) one at a time, then output 4
+// as pair 2 (its padding half dropped). Each half's lanes are combined as in the unpaired block.
+// RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s --check-prefix=PAIR
+// PAIR-LABEL: func.func @linear_tail
+// PAIR: %[[PE:[a-z0-9_]+]] = tensor.empty() : tensor<3x58xf32>
+// PAIR: %[[PZ:[a-z0-9_]+]] = linalg.fill ins(%{{.*}} : f32) outs(%[[PE]] : tensor<3x58xf32>)
+// PAIR: %[[WF:[a-z0-9_]+]]:5 = scf.for %[[R:[a-z0-9_]+]] = %c0 to %c5 step %c1
+// PAIR: %[[P:[a-z0-9_]+]] = arith.divsi %[[R]], %c2 : index
+// PAIR: %[[H:[a-z0-9_]+]] = arith.remsi %[[R]], %c2 : index
+// PAIR: scf.for %[[K:[a-z0-9_]+]] = %c0 to %c24 step %c8
+// PAIR-DAG: %[[H8:[a-z0-9_]+]] = arith.muli %[[H]], %c8 : index
+// PAIR-DAG: %[[K2:[a-z0-9_]+]] = arith.addi %[[K]], %[[K]] : index
+// PAIR: %[[AT:[a-z0-9_]+]] = arith.addi %[[K2]], %[[H8]] : index
+// PAIR: vector.transfer_write %{{.*}}, %{{.*}}[%[[P]], %[[AT]]] {in_bounds = [true]} : vector<8xf32>, tensor<?x58xf32>
+// PAIR: scf.for %[[KT:[a-z0-9_]+]] = %c24 to %c29 step %c1
+// PAIR-DAG: %[[H5:[a-z0-9_]+]] = arith.muli %[[H]], %c5 : index
+// PAIR-DAG: %[[KT24:[a-z0-9_]+]] = arith.addi %[[KT]], %c24 : index
+// PAIR: %[[ATT:[a-z0-9_]+]] = arith.addi %[[KT24]], %[[H5]] : index
+// PAIR: tensor.insert %{{.*}} into %{{.*}}[%[[P]], %[[ATT]]] : tensor<?x58xf32>
+// PAIR: arith.andi %{{.*}}, %{{.*}} : i1
+// PAIR: %[[EXACT:[a-z0-9_]+]] = arith.andi %{{.*}}, %{{.*}} : i1
+// PAIR: scf.if %[[EXACT]] -> (tensor<?x?xbf16>) {
+// PAIR: scf.for %[[M0:[a-z0-9_]+]] = %c0 to %{{.*}} step %c4
+// PAIR: scf.for %[[C:[a-z0-9_]+]] = %c0 to %c4 step %c2
+// PAIR: %[[PR:[a-z0-9_]+]] = arith.divsi %[[C]], %c2 : index
+// PAIR: %[[ACC:[a-z0-9_]+]]:4 = scf.for %[[KK:[a-z0-9_]+]] = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// PAIR: %[[XV:[a-z0-9_]+]] = vector.transfer_read %{{.*}}[%[[M0]], %[[KK]]], %{{.*}} {in_bounds = [true]} : tensor<?x29xf32>, vector<8xf32>
+// PAIR: %[[XX:[a-z0-9_]+]] = vector.shuffle %[[XV]], %[[XV]] [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7] : vector<8xf32>, vector<8xf32>
+// PAIR: %[[KK2:[a-z0-9_]+]] = arith.addi %[[KK]], %[[KK]] : index
+// PAIR: %[[WV:[a-z0-9_]+]] = vector.transfer_read %[[WF]]#0[%[[PR]], %[[KK2]]], %{{.*}} {in_bounds = [true]} : tensor<?x58xf32>, vector<16xf32>
+// PAIR: vector.fma %[[XX]], %[[WV]], %{{.*}} : vector<16xf32>
+// PAIR-COUNT-3: vector.fma %{{.*}}, %[[WV]], %{{.*}} : vector<16xf32>
+// The tails: output 2p + h's element k at (p, k + 24 + 5h).
+// PAIR: scf.for %[[KT2:[a-z0-9_]+]] = %c24 to %c29 step %c1
+// PAIR: %[[T0:[a-z0-9_]+]] = arith.addi %[[KT2]], %c24 : index
+// PAIR: tensor.extract %[[WF]]#0[%[[PR]], %[[T0]]] : tensor<?x58xf32>
+// PAIR: %[[T1:[a-z0-9_]+]] = arith.addi %[[KT2]], %c29 : index
+// PAIR: tensor.extract %[[WF]]#0[%[[PR]], %[[T1]]] : tensor<?x58xf32>
+// Output 2p + 1 of token m0: lanes 8 .. 15 of the first accumulator.
+// PAIR: vector.extract %[[ACC]]#0[0] : f32 from vector<16xf32>
+// PAIR: vector.extract %[[ACC]]#0[8] : f32 from vector<16xf32>
+// PAIR: vector.extract %[[ACC]]#0[15] : f32 from vector<16xf32>
+// The unfused blocks, the same shapes with mulf + addf.
+// PAIR: } else {
+// PAIR: scf.for %{{.*}} = %c0 to %{{.*}} step %c8 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// PAIR-NOT: vector.fma
+// PAIR: arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// PAIR: arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+// PAIR-LABEL: func.func @linear_rank3
 
 // K = 29: three 8-lane steps and a tail of 5; N = 5: one 4 x 4 block and a 4 x 1 leftover per block of tokens.
 // CHECK-LABEL: func.func @linear_tail

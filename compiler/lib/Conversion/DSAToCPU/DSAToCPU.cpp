@@ -803,7 +803,7 @@ struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
 // The patterns (dsa/Conversion/DSAToCPU/DSAToCPU.h)
 //===----------------------------------------------------------------------------------------------------------===//
 
-void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters) {
+void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters, bool pairColumns) {
   // The register tile of the blocked products: rows x cols accumulators plus the rows' and columns' vectors and a
   // product must fit the registers (4 x 4: 16 + 8 + 1 of 32; with 16 registers 4 x 4 spilled accumulators every
   // k-step, 3 x 3: 9 + 6 + 1).
@@ -811,6 +811,10 @@ void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegiste
   if (vectorRegisters < 32) {
     tiling.blockRows = 3;
     tiling.blockCols = 3;
+  } else if (pairColumns) {
+    // AVX-512: 4 rows x 4 pairs of columns, 16 accumulators of 16 lanes (two dots each) + 4 x + 1 w of 32.
+    tiling.pairColumns = true;
+    tiling.blockCols = 8;
   }
   patterns.add<LinearLowering, GroupedOutputLowering>(patterns.getContext(), tiling);
   patterns.add<RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering, WindowKvLowering,
@@ -902,7 +906,7 @@ struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
     configureDSAToCPUConversionLegality(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
-    populateDSAToCPUPatterns(patterns, vectorRegisters);
+    populateDSAToCPUPatterns(patterns, vectorRegisters, pairColumns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

@@ -341,6 +341,77 @@ Value productsExact(Emit t, Value xBf16, Magnitudes xm, Magnitudes wm) {
 }
 } // namespace
 
+SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, ArrayRef<Value> pairs, int64_t K,
+                                      bool fused) {
+  const int64_t K8 = K / kLanes * kLanes, T = K - K8;
+  const size_t na = a.rows.size(), np = pairs.size();
+  auto pairType = VectorType::get({2 * kLanes}, e.f32());
+  Value zero16 = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(pairType, 0.0f));
+  SmallVector<Value> accs(na * np, zero16);
+  auto column = [](Emit t, Value k0, Value k) { return k0 ? t.add(k0, k) : k; };
+  SmallVector<int64_t> twice;
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t l = 0; l < kLanes; ++l)
+      twice.push_back(l);
+  if (K8 > 0) {
+    auto loop = scf::ForOp::create(
+        e.b, e.loc, e.idx(0), e.idx(K8), e.idx(kLanes), accs,
+        [&](OpBuilder &bb, Location loc, Value k, ValueRange iter) {
+          Emit t{bb, loc};
+          SmallVector<Value> av, wv, next;
+          for (const SmallVector<Value> &lead : a.rows) {
+            Value lanes = readLanes(t, a.tensor, lead, column(t, a.k0, k));
+            av.push_back(vector::ShuffleOp::create(t.b, t.loc, lanes, lanes, twice)); // x's 8 lanes, twice
+          }
+          Value pad = t.cf(0.0f);
+          Value chunk = t.add(k, k); // chunk k / 8 of a pair's row starts at column 16 (k / 8)
+          for (Value p : pairs)
+            wv.push_back(vector::TransferReadOp::create(t.b, t.loc, pairType, wide, ValueRange{p, chunk}, pad,
+                                                        ArrayRef<bool>{true}));
+          for (size_t i = 0; i < na; ++i)
+            for (size_t j = 0; j < np; ++j)
+              next.push_back(fused ? vector::FMAOp::create(t.b, t.loc, av[i], wv[j], iter[i * np + j]).getResult()
+                                   : t.fadd(iter[i * np + j], t.fmul(av[i], wv[j])));
+          scf::YieldOp::create(bb, loc, next);
+        });
+    accs.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  SmallVector<Value> tails(na * np * 2, e.cf(0.0f));
+  if (T > 0) {
+    auto loop = scf::ForOp::create(
+        e.b, e.loc, e.idx(K8), e.idx(K), e.idx(1), tails, [&](OpBuilder &bb, Location loc, Value k, ValueRange iter) {
+          Emit t{bb, loc};
+          SmallVector<Value> xs, next;
+          for (const SmallVector<Value> &lead : a.rows) {
+            SmallVector<Value> at(lead.begin(), lead.end());
+            at.push_back(column(t, a.k0, k));
+            xs.push_back(t.toF32(t.extract(a.tensor, at)));
+          }
+          SmallVector<Value> ws;
+          for (Value p : pairs)
+            for (int64_t h = 0; h < 2; ++h) // column 2p + h's tail element k at 2 K8 + h T + (k - K8)
+              ws.push_back(t.extract(wide, ValueRange{p, t.add(k, t.idx(K8 + h * T))}));
+          for (size_t i = 0; i < na; ++i)
+            for (size_t c = 0; c < 2 * np; ++c)
+              next.push_back(t.fadd(iter[i * 2 * np + c], t.fmul(xs[i], ws[c])));
+          scf::YieldOp::create(bb, loc, next);
+        });
+    tails.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  SmallVector<Value> dots;
+  for (size_t i = 0; i < na; ++i)
+    for (size_t j = 0; j < np; ++j)
+      for (int64_t h = 0; h < 2; ++h) {
+        SmallVector<Value> l;
+        for (int64_t q = 0; q < kLanes; ++q)
+          l.push_back(vector::ExtractOp::create(e.b, e.loc, accs[i * np + j], ArrayRef<int64_t>{h * kLanes + q}));
+        Value s = e.fadd(e.fadd(e.fadd(l[0], l[4]), e.fadd(l[1], l[5])),
+                         e.fadd(e.fadd(l[2], l[6]), e.fadd(l[3], l[7])));
+        dots.push_back(e.fadd(s, tails[(i * np + j) * 2 + h]));
+      }
+  return dots;
+}
+
 /// out[m, g*N + n] = finish(dotF32(x[m, g*K : g*K + K], w[g*N + n, :])) (see Support.h). Loop nest, on tensors:
 ///   scf.forall (g, panel) over G x ceil(N / panelRows), shared out: the panel's columns [M, nc] as an
 ///   extract_slice of the shared out, filled by
@@ -372,6 +443,9 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   // by its f32 bytes. Decode reads the bf16 rows directly (every row is used once: widening would double the
   // bytes moved).
   const bool widenPanel = wBytes == 2 && tiling.widenPanels;
+  // The widened panel in pairs of rows (16-lane accumulators holding two dots each), for blocks of an even number
+  // of columns.
+  const bool paired = widenPanel && tiling.pairColumns && tiling.blockCols % 2 == 0;
   auto panelRowsF32 = [&](int64_t bytes) {
     int64_t rows = std::max<int64_t>(1, bytes / std::max<int64_t>(1, K * 4));
     return std::min(N, std::max(unit, rows / unit * unit));
@@ -455,13 +529,55 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   Value mFull = f.sub(M, arith::RemSIOp::create(f.b, f.loc, M, f.idx(mb)));
   Value filled = slice;
   if (mb > 1) {
-    auto bandsOver = [&](Emit t, Value init, Value wSrc, Value wBase, bool fused) -> Value {
+    // The paired panel's band (tiling.pairColumns): blocks of mb rows x blockCols columns (blockCols / 2 pairs),
+    // the leftover pairs one at a time, and an odd last column as a pair whose second dot (the zero padding row) is
+    // dropped.
+    auto pairedBand = [&](Emit t, Value acc, Value m0, Value wide, bool fused) -> Value {
+      const int64_t nb = tiling.blockCols, np = nb / 2;
+      Value q = arith::DivSIOp::create(t.b, t.loc, nc, t.idx(nb));
+      Value full = t.mul(q, t.idx(nb));
+      Value even = t.sub(nc, arith::RemSIOp::create(t.b, t.loc, nc, t.idx(2)));
+      auto pairBlock = [&](Emit u, Value in, Value c, int64_t pairsHere, int64_t colsKept) -> Value {
+        DotRows a{x, {}, xk0};
+        for (int64_t i = 0; i < mb; ++i)
+          a.rows.push_back({i ? u.add(m0, u.idx(i)) : m0});
+        Value p0 = arith::DivSIOp::create(u.b, u.loc, c, u.idx(2));
+        SmallVector<Value> pairs{p0};
+        for (int64_t j = 1; j < pairsHere; ++j)
+          pairs.push_back(u.add(p0, u.idx(j)));
+        SmallVector<Value> dots = emitPairedDotBlock(u, a, wide, pairs, K, fused);
+        for (int64_t i = 0; i < mb; ++i)
+          for (int64_t cc = 0; cc < colsKept; ++cc) {
+            Value col = cc ? u.add(c, u.idx(cc)) : c;
+            in = tensor::InsertOp::create(u.b, u.loc, finish(u, dots[i * 2 * pairsHere + cc]), in,
+                                          ValueRange{a.rows[i][0], col});
+          }
+        return in;
+      };
+      auto blocks = scf::ForOp::create(t.b, t.loc, t.idx(0), full, t.idx(nb), ValueRange{acc},
+                                       [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
+                                         Emit u{bb, loc};
+                                         scf::YieldOp::create(bb, loc, pairBlock(u, iter[0], c, np, nb));
+                                       });
+      auto rest = scf::ForOp::create(t.b, t.loc, full, even, t.idx(2), ValueRange{blocks.getResult(0)},
+                                     [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
+                                       Emit u{bb, loc};
+                                       scf::YieldOp::create(bb, loc, pairBlock(u, iter[0], c, 1, 2));
+                                     });
+      Value done = rest.getResult(0);
+      Value odd = t.cmpi(arith::CmpIPredicate::slt, even, nc);
+      return guarded(
+          t, odd, done.getType(), [&](Emit u) { return pairBlock(u, done, even, 1, 1); },
+          [&](Emit) { return done; });
+    };
+    auto bandsOver = [&](Emit t, Value init, Value wSrc, Value wBase, bool fused, bool inPairs) -> Value {
       auto bands = scf::ForOp::create(t.b, t.loc, t.idx(0), mFull, t.idx(mb), ValueRange{init},
                                       [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
                                         Emit u{bb, loc};
                                         scf::YieldOp::create(bb, loc,
-                                                             rowBand(u, iter[0], m0, mb, tiling.blockCols,
-                                                                     /*strided=*/false, wSrc, wBase, fused));
+                                                             inPairs ? pairedBand(u, iter[0], m0, wSrc, fused)
+                                                                    : rowBand(u, iter[0], m0, mb, tiling.blockCols,
+                                                                              /*strided=*/false, wSrc, wBase, fused));
                                       });
       return bands.getResult(0);
     };
@@ -473,9 +589,25 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
           [&](Emit t) {
             // Sequential loops (not a linalg.generic: with parallel=true that would be an OpenMP loop nested in the
             // panel's): 8 lanes at a time, then the K % 8 tail.
-            SmallVector<OpFoldResult> wSizes{nc, t.b.getIndexAttr(K)};
-            Value wide0 = t.empty(wSizes, t.f32());
-            const int64_t K8 = K / kLanes * kLanes;
+            const int64_t K8 = K / kLanes * kLanes, T = K - K8;
+            // Unpaired: [nc, K], row r = w row col0 + r. Paired: [ceil(nc / 2), 2K], row p = w rows 2p and 2p + 1
+            // interleaved by chunks of 8 lanes (emitPairedDotBlock); an odd nc's padding row is zeros.
+            Value wide0;
+            if (paired) {
+              Value pairsN = arith::CeilDivSIOp::create(t.b, t.loc, nc, t.idx(2));
+              SmallVector<OpFoldResult> wSizes{pairsN, t.b.getIndexAttr(2 * K)};
+              Value odd = t.cmpi(arith::CmpIPredicate::ne, arith::RemSIOp::create(t.b, t.loc, nc, t.idx(2)), t.idx(0));
+              Value empty = t.empty(wSizes, t.f32());
+              wide0 = guarded(
+                  t, odd, empty.getType(),
+                  [&](Emit u) {
+                    return linalg::FillOp::create(u.b, u.loc, ValueRange{u.cf(0.0f)}, ValueRange{empty}).getResult(0);
+                  },
+                  [&](Emit) { return empty; });
+            } else {
+              SmallVector<OpFoldResult> wSizes{nc, t.b.getIndexAttr(K)};
+              wide0 = t.empty(wSizes, t.f32());
+            }
             auto laneType = VectorType::get({kLanes}, t.f32());
             Magnitudes lanes0 = noMagnitudes(t, laneType), tail0 = noMagnitudes(t, t.f32());
             auto rowsLoop = scf::ForOp::create(
@@ -485,14 +617,22 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                   Emit u{bb, loc};
                   Value row = u.add(col0, r);
                   SmallVector<Value> cur(iter.begin(), iter.end());
+                  // Where lane k of row r goes: (r, k), or paired (r / 2, 2k + 8 (r % 2)) for k < K8 and
+                  // (r / 2, k + K8 + (r % 2) T) for the tail.
+                  Value wideRow = r, half;
+                  if (paired) {
+                    wideRow = arith::DivSIOp::create(u.b, u.loc, r, u.idx(2));
+                    half = arith::RemSIOp::create(u.b, u.loc, r, u.idx(2));
+                  }
                   if (K8 > 0) {
                     auto lanes = scf::ForOp::create(
                         u.b, u.loc, u.idx(0), u.idx(K8), u.idx(kLanes), ValueRange{cur[0], cur[1], cur[2]},
                         [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
                           Emit v{b2, l2};
                           Value lanesF32 = readLanes(v, w, ValueRange{row}, k);
+                          Value at = paired ? v.add(v.add(k, k), v.mul(half, v.idx(kLanes))) : k;
                           Value next = vector::TransferWriteOp::create(v.b, v.loc, lanesF32, it[0],
-                                                                       ValueRange{r, k}, ArrayRef<bool>{true})
+                                                                       ValueRange{wideRow, at}, ArrayRef<bool>{true})
                                            .getResult();
                           Magnitudes m = foldMagnitudes(v, {it[1], it[2]}, lanesF32);
                           scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
@@ -506,7 +646,9 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                         [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
                           Emit v{b2, l2};
                           Value x1 = v.toF32(v.extract(w, ValueRange{row, k}));
-                          Value next = tensor::InsertOp::create(v.b, v.loc, x1, it[0], ValueRange{r, k}).getResult();
+                          Value at = paired ? v.add(v.add(k, v.idx(K8)), v.mul(half, v.idx(T))) : k;
+                          Value next =
+                              tensor::InsertOp::create(v.b, v.loc, x1, it[0], ValueRange{wideRow, at}).getResult();
                           Magnitudes m = foldMagnitudes(v, {it[1], it[2]}, x1);
                           scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
                         });
@@ -524,12 +666,12 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
             // unfused loop. Both keep dotF32's order.
             return guarded(
                 t, productsExact(t, xBf16, xMag, wMag), slice.getType(),
-                [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/true); },
-                [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/false); });
+                [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/true, paired); },
+                [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/false, paired); });
           },
           [&](Emit) { return slice; });
     } else {
-      filled = bandsOver(f, filled, w, col0, /*fused=*/false);
+      filled = bandsOver(f, filled, w, col0, /*fused=*/false, /*paired=*/false);
     }
   } else {
     mFull = f.idx(0);

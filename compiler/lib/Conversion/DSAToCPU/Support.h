@@ -141,6 +141,15 @@ struct DotRows {
 /// operands, no product overflowing or below f32's normal range).
 SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K, bool fused = false);
 
+/// The dots of x rows `a` and the pairs of w rows `pairs` of a paired panel `wide` [pairs, 2K] (f32; pair p's row
+/// holds w rows 2p and 2p + 1: chunk s < K/8 of row 2p + h at columns [16s + 8h, 16s + 8h + 8), their K % 8 tails
+/// T = K % 8 wide at [2 K8 + h T, 2 K8 + h T + T)), as result[(i * pairs.size() + j) * 2 + h] = dotF32(a_i, w row
+/// 2 pairs[j] + h). One vector<16xf32> accumulator per (row, pair): x's 8 lanes twice against the pair's 16, so
+/// each half is one dot's 8 lanes, in dotF32's order (its lanes, the lane combination, the tail last) exactly as
+/// emitDotBlock. `fused` as there.
+SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, ArrayRef<Value> pairs, int64_t K,
+                                      bool fused);
+
 /// Register and cache blocking of emitGroupedDots.
 struct GemmTiling {
   int64_t blockRows = 4;        // rows of x (tokens) per block
@@ -152,6 +161,8 @@ struct GemmTiling {
   bool widenPanels = true; // bf16 w: each panel widened to f32 once before its blocks of rows (when x has a full
                            // block of rows), so the k-loop reads f32 rows and widens nothing
   int64_t widePanelBytes = 512 << 10; // bytes of the widened f32 panel (instead of panelBytes)
+  bool pairColumns = false; // the widened panel in pairs of w rows and the blocks' accumulators 16 lanes wide, two
+                            // dots each (emitPairedDotBlock; AVX-512: one zmm FMA per two dots' 8 lanes)
 };
 /// G independent blocked products: out[m, g*N + n] = finish(dotF32(x[m, g*K .. g*K+K), w[g*N + n, 0:K))) for
 /// m < rows of x, g < G, n < N. x [M, G*K] and w [G*N, K] are bf16 or f32 (f32 x avoids widening x in every

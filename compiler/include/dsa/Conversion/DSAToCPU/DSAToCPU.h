@@ -37,9 +37,12 @@ namespace mlir::dsa {
 /// (from dsa-decompose-attention) into elementwise linalg.generic ops. Failed run-time checks call
 /// `dsa_cpu_fail(i32)`, the top-k ops `dsa_cpu_topk_set`: declare them first (declareDSAToCPURuntimeFunctions).
 /// `vectorRegisters`: the target's vector registers (32 with AVX-512, 16 with AVX2; dsa-to-cpu's
-/// vector-registers option), which size the register tile of linear / grouped_output (4 x 4 with 32, 3 x 3 with
-/// fewer, so that the accumulators do not spill); the results are the same bits for any value.
-void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters = 32);
+/// vector-registers option), which size the register tile of linear / grouped_output (with 32: 4 tokens x 8 outputs
+/// in 16 accumulators of 16 lanes when `pairColumns`, else 4 x 4 of 8 lanes; 3 x 3 of 8 lanes with fewer, so that
+/// the accumulators do not spill); the results are the same bits for any values.
+/// `pairColumns` (dsa-to-cpu's pair-columns option; only with 32 registers): the prefill blocks' accumulators
+/// hold two outputs' 8 lanes each (a widened panel of interleaved w row pairs: one AVX-512 FMA per two dots).
+void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters = 32, bool pairColumns = true);
 
 /// Makes the dsa dialect illegal, the dialects the patterns produce (arith, linalg, tensor, math, scf, func,
 /// vector, bufferization, memref) legal, and arith.extf / arith.truncf legal only on non-tensor types (the

@@ -25,8 +25,12 @@ def ConvertDSAToCPU : Pass<"dsa-to-cpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"vectorRegisters", "vector-registers", "int64_t", /*default=*/"32",
            "Vector registers of the target (32 with AVX-512, 16 with AVX2): sizes the register tile of the linear / "
-           "grouped_output products (4 tokens x 4 outputs with 32, 3 x 3 with 16, so the accumulators do not "
-           "spill). --dsa-cpu-pipeline sets it from its cpu. The results are the same bits either way">
+           "grouped_output products (4 tokens x 8 outputs with 32 (pair-columns), 3 x 3 with 16, so the accumulators do not "
+           "spill). --dsa-cpu-pipeline sets it from its cpu. The results are the same bits either way">,
+    Option<"pairColumns", "pair-columns", "bool", /*default=*/"true",
+           "With 32 vector registers: the prefill blocks (4 tokens x 8 outputs) keep two outputs' 8 lanes in each "
+           "16-lane accumulator, reading a widened panel of interleaved w row pairs (one AVX-512 FMA per two dots; "
+           "false: 4 x 4 blocks of 8-lane accumulators). The results are the same bits either way">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::math::MathDialect",
