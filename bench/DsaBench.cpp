@@ -21,7 +21,7 @@
 //   - the reference interpreter (interp::interpretFunction on the same module, decomposed, same inputs);
 //   - the machine's streaming read bandwidth (a buffer of 1 GiB, far larger than the caches), one thread and all
 //     hardware threads;
-//   - the machine's compute peaks (Peak/fma, Peak/muladd: 8-lane f32 FMA, and separate multiply + add as the
+//   - the machine's compute peaks (Peak/fma, Peak/muladd: f32 FMA 16 lanes wide on AVX-512 hosts, 8 on AVX2, and separate multiply + add as the
 //     bit-exact lowering issues them), one thread and all hardware threads; the prefill and the CPUOp/ benchmarks
 //     (the prefill's five products alone, 512 tokens) report their GFLOP/s as ratios to them (x_fma_peak,
 //     x_muladd_peak, x_fma_peak_cpu);
@@ -185,25 +185,28 @@ double machineBandwidth() { return std::max(readBandwidth(1), readBandwidth(hard
 // Compute peak (issue 13: the prefill's GFLOP/s as a fraction of what this machine's cores can issue)
 //===----------------------------------------------------------------------------------------------------------===//
 
-// Two loops on 8-lane f32 vectors (the width of the lowering's vector<8xf32>, docs/cpu-backend.md), each with enough
-// independent accumulators to hide the latency, so that they run at the issue rate of the floating-point pipes:
-//   fma     acc_i = fma(acc_i, b, c), 12 chains (vfmadd231ps ymm: 4-5 cycles latency x 2 pipes on Zen 2-4 and
-//           Intel since Haswell): 16 flops per instruction.
+// Two loops on f32 vectors as wide as the lowering's widest (docs/cpu-backend.md: 16 lanes in the AVX-512 prefill
+// blocks, 8 on AVX2), each with enough independent accumulators to hide the latency, so that they run at the issue
+// rate of the floating-point pipes:
+//   fma     acc_i = fma(acc_i, b, c), 12 chains (vfmadd231ps: 4-5 cycles latency x 2 pipes on Zen 2-4 and Intel
+//           since Haswell): 2 flops per lane per instruction.
 //   mul+add acc_i = acc_i + x_(i%2) * b_(i/2) with the product kept as its own vmulps (x0, x1 "changed" by an empty
 //           asm every iteration, so no product is hoisted or shared; an empty asm on each product stops the compiler
-//           from contracting it into an FMA), 8 add chains: what the bit-exact lowering can issue (it
-//           never contracts, docs/cpu-backend.md "Lowering"). On AMD Zen the adds have their own two pipes, so this
-//           can reach the FMA peak; on Intel the adds share the FMA ports and it tops out at half of it.
-// Each loop is compiled for AVX2 + FMA by a target attribute, not by the build's flags, and called only when cpuid
-// says the host has both (__builtin_cpu_supports), so the binary runs on any x86-64: without AVX2 + FMA the FMA
-// peak is reported as unavailable and the mul+add peak is the SSE2 loop (4 lanes). No AVX-512 (16-lane) loop:
-// the lowering's vectors are 8 lanes, so 8 lanes is the peak it can approach; on Zen 4 a 16-lane FMA is
-// double-pumped and gives the same flops.
+//           from contracting it into an FMA), 8 add chains: what the unfused lowering issues (it contracts only
+//           where the products are exact, docs/cpu-backend.md "Lowering"). On AMD Zen the adds have their own two
+//           pipes, so this can reach the FMA peak; on Intel the adds share the FMA ports and it tops out below it.
+// Each loop is compiled for its ISA by a target attribute, not by the build's flags, and called only when cpuid
+// says the host has it (__builtin_cpu_supports), so the binary runs on any x86-64: AVX-512F hosts run the 16-lane
+// loops (zmm: Intel's server cores issue two 16-lane FMAs per cycle, twice the 8-lane rate; Zen 4 double-pumps
+// them, the same flops as 8 lanes), AVX2 + FMA hosts the 8-lane ones; without AVX2 + FMA the FMA peak is reported
+// as unavailable and the mul+add peak is the SSE2 loop (4 lanes).
 
 constexpr int kFmaChains = 12, kMulAddChains = 8;
 /// Flops of one iteration of each loop (2 per lane per fma, 1 per lane per mul and per add).
 constexpr double kFmaFlopsPerIter = 2.0 * 8 * kFmaChains;
 constexpr double kMulAddFlopsPerIter = 2.0 * 8 * kMulAddChains;
+constexpr double kFma512FlopsPerIter = 2.0 * 16 * kFmaChains;
+constexpr double kMulAdd512FlopsPerIter = 2.0 * 16 * kMulAddChains;
 constexpr double kMulAddSseFlopsPerIter = 2.0 * 4 * kMulAddChains;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -220,6 +223,22 @@ __attribute__((noinline, target("avx2,fma"))) float fmaPeakLoopAvx2(int64_t iter
   for (int i = 1; i < kFmaChains; ++i)
     s = _mm256_add_ps(s, acc[i]);
   return _mm256_cvtss_f32(s);
+}
+
+__attribute__((noinline, target("avx512f"))) float fmaPeakLoopAvx512(int64_t iters) {
+  __m512 acc[kFmaChains];
+  for (int i = 0; i < kFmaChains; ++i)
+    acc[i] = _mm512_set1_ps(1.0f + 0.01f * static_cast<float>(i));
+  const __m512 b = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f); // acc -> 1: no overflow, no denormals
+  for (int64_t n = 0; n < iters; ++n)
+    for (int i = 0; i < kFmaChains; ++i)
+      acc[i] = _mm512_fmadd_ps(acc[i], b, c);
+  __m512 s = acc[0];
+  for (int i = 1; i < kFmaChains; ++i)
+    s = _mm512_add_ps(s, acc[i]);
+  alignas(64) float lanes[16]; // (not _mm512_reduce_add_ps: GCC 12's header warns on its undefined halves)
+  _mm512_store_ps(lanes, s);
+  return lanes[0] + lanes[15];
 }
 
 /// The mul+add loop on a vector type V of f32 lanes (__m256: 8, __m128: 4). Its ops are the compiler's vector
@@ -253,14 +272,23 @@ __attribute__((noinline, target("avx2,fma"))) float mulAddPeakLoopAvx2(int64_t i
   return mulAddPeakLoop<__m256>(iters);
 }
 
+__attribute__((noinline, target("avx512f"))) float mulAddPeakLoopAvx512(int64_t iters) {
+  return mulAddPeakLoop<__m512>(iters);
+}
+
 __attribute__((noinline)) float mulAddPeakLoopSse2(int64_t iters) { return mulAddPeakLoop<__m128>(iters); }
 
 bool hostHasAvx2Fma() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
+bool hostHasAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && hostHasAvx2Fma();
+}
 #else
 bool hostHasAvx2Fma() { return false; }
+bool hostHasAvx512() { return false; }
 #endif
 
 enum class PeakKind { Fma, MulAdd };
@@ -269,6 +297,8 @@ const char *peakName(PeakKind k) { return k == PeakKind::Fma ? "fma" : "muladd";
 /// The instruction set a peak loop runs with on this host ("" when it cannot run here).
 std::string peakIsa(PeakKind k) {
 #ifdef DSA_BENCH_X86_PEAK
+  if (hostHasAvx512())
+    return "avx512f, 16 lanes";
   if (hostHasAvx2Fma())
     return "avx2+fma, 8 lanes";
   return k == PeakKind::MulAdd ? "sse2, 4 lanes" : "";
@@ -283,7 +313,10 @@ double runPeakLoop(PeakKind k, int64_t iters) {
 #ifdef DSA_BENCH_X86_PEAK
   float r = 0;
   double flops = 0;
-  if (hostHasAvx2Fma()) {
+  if (hostHasAvx512()) {
+    r = k == PeakKind::Fma ? fmaPeakLoopAvx512(iters) : mulAddPeakLoopAvx512(iters);
+    flops = (k == PeakKind::Fma ? kFma512FlopsPerIter : kMulAdd512FlopsPerIter) * static_cast<double>(iters);
+  } else if (hostHasAvx2Fma()) {
     r = k == PeakKind::Fma ? fmaPeakLoopAvx2(iters) : mulAddPeakLoopAvx2(iters);
     flops = (k == PeakKind::Fma ? kFmaFlopsPerIter : kMulAddFlopsPerIter) * static_cast<double>(iters);
   } else if (k == PeakKind::MulAdd) {
