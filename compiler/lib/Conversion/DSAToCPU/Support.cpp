@@ -167,6 +167,27 @@ Value readLanes(Emit t, Value src, ValueRange lead, Value k) {
   return arith::ExtFOp::create(t.b, t.loc, VectorType::get({kLanes}, t.f32()), read);
 }
 
+namespace {
+/// Column k of a DotRows side whose k values start at `k0` (null: 0).
+Value rowColumn(Emit t, Value k0, Value k) { return k0 ? t.add(k0, k) : k; }
+
+/// One k-step of a dot's lanes: fma(a, b, acc) when `fused` (the caller has shown the products exact), else
+/// acc + a * b, the kernels' two roundings.
+Value multiplyAdd(Emit t, Value a, Value b, Value acc, bool fused) {
+  return fused ? vector::FMAOp::create(t.b, t.loc, a, b, acc).getResult() : t.fadd(acc, t.fmul(a, b));
+}
+
+/// dotF32's end of one dot: lanes first .. first + 7 of the accumulator `acc` combined as
+/// ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), then the tail sum added last.
+Value combineLanes(Emit e, Value acc, int64_t first, Value tail) {
+  SmallVector<Value> l;
+  for (int64_t i = 0; i < kLanes; ++i)
+    l.push_back(vector::ExtractOp::create(e.b, e.loc, acc, ArrayRef<int64_t>{first + i}));
+  Value s = e.fadd(e.fadd(e.fadd(l[0], l[4]), e.fadd(l[1], l[5])), e.fadd(e.fadd(l[2], l[6]), e.fadd(l[3], l[7])));
+  return e.fadd(s, tail);
+}
+} // namespace
+
 /// dotF32 of the kernels (Kernels.cpp) for every pair of rows (a_i, b_j) of a block, emitted inline (see Support.h).
 /// One scf.for over k = 0, 8, .. carries one vector<8xf32> accumulator PER PAIR (acc_ij[l] += a_i[8s+l] *
 /// b_j[8s+l], s ascending, from 0): every row is loaded (and widened) once per step and used by every pair it is in,
@@ -179,7 +200,6 @@ SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int6
   auto laneType = VectorType::get({kLanes}, e.f32());
   Value zero8 = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(laneType, 0.0f));
   SmallVector<Value> accs(na * nb, zero8);
-  auto column = [](Emit t, Value k0, Value k) { return k0 ? t.add(k0, k) : k; };
   if (K8 > 0) {
     auto loop = scf::ForOp::create(
         e.b, e.loc, e.idx(0), e.idx(K8 * kLanes), e.idx(kLanes), accs,
@@ -187,13 +207,12 @@ SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int6
           Emit t{bb, loc};
           SmallVector<Value> av, bv, next;
           for (const SmallVector<Value> &lead : a.rows)
-            av.push_back(readLanes(t, a.tensor, lead, column(t, a.k0, k)));
+            av.push_back(readLanes(t, a.tensor, lead, rowColumn(t, a.k0, k)));
           for (const SmallVector<Value> &lead : b.rows)
-            bv.push_back(readLanes(t, b.tensor, lead, column(t, b.k0, k)));
+            bv.push_back(readLanes(t, b.tensor, lead, rowColumn(t, b.k0, k)));
           for (size_t i = 0; i < na; ++i)
             for (size_t j = 0; j < nb; ++j)
-              next.push_back(fused ? vector::FMAOp::create(t.b, t.loc, av[i], bv[j], iter[i * nb + j]).getResult()
-                                   : t.fadd(iter[i * nb + j], t.fmul(av[i], bv[j])));
+              next.push_back(multiplyAdd(t, av[i], bv[j], iter[i * nb + j], fused));
           scf::YieldOp::create(bb, loc, next);
         });
     accs.assign(loop.getResults().begin(), loop.getResults().end());
@@ -206,7 +225,7 @@ SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int6
           Emit t{bb, loc};
           auto element = [&](const DotRows &r, size_t i) {
             SmallVector<Value> at(r.rows[i].begin(), r.rows[i].end());
-            at.push_back(column(t, r.k0, k));
+            at.push_back(rowColumn(t, r.k0, k));
             return t.toF32(t.extract(r.tensor, at));
           };
           SmallVector<Value> av, bv, next;
@@ -222,14 +241,8 @@ SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int6
     tails.assign(loop.getResults().begin(), loop.getResults().end());
   }
   SmallVector<Value> dots;
-  for (size_t p = 0; p < na * nb; ++p) {
-    SmallVector<Value> l;
-    for (int64_t i = 0; i < kLanes; ++i)
-      l.push_back(vector::ExtractOp::create(e.b, e.loc, accs[p], ArrayRef<int64_t>{i}));
-    Value s =
-        e.fadd(e.fadd(e.fadd(l[0], l[4]), e.fadd(l[1], l[5])), e.fadd(e.fadd(l[2], l[6]), e.fadd(l[3], l[7])));
-    dots.push_back(e.fadd(s, tails[p]));
-  }
+  for (size_t p = 0; p < na * nb; ++p)
+    dots.push_back(combineLanes(e, accs[p], 0, tails[p]));
   return dots;
 }
 
@@ -348,7 +361,6 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
   auto pairType = VectorType::get({2 * kLanes}, e.f32());
   Value zero16 = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(pairType, 0.0f));
   SmallVector<Value> accs(na * np, zero16);
-  auto column = [](Emit t, Value k0, Value k) { return k0 ? t.add(k0, k) : k; };
   SmallVector<int64_t> twice;
   for (int64_t h = 0; h < 2; ++h)
     for (int64_t l = 0; l < kLanes; ++l)
@@ -360,7 +372,7 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
           Emit t{bb, loc};
           SmallVector<Value> av, wv, next;
           for (const SmallVector<Value> &lead : a.rows) {
-            Value lanes = readLanes(t, a.tensor, lead, column(t, a.k0, k));
+            Value lanes = readLanes(t, a.tensor, lead, rowColumn(t, a.k0, k));
             av.push_back(vector::ShuffleOp::create(t.b, t.loc, lanes, lanes, twice)); // x's 8 lanes, twice
           }
           Value pad = t.cf(0.0f);
@@ -370,8 +382,7 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
                                                         ArrayRef<bool>{true}));
           for (size_t i = 0; i < na; ++i)
             for (size_t j = 0; j < np; ++j)
-              next.push_back(fused ? vector::FMAOp::create(t.b, t.loc, av[i], wv[j], iter[i * np + j]).getResult()
-                                   : t.fadd(iter[i * np + j], t.fmul(av[i], wv[j])));
+              next.push_back(multiplyAdd(t, av[i], wv[j], iter[i * np + j], fused));
           scf::YieldOp::create(bb, loc, next);
         });
     accs.assign(loop.getResults().begin(), loop.getResults().end());
@@ -384,7 +395,7 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
           SmallVector<Value> xs, next;
           for (const SmallVector<Value> &lead : a.rows) {
             SmallVector<Value> at(lead.begin(), lead.end());
-            at.push_back(column(t, a.k0, k));
+            at.push_back(rowColumn(t, a.k0, k));
             xs.push_back(t.toF32(t.extract(a.tensor, at)));
           }
           SmallVector<Value> ws;
@@ -401,14 +412,8 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
   SmallVector<Value> dots;
   for (size_t i = 0; i < na; ++i)
     for (size_t j = 0; j < np; ++j)
-      for (int64_t h = 0; h < 2; ++h) {
-        SmallVector<Value> l;
-        for (int64_t q = 0; q < kLanes; ++q)
-          l.push_back(vector::ExtractOp::create(e.b, e.loc, accs[i * np + j], ArrayRef<int64_t>{h * kLanes + q}));
-        Value s = e.fadd(e.fadd(e.fadd(l[0], l[4]), e.fadd(l[1], l[5])),
-                         e.fadd(e.fadd(l[2], l[6]), e.fadd(l[3], l[7])));
-        dots.push_back(e.fadd(s, tails[(i * np + j) * 2 + h]));
-      }
+      for (int64_t h = 0; h < 2; ++h)
+        dots.push_back(combineLanes(e, accs[i * np + j], h * kLanes, tails[(i * np + j) * 2 + h]));
   return dots;
 }
 
