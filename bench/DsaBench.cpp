@@ -46,7 +46,8 @@
 // (printTargets, to stderr). Flags of its own (besides Google Benchmark's): --dsa_skip_interpreter (no interpreter runs: no speedup_interp,
 // used by bench/torch_compare.py), --dsa_buffer_mib=N (size of the bandwidth buffer, default 1024),
 // --dsa_index_contexts=A,B,... (the index-source layer's decode positions, default 4096,65536), --dsa_no_in_place
-// (compile with CPUCompileOptions::inPlaceCaches = false: every step copies the caches, for before/after runs).
+// (compile with CPUCompileOptions::inPlaceCaches = false: every step copies the caches, for before/after runs),
+// --dsa_phase_min_rows=N (CPUCompileOptions::phaseMinRows: the products' phase kernel from N rows; 0: never).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
@@ -109,6 +110,9 @@ bool gSkipInterpreter = false;
 /// --dsa_no_in_place: compile with CPUCompileOptions::inPlaceCaches = false (every step copies the caches, the
 /// behaviour before in-place caches), for before/after comparisons.
 bool gNoInPlace = false;
+/// --dsa_phase_min_rows=N: CPUCompileOptions::phaseMinRows (the products' phase kernel from N rows of x; 0: never),
+/// for before/after comparisons of the phase kernel in one binary.
+int64_t gPhaseMinRows = cpu::CPUCompileOptions().phaseMinRows;
 size_t gBufferMiB = 1024;
 std::vector<int64_t> gIndexContexts = {4096, 65536};
 
@@ -469,6 +473,7 @@ struct CompiledLayer {
     interpFn = decomposed->lookupSymbol<func::FuncOp>(fnName);
     cpu::CPUCompileOptions options;
     options.inPlaceCaches = !gNoInPlace;
+    options.phaseMinRows = gPhaseMinRows;
     ::dsa::Result<std::unique_ptr<cpu::CPUModule>> m = cpu::compileForCPU(*module, options);
     if (!m)
       die("compileForCPU: " + m.error());
@@ -481,6 +486,7 @@ struct CompiledLayer {
       cpu::CPUCompileOptions options;
       options.parallel = true;
       options.inPlaceCaches = !gNoInPlace;
+      options.phaseMinRows = gPhaseMinRows;
       ::dsa::Result<std::unique_ptr<cpu::CPUModule>> m = cpu::compileForCPU(*module, options);
       if (!m) {
         why = m.error();
@@ -1272,6 +1278,7 @@ struct OpBench {
     if (!m) {
       cpu::CPUCompileOptions options;
       options.parallel = par;
+      options.phaseMinRows = gPhaseMinRows;
       ::dsa::Result<std::unique_ptr<cpu::CPUModule>> r = cpu::compileForCPU(*module, options);
       if (!r) {
         if (!par)
@@ -1476,6 +1483,12 @@ int main(int argc, char **argv) {
       gSkipInterpreter = true;
     } else if (a == "--dsa_no_in_place") {
       gNoInPlace = true;
+    } else if (a.rfind("--dsa_phase_min_rows=", 0) == 0) {
+      char *end = nullptr;
+      long long v = std::strtoll(a.c_str() + 21, &end, 10);
+      if (a.size() == 21 || *end != '\0' || v < 0)
+        die("--dsa_phase_min_rows must be an integer >= 0 (0: no phase kernel), got '" + a.substr(21) + "'");
+      gPhaseMinRows = v;
     } else if (a.rfind("--dsa_buffer_mib=", 0) == 0) {
       long v = std::strtol(a.c_str() + 17, nullptr, 10);
       if (v < 64)

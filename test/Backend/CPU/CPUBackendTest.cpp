@@ -427,7 +427,9 @@ func.func @lin(%x: tensor<?x16xbf16>, %w: tensor<5x16xbf16>) -> tensor<?x5xbf16>
   for (const Case &c : cases) {
     auto [unfused, fused] = unfusedFused(c.x0, c.w0, c.x8, c.w8, c.x1, c.w1);
     ASSERT_NE(::dsa::numerics::f32ToBf16Bits(unfused), ::dsa::numerics::f32ToBf16Bits(fused)) << c.name;
-    const int64_t M = 4, N = 5, K = 16;
+    for (const int64_t M : {4, 70}) { // a block of the widened panel; the phase kernel (from 64 rows)
+    SCOPED_TRACE("rows " + std::to_string(M));
+    const int64_t N = 5, K = 16;
     std::vector<float> x(M * K, 0.0f), w(N * K, 0.0f);
     for (int64_t m = 0; m < M; ++m) {
       x[m * K + 0] = c.x0, x[m * K + 8] = c.x8, x[m * K + 1] = c.x1;
@@ -447,6 +449,89 @@ func.func @lin(%x: tensor<?x16xbf16>, %w: tensor<5x16xbf16>) -> tensor<?x5xbf16>
       expectMatchesInterpreter(text, "lin", {Tensor::fromFloats(ElementType::BF16, {M, K}, x),
                                              Tensor::fromFloats(ElementType::BF16, {N, K}, w)},
                                par);
+    }
+    }
+  }
+}
+
+// The phase kernel (from 64 rows of x: docs/cpu-backend.md "Phase kernel") at its tile edges: rows that are not a
+// multiple of its 6 (or 12) tokens, outputs not a multiple of its 16 (or 32), K below 8, not a multiple of 8 (the
+// tail), a single output, f32 operands (the unfused loop), grouped_output's groups; serial and OpenMP, with the
+// host's tiles and with the 32-register (AVX-512) ones, whose 16-lane vectors LLVM splits on a host without AVX-512
+// (CPUCompileOptions::vectorRegisters). 63 rows: the blocks below the phase kernel's threshold. Every result
+// bit-identical to the interpreter's. One compiled module per mode, its functions called at several row counts.
+TEST_F(CPUBackendTest, PhaseKernelTileEdgesMatchInterpreter) {
+  const char *text = R"mlir(
+func.func @n1k1(%x: tensor<?x1xbf16>, %w: tensor<1x1xbf16>) -> tensor<?x1xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x1xbf16>, tensor<1x1xbf16>) -> tensor<?x1xbf16>
+  return %y : tensor<?x1xbf16>
+}
+func.func @n17k5(%x: tensor<?x5xbf16>, %w: tensor<17x5xbf16>) -> tensor<?x17xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x5xbf16>, tensor<17x5xbf16>) -> tensor<?x17xbf16>
+  return %y : tensor<?x17xbf16>
+}
+func.func @n32k8(%x: tensor<?x8xbf16>, %w: tensor<32x8xbf16>) -> tensor<?x32xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x8xbf16>, tensor<32x8xbf16>) -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
+}
+func.func @n33k77(%x: tensor<?x77xbf16>, %w: tensor<33x77xbf16>) -> tensor<?x33xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x77xbf16>, tensor<33x77xbf16>) -> tensor<?x33xbf16>
+  return %y : tensor<?x33xbf16>
+}
+func.func @n301k1003(%x: tensor<?x1003xbf16>, %w: tensor<301x1003xbf16>) -> tensor<?x301xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x1003xbf16>, tensor<301x1003xbf16>) -> tensor<?x301xbf16>
+  return %y : tensor<?x301xbf16>
+}
+func.func @f32(%x: tensor<?x21xf32>, %w: tensor<70x21xf32>) -> tensor<?x70xf32> {
+  %y = dsa.linear %x, %w : (tensor<?x21xf32>, tensor<70x21xf32>) -> tensor<?x70xf32>
+  return %y : tensor<?x70xf32>
+}
+func.func @grouped(%o: tensor<?x6x20xbf16>, %w: tensor<51x40xbf16>) -> tensor<?x51xbf16> {
+  %og = dsa.grouped_output %o, %w {groups = 3 : i64} : (tensor<?x6x20xbf16>, tensor<51x40xbf16>) -> tensor<?x51xbf16>
+  return %og : tensor<?x51xbf16>
+}
+)mlir";
+  OwningOpRef<ModuleOp> m = parse(text);
+  ASSERT_TRUE(m);
+  struct Fn {
+    const char *name;
+    std::vector<int64_t> xTail; // x's shape after the row count
+    std::vector<int64_t> wShape;
+    ElementType type;
+  };
+  const Fn fns[] = {{"n1k1", {1}, {1, 1}, ElementType::BF16},          {"n17k5", {5}, {17, 5}, ElementType::BF16},
+                    {"n32k8", {8}, {32, 8}, ElementType::BF16},        {"n33k77", {77}, {33, 77}, ElementType::BF16},
+                    {"n301k1003", {1003}, {301, 1003}, ElementType::BF16}, {"f32", {21}, {70, 21}, ElementType::F32},
+                    {"grouped", {6, 20}, {51, 40}, ElementType::BF16}};
+  std::vector<cpu::CPUCompileOptions> modes;
+  for (int64_t registers : {0, 32})
+    for (bool parallel : {false, true}) {
+      if (parallel && !haveOpenMP())
+        continue;
+      modes.emplace_back();
+      modes.back().vectorRegisters = registers;
+      modes.back().parallel = parallel;
+    }
+  for (const cpu::CPUCompileOptions &mode : modes) {
+    SCOPED_TRACE(mode.vectorRegisters ? "32 vector registers" : "the target's vector registers");
+    std::unique_ptr<cpu::CPUModule> compiled = compile(*m, mode);
+    ASSERT_TRUE(compiled);
+    for (const Fn &fn : fns) {
+      Tensor w = randomFloats(fn.type, fn.wShape, 0.1f);
+      for (int64_t rows : {63, 64, 67, 72, 133}) {
+        SCOPED_TRACE(std::string(fn.name) + " rows " + std::to_string(rows) + (mode.parallel ? " (OpenMP)" : ""));
+        std::vector<int64_t> xShape{rows};
+        xShape.insert(xShape.end(), fn.xTail.begin(), fn.xTail.end());
+        std::vector<Tensor> args{randomFloats(fn.type, xShape), w};
+        auto f = m->lookupSymbol<func::FuncOp>(fn.name);
+        ASSERT_TRUE(f);
+        FailureOr<std::vector<Tensor>> want = interp::interpretFunction(f, args, nullptr);
+        ASSERT_TRUE(succeeded(want)) << diagnostics;
+        ::dsa::Result<std::vector<Tensor>> got = compiled->call(fn.name, args);
+        ASSERT_TRUE(got.ok()) << got.error();
+        ASSERT_EQ(got->size(), 1u);
+        EXPECT_TRUE(sameBits(got->front(), want->front()));
+      }
     }
   }
 }

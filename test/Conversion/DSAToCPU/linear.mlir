@@ -1,4 +1,5 @@
-// The CHECK run below is the unpaired layout (pair-columns=0; the PAIR run further down is the default paired one).
+// The CHECK run below is the unpaired layout (pair-columns=0; the PAIR run further down is the default paired one),
+// all three without the phase kernel (phase-min-rows=0; it has its own test, phase-kernel.mlir).
 // dsa.linear -> x widened to f32 once (an elementwise generic), then emitGroupedDots' blocked product: an
 // scf.forall over panels of w rows (folded away when one panel holds all of w), and inside, when x has at least 4
 // rows, the panel's bf16 w rows widened to f32 once (an scf.if: decode reads the bf16 rows), then blocks of 4 tokens x 4
@@ -10,9 +11,9 @@
 // pair, from 0.0), each pair's lanes combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, then bf16 RNE (bf16
 // linear) or nothing (f32), inserted at (m, n). Leftover outputs of a block of tokens: 4 x 1 blocks; leftover
 // tokens (decode): 1 x 4 blocks over strided outputs n, n + q, n + 2q, n + 3q (q = outputs / 4), then 1 x 1.
-// RUN: dsa-opt %s --dsa-to-cpu=pair-columns=0 --canonicalize --cse | FileCheck %s
+// RUN: dsa-opt %s --dsa-to-cpu="pair-columns=0 phase-min-rows=0" --canonicalize --cse | FileCheck %s
 // With 16 vector registers (AVX2: --dsa-cpu-pipeline sets it from cpu=) the blocks are 3 tokens x 3 outputs.
-// RUN: dsa-opt %s --dsa-to-cpu=vector-registers=16 --canonicalize --cse | FileCheck %s --check-prefix=V16
+// RUN: dsa-opt %s --dsa-to-cpu="vector-registers=16 phase-min-rows=0" --canonicalize --cse | FileCheck %s --check-prefix=V16
 // V16-LABEL: func.func @linear_tail
 // V16: scf.for %{{.*}} = %c0 to %{{.*}} step %c3 iter_args(%{{.*}}) -> (tensor<?x5xbf16>) {
 // V16: %{{.*}}:9 = scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args(
@@ -23,7 +24,7 @@
 // a block is 4 tokens x pairs, one vector<16xf32> accumulator per (token, pair): x's 8 lanes twice (vector.shuffle)
 // times the pair's 16 lanes. N = 5: no full block of 4 pairs; pairs (0, 1) and (2, 3) one at a time, then output 4
 // as pair 2 (its padding half dropped). Each half's lanes are combined as in the unpaired block.
-// RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s --check-prefix=PAIR
+// RUN: dsa-opt %s --dsa-to-cpu=phase-min-rows=0 --canonicalize --cse | FileCheck %s --check-prefix=PAIR
 // PAIR-LABEL: func.func @linear_tail
 // PAIR: %[[PE:[a-z0-9_]+]] = tensor.empty() : tensor<3x58xf32>
 // PAIR: %[[PZ:[a-z0-9_]+]] = linalg.fill ins(%{{.*}} : f32) outs(%[[PE]] : tensor<3x58xf32>)

@@ -274,7 +274,8 @@ Result<LoweredModule> lowerForCPU(mlir::ModuleOp module, const CPUCompileOptions
     out.functions[i].writableArgs = out.cacheArgs[i];
   }
   mlir::PassManager pm(ctx);
-  mlir::dsa::buildDSACPUPipeline(pm, options.parallel, out.target.host ? mlir::dsa::kHostCPU.str() : out.target.cpu);
+  mlir::dsa::buildDSACPUPipeline(pm, options.parallel, out.target.host ? mlir::dsa::kHostCPU.str() : out.target.cpu,
+                                options.phaseMinRows, options.vectorRegisters);
   if (mlir::failed(pm.run(*out.module)))
     return makeError("cpu backend: --dsa-cpu-pipeline failed:\n" + diagnostics);
   // The dropped results, recorded by the pass per function: the argument of each result, or -1; and the writable

@@ -803,7 +803,8 @@ struct GroupedOutputLowering : OpConversionPattern<GroupedOutputOp> {
 // The patterns (dsa/Conversion/DSAToCPU/DSAToCPU.h)
 //===----------------------------------------------------------------------------------------------------------===//
 
-void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters, bool pairColumns) {
+void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters, bool pairColumns,
+                              int64_t phaseMinRows) {
   // The register tile of the blocked products: rows x cols accumulators plus the rows' and columns' vectors and a
   // product must fit the registers (4 x 4: 16 + 8 + 1 of 32; with 16 registers 4 x 4 spilled accumulators every
   // k-step, 3 x 3: 9 + 6 + 1).
@@ -815,6 +816,13 @@ void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegiste
     // AVX-512: 4 rows x 4 pairs of columns, 16 accumulators of 16 lanes (two dots each) + 4 x + 1 w of 32.
     tiling.pairColumns = true;
     tiling.blockCols = 8;
+  }
+  // The phase kernel's register tile: rows x (vectors x lanes) accumulators + the vectors + one broadcast. 16
+  // registers: 6 x 2 x 8 lanes (12 + 2 + 1); 32: 12 x 2 x 16 lanes (24 + 2 + 1).
+  tiling.phaseMinRows = std::max<int64_t>(0, phaseMinRows);
+  if (vectorRegisters >= 32) {
+    tiling.phaseRows = 12;
+    tiling.phaseLanes = 16;
   }
   patterns.add<LinearLowering, GroupedOutputLowering>(patterns.getContext(), tiling);
   patterns.add<RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering, WindowKvLowering,
@@ -906,7 +914,7 @@ struct ConvertDSAToCPUPass : impl::ConvertDSAToCPUBase<ConvertDSAToCPUPass> {
     configureDSAToCPUConversionLegality(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
-    populateDSAToCPUPatterns(patterns, vectorRegisters, pairColumns);
+    populateDSAToCPUPatterns(patterns, vectorRegisters, pairColumns, phaseMinRows);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

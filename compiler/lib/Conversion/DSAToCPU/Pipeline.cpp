@@ -280,10 +280,16 @@ struct DSACPUPipelineOptions : PassPipelineOptions<DSACPUPipelineOptions> {
                                          "sapphirerapids, ...), written on every llvm.func as target_cpu / "
                                          "target_features; empty (default): no target attributes"),
                           llvm::cl::init("")};
+  Option<int64_t> phaseMinRows{*this, "phase-min-rows",
+                               llvm::cl::desc("dsa-to-cpu's phase-min-rows: from this many rows of x (counted at run "
+                                              "time; 0: never) the products use the phase kernel; the same bits "
+                                              "either way"),
+                               llvm::cl::init(64)};
 };
 } // namespace
 
-void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) {
+void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu, int64_t phaseMinRows,
+                         int64_t vectorRegisters) {
   pm.addPass(createDSADecomposeAttention());
   pm.addPass(createDSAStripProbes());
   // The register tile of the blocked products follows the target's vector registers (32 with AVX-512, else 16).
@@ -294,6 +300,9 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu) 
   if (succeeded(target))
     convert.vectorRegisters =
         llvm::is_contained(target->features, std::string("+avx512f")) ? 32 : 16;
+  if (vectorRegisters > 0)
+    convert.vectorRegisters = vectorRegisters;
+  convert.phaseMinRows = phaseMinRows;
   pm.addPass(createConvertDSAToCPU(convert));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -376,7 +385,7 @@ void registerDSACPUPipeline() {
       "Lower dsa (dsa.attention or the primitives) to the LLVM dialect for the CPU: decompose, strip probes, "
       "dsa-to-cpu, bufferize, loops (OpenMP with parallel=true), bf16 expanded, LLVM (target CPU with cpu=NAME)",
       [](OpPassManager &pm, const DSACPUPipelineOptions &options) {
-        buildDSACPUPipeline(pm, options.parallel, options.cpu);
+        buildDSACPUPipeline(pm, options.parallel, options.cpu, options.phaseMinRows);
       });
   // Every dsa pass the pipeline runs, so that its --dump-pass-pipeline output replays (test/Conversion/DSAToCPU/
   // pipeline-replay.test). Registering a pass twice (dsa-opt's registerDSAConversionPasses too) is harmless.

@@ -417,6 +417,304 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
   return dots;
 }
 
+//===----------------------------------------------------------------------------------------------------------===//
+// Phase kernel (emitGroupedDots with many rows of x)
+//===----------------------------------------------------------------------------------------------------------===//
+//
+// dotF32's lane l is the sum over i ascending of a[8i + l] * b[8i + l]: a dot product of its own over the columns
+// k = l (mod 8), its "phase". The phase kernel computes the 8 phases of every output as 8 separate products, each
+// by the classic outer-product register tile (a column of MR x values broadcast, NV vectors of NR = NV x VW outputs
+// of w loaded, MR x NV fused multiply-adds into the tile's accumulators, one k-step per i), so each accumulator
+// lane sums exactly one output's phase in dotF32's order. Fused only: it runs on a panel only where every product
+// of x and the panel's w is exact in f32 (panelProductsExact), so fma and acc + x w give the same bits; elsewhere
+// emitGroupedDots runs the blocks, which have both k-loops. Then, per output, the 8 phase sums are
+// combined as dotF32 combines its lanes and the K % 8 tail (summed from 0.0f in k order) is added last: the same
+// bits as one dotF32 per output. Operands are packed phase-major so every k-step reads contiguous memory:
+//   xp [G, NB, S, MR]  (NB = ceil(M / MR), S = 8 K8 + T, K8 = K / 8, T = K % 8): xp[g, b, l K8 + i, r] =
+//                      x[b MR + r, g K + 8 i + l], xp[g, b, 8 K8 + j, r] = x[b MR + r, g K + 8 K8 + j], rows past
+//                      M zero; packed once per call.
+//   wp [JP, S, NR]     (a panel of nc w rows, JP = ceil(nc / NR)): wp[p, l K8 + i, c] = w[col0 + p NR + c, 8 i + l],
+//                      the tail likewise, columns past nc zero; packed once per panel, the panel sized so that
+//                      one phase of it (nc K8 f32) stays in L2 while every band of MR rows passes over it.
+//   partials [8, NB, JP, MR NR]: the phase sums, then combined.
+
+namespace {
+
+/// Where k-column `k` of a row goes in the phase-major order: i = k / 8 (k < 8 K8) at phase k % 8, else the tail.
+/// Packs `rows` [count, .. K ..] (bf16 or f32; row r at rowOf(r), its columns from `k0`) into `into` at
+/// at(r, slot) for every row r < count and slot < S, folding the values' magnitudes when `mags`.
+Value packPhaseMajor(Emit e, Value src, Value count, function_ref<Value(Emit, Value)> rowOf, Value k0, int64_t K,
+                     Value into, function_ref<SmallVector<Value>(Emit, Value, Value)> at, Magnitudes *mags) {
+  const int64_t K8 = K / kLanes, T = K % kLanes;
+  auto laneType = VectorType::get({kLanes}, e.f32());
+  Magnitudes lanes0 = noMagnitudes(e, laneType), tail0 = noMagnitudes(e, e.f32());
+  auto rows = scf::ForOp::create(
+      e.b, e.loc, e.idx(0), count, e.idx(1), ValueRange{into, lanes0.maxAbs, lanes0.minAbs, tail0.maxAbs, tail0.minAbs},
+      [&](OpBuilder &bb, Location loc, Value r, ValueRange iter) {
+        Emit u{bb, loc};
+        Value row = rowOf(u, r);
+        SmallVector<Value> cur(iter.begin(), iter.end());
+        if (K8 > 0) {
+          auto steps = scf::ForOp::create(
+              u.b, u.loc, u.idx(0), u.idx(K8), u.idx(1), ValueRange{cur[0], cur[1], cur[2]},
+              [&](OpBuilder &b2, Location l2, Value i, ValueRange it) {
+                Emit v{b2, l2};
+                Value lanes = readLanes(v, src, ValueRange{row}, v.add(k0, v.mul(i, v.idx(kLanes))));
+                Value next = it[0];
+                for (int64_t l = 0; l < kLanes; ++l) {
+                  Value val = vector::ExtractOp::create(v.b, v.loc, lanes, ArrayRef<int64_t>{l});
+                  next = tensor::InsertOp::create(v.b, v.loc, val, next, at(v, r, v.add(v.idx(l * K8), i)));
+                }
+                Magnitudes m = mags ? foldMagnitudes(v, {it[1], it[2]}, lanes) : Magnitudes{it[1], it[2]};
+                scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
+              });
+          for (int i = 0; i < 3; ++i)
+            cur[i] = steps.getResult(i);
+        }
+        if (T > 0) {
+          auto tail = scf::ForOp::create(
+              u.b, u.loc, u.idx(0), u.idx(T), u.idx(1), ValueRange{cur[0], cur[3], cur[4]},
+              [&](OpBuilder &b2, Location l2, Value j, ValueRange it) {
+                Emit v{b2, l2};
+                Value val = v.toF32(v.extract(src, ValueRange{row, v.add(k0, v.add(v.idx(8 * K8), j))}));
+                Value next = tensor::InsertOp::create(v.b, v.loc, val, it[0], at(v, r, v.add(v.idx(8 * K8), j)));
+                Magnitudes m = mags ? foldMagnitudes(v, {it[1], it[2]}, val) : Magnitudes{it[1], it[2]};
+                scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
+              });
+          cur[0] = tail.getResult(0);
+          cur[3] = tail.getResult(1);
+          cur[4] = tail.getResult(2);
+        }
+        scf::YieldOp::create(bb, loc, cur);
+      });
+  if (mags)
+    *mags = combineMagnitudes(e, {rows.getResult(1), rows.getResult(2)}, {rows.getResult(3), rows.getResult(4)});
+  return rows.getResult(0);
+}
+
+/// xp [G, NB, S, MR] of x [M, G K] (see above), zeros past row M: an scf.forall over (group, band of MR rows)
+/// (OpenMP with parallel=true), each band packed into its own [S, MR] tile (zero-filled first only when the band
+/// runs past row M) and inserted by tensor.parallel_insert_slice.
+Value packPhaseX(Emit e, Value x, Value M, int64_t G, int64_t K, int64_t MR) {
+  const int64_t S = K;
+  Value NB = arith::CeilDivSIOp::create(e.b, e.loc, M, e.idx(MR));
+  SmallVector<OpFoldResult> sizes{e.b.getIndexAttr(G), NB, e.b.getIndexAttr(S), e.b.getIndexAttr(MR)};
+  Value xp0 = e.empty(sizes, e.f32());
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{e.b.getIndexAttr(G), NB}, ValueRange{xp0},
+                                      std::nullopt);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(forall.getTerminator());
+  Emit f{e.b, e.loc};
+  Value g = forall.getInductionVar(0), b = forall.getInductionVar(1);
+  Value r0 = f.mul(b, f.idx(MR));
+  Value rows = f.minsi(f.idx(MR), f.sub(M, r0));
+  SmallVector<OpFoldResult> tileSizes{f.b.getIndexAttr(S), f.b.getIndexAttr(MR)};
+  Value empty = f.empty(tileSizes, f.f32());
+  Value tile0 = guarded(
+      f, f.cmpi(arith::CmpIPredicate::slt, rows, f.idx(MR)), empty.getType(),
+      [&](Emit u) { return linalg::FillOp::create(u.b, u.loc, ValueRange{u.cf(0.0f)}, ValueRange{empty}).getResult(0); },
+      [&](Emit) { return empty; });
+  Value tile = packPhaseMajor(
+      f, x, rows, [&](Emit u, Value r) { return u.add(r0, r); }, f.mul(g, f.idx(K)), K, tile0,
+      [&](Emit, Value r, Value slot) -> SmallVector<Value> { return {slot, r}; }, nullptr);
+  e.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  SmallVector<OpFoldResult> offsets{g, b, e.b.getIndexAttr(0), e.b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> insertSizes{e.b.getIndexAttr(1), e.b.getIndexAttr(1), e.b.getIndexAttr(S),
+                                        e.b.getIndexAttr(MR)};
+  SmallVector<OpFoldResult> ones(4, e.b.getIndexAttr(1));
+  tensor::ParallelInsertSliceOp::create(e.b, e.loc, tile, forall.getRegionIterArgs()[0], offsets, insertSizes, ones);
+  return forall.getResult(0);
+}
+
+/// One panel of the phase kernel: out columns col0 .. col0 + nc - 1 (the panel's `slice` [M, nc]) of group g.
+/// `finish` is applied to vectors of outputs (element-wise, as emitGroupedDots' callers' bf16 rounding is).
+Value emitPhasePanel(Emit f, Value slice, Value xp, Value w, Value g, Value col0, Value nc, int64_t panelCols,
+                     Value M, int64_t K, const GemmTiling &tiling, function_ref<Value(Emit, Value)> finish) {
+  const int64_t K8 = K / kLanes, T = K % kLanes, S = K;
+  const int64_t MR = tiling.phaseRows, NV = tiling.phaseVectors, VW = tiling.phaseLanes, NR = NV * VW;
+  auto sliceType = cast<RankedTensorType>(slice.getType());
+  Type outElem = sliceType.getElementType();
+  auto vecType = VectorType::get({VW}, f.f32());
+  Value NB = arith::CeilDivSIOp::create(f.b, f.loc, M, f.idx(MR));
+  Value JP = arith::CeilDivSIOp::create(f.b, f.loc, nc, f.idx(NR));
+
+  // wp [JP, S, NR], zeros past column nc.
+  SmallVector<OpFoldResult> wSizes{JP, f.b.getIndexAttr(S), f.b.getIndexAttr(NR)};
+  Value wp = packPhaseMajor(
+      f, w, nc, [&](Emit u, Value r) { return u.add(col0, r); }, f.idx(0), K, f.filled(wSizes, f.cf(0.0f)),
+      [&](Emit v, Value r, Value slot) -> SmallVector<Value> {
+        return {arith::DivSIOp::create(v.b, v.loc, r, v.idx(NR)), slot, arith::RemSIOp::create(v.b, v.loc, r, v.idx(NR))};
+      },
+      nullptr);
+
+  // Bands per row block: the block's phase sums [8, MCB, JP, MR NR] (reused by every block of the panel) fill
+  // about tiling.phasePanelBytes at the panel's full width.
+  const int64_t fullTiles = std::max<int64_t>(1, (panelCols + NR - 1) / NR);
+  const int64_t MCB = std::max<int64_t>(1, tiling.phasePanelBytes / (kLanes * fullTiles * MR * NR * 4));
+  // One k-step of the tile at packed column `slot` of band b and column tile p: acc[r NV + q] + x_r w_q for the
+  // tile's MR broadcast x values and NV vectors of w (fused: one fma; else the kernels' mulf then addf).
+  auto tileStep = [&](Emit v, Value b, Value p, Value slot, ValueRange acc, bool fused) -> SmallVector<Value> {
+    Value pad = v.cf(0.0f);
+    SmallVector<Value> wv, next;
+    for (int64_t q = 0; q < NV; ++q)
+      wv.push_back(vector::TransferReadOp::create(v.b, v.loc, vecType, wp, ValueRange{p, slot, v.idx(q * VW)}, pad,
+                                                  ArrayRef<bool>{true}));
+    for (int64_t r = 0; r < MR; ++r) {
+      Value xv = vector::BroadcastOp::create(v.b, v.loc, vecType, v.extract(xp, ValueRange{g, b, slot, v.idx(r)}));
+      for (int64_t q = 0; q < NV; ++q)
+        next.push_back(multiplyAdd(v, xv, wv[q], acc[r * NV + q], fused));
+    }
+    return next;
+  };
+  // for bb < bCount (band b = bFirst + bb): for p < JP (column tile): carried = body(b, bb, p, carried).
+  auto overBandTiles = [&](Emit e0, Value bFirst, Value bCount, Value init,
+                           function_ref<Value(Emit, Value, Value, Value, Value)> body) -> Value {
+    auto bands = scf::ForOp::create(
+        e0.b, e0.loc, e0.idx(0), bCount, e0.idx(1), ValueRange{init},
+        [&](OpBuilder &b2, Location l2, Value bb, ValueRange it2) {
+          Emit u2{b2, l2};
+          Value b = u2.add(bFirst, bb);
+          auto tiles = scf::ForOp::create(b2, l2, u2.idx(0), JP, u2.idx(1), ValueRange{it2[0]},
+                                          [&](OpBuilder &b3, Location l3, Value p, ValueRange it3) {
+                                            scf::YieldOp::create(b3, l3, body(Emit{b3, l3}, b, bb, p, it3[0]));
+                                          });
+          scf::YieldOp::create(b2, l2, tiles.getResult(0));
+        });
+    return bands.getResult(0);
+  };
+  auto compute = [&](Emit t, bool fused) -> Value {
+    Value zero = arith::ConstantOp::create(t.b, t.loc, DenseElementsAttr::get(vecType, 0.0f));
+    SmallVector<OpFoldResult> pSizes{t.b.getIndexAttr(kLanes), t.b.getIndexAttr(MCB), JP, t.b.getIndexAttr(MR * NR)};
+    Value partials0 = t.empty(pSizes, t.f32());
+    SmallVector<OpFoldResult> oSizes{t.mul(NB, t.idx(MR)), t.mul(JP, t.idx(NR))};
+    Value padded0 = t.empty(oSizes, outElem);
+    // Row blocks of MCB bands: the 8 phases of the block (for each band b and column tile p of NR outputs, K8
+    // k-steps of the tile), then the block's outputs.
+    auto blocks = scf::ForOp::create(
+        t.b, t.loc, t.idx(0), NB, t.idx(MCB), ValueRange{partials0, padded0},
+        [&](OpBuilder &b0b, Location l0, Value bFirst, ValueRange it0) {
+          Emit u0{b0b, l0};
+          Value bCount = u0.minsi(u0.idx(MCB), u0.sub(NB, bFirst));
+          auto phases = scf::ForOp::create(
+              b0b, l0, u0.idx(0), u0.idx(kLanes), u0.idx(1), ValueRange{it0[0]},
+              [&](OpBuilder &b1, Location l1, Value l, ValueRange it1) {
+                Emit u1{b1, l1};
+                Value base = u1.mul(l, u1.idx(K8));
+                Value phaseDone = overBandTiles(
+                    u1, bFirst, bCount, it1[0], [&](Emit u3, Value b, Value bb, Value p, Value part) -> Value {
+                      SmallVector<Value> accs(MR * NV, zero);
+                      if (K8 > 0) {
+                        auto steps = scf::ForOp::create(
+                            u3.b, u3.loc, u3.idx(0), u3.idx(K8), u3.idx(1), accs,
+                            [&](OpBuilder &b4, Location l4, Value i, ValueRange acc) {
+                              Emit v{b4, l4};
+                              scf::YieldOp::create(b4, l4, tileStep(v, b, p, v.add(base, i), acc, fused));
+                            });
+                        accs.assign(steps.getResults().begin(), steps.getResults().end());
+                      }
+                      for (int64_t r = 0; r < MR; ++r)
+                        for (int64_t q = 0; q < NV; ++q)
+                          part = vector::TransferWriteOp::create(u3.b, u3.loc, accs[r * NV + q], part,
+                                                                 ValueRange{l, bb, p, u3.idx(r * NR + q * VW)},
+                                                                 ArrayRef<bool>{true})
+                                     .getResult();
+                      return part;
+                    });
+                scf::YieldOp::create(b1, l1, phaseDone);
+              });
+          Value partials = phases.getResult(0);
+          // dotF32's end of every output of the block: the phases combined as its lanes, the tail (k >= 8 K8,
+          // summed from 0.0f, k ascending, never fused) added last, then finish; into the padded [NB MR, JP NR]
+          // tile of out.
+          Value outDone = overBandTiles(
+              u0, bFirst, bCount, it0[1], [&](Emit u3, Value b, Value bb, Value p, Value out) -> Value {
+                SmallVector<Value> tails(MR * NV, zero);
+                if (T > 0) {
+                  auto tailLoop = scf::ForOp::create(
+                      u3.b, u3.loc, u3.idx(8 * K8), u3.idx(S), u3.idx(1), tails,
+                      [&](OpBuilder &b4, Location l4, Value slot, ValueRange acc) {
+                        Emit v{b4, l4};
+                        scf::YieldOp::create(b4, l4, tileStep(v, b, p, slot, acc, /*fused=*/false));
+                      });
+                  tails.assign(tailLoop.getResults().begin(), tailLoop.getResults().end());
+                }
+                Value pad = u3.cf(0.0f);
+                for (int64_t r = 0; r < MR; ++r)
+                  for (int64_t q = 0; q < NV; ++q) {
+                    Value ph[kLanes];
+                    for (int64_t l = 0; l < kLanes; ++l)
+                      ph[l] = vector::TransferReadOp::create(u3.b, u3.loc, vecType, partials,
+                                                             ValueRange{u3.idx(l), bb, p, u3.idx(r * NR + q * VW)},
+                                                             pad, ArrayRef<bool>{true});
+                    Value s = u3.fadd(u3.fadd(u3.fadd(ph[0], ph[4]), u3.fadd(ph[1], ph[5])),
+                                      u3.fadd(u3.fadd(ph[2], ph[6]), u3.fadd(ph[3], ph[7])));
+                    s = u3.fadd(s, tails[r * NV + q]);
+                    Value row = u3.add(u3.mul(b, u3.idx(MR)), u3.idx(r));
+                    Value col = u3.add(u3.mul(p, u3.idx(NR)), u3.idx(q * VW));
+                    // finish on the VW dots at once (the callers' rounding is element-wise).
+                    out = vector::TransferWriteOp::create(u3.b, u3.loc, finish(u3, s), out, ValueRange{row, col},
+                                                          ArrayRef<bool>{true})
+                              .getResult();
+                  }
+                return out;
+              });
+          scf::YieldOp::create(b0b, l0, ValueRange{partials, outDone});
+        });
+    SmallVector<OpFoldResult> zeros{t.b.getIndexAttr(0), t.b.getIndexAttr(0)}, ones{t.b.getIndexAttr(1),
+                                                                                      t.b.getIndexAttr(1)};
+    SmallVector<OpFoldResult> sizes{M, nc};
+    Value cut = tensor::ExtractSliceOp::create(t.b, t.loc, tensorType(sizes, outElem), blocks.getResult(1), zeros,
+                                               sizes, ones);
+    return t.castTo(cut, sliceType);
+  };
+  // Only fused: emitGroupedDots runs the phase kernel where every product is exact (panelProductsExact), the
+  // blocks elsewhere, so that one copy of the tile is compiled.
+  return compute(f, /*fused=*/true);
+}
+
+/// Whether every product of x (bf16 values `xBf16`, magnitudes `xMag`) and the panel's w rows col0 .. col0 + nc - 1
+/// (bf16) is exact in f32 (productsExact): one pass over the panel, 8 lanes at a time, then the K % 8 tails.
+Value panelProductsExact(Emit e, Value w, Value col0, Value nc, int64_t K, Value xBf16, Magnitudes xMag) {
+  const int64_t K8 = K / kLanes * kLanes;
+  auto laneType = VectorType::get({kLanes}, e.f32());
+  Magnitudes lanes0 = noMagnitudes(e, laneType), tail0 = noMagnitudes(e, e.f32());
+  auto rows = scf::ForOp::create(
+      e.b, e.loc, e.idx(0), nc, e.idx(1), ValueRange{lanes0.maxAbs, lanes0.minAbs, tail0.maxAbs, tail0.minAbs},
+      [&](OpBuilder &bb, Location loc, Value r, ValueRange it) {
+        Emit u{bb, loc};
+        Value row = u.add(col0, r);
+        SmallVector<Value> cur(it.begin(), it.end());
+        if (K8 > 0) {
+          auto lanes = scf::ForOp::create(u.b, u.loc, u.idx(0), u.idx(K8), u.idx(kLanes), ValueRange{cur[0], cur[1]},
+                                          [&](OpBuilder &b2, Location l2, Value k, ValueRange li) {
+                                            Emit v{b2, l2};
+                                            Magnitudes m = foldMagnitudes(v, {li[0], li[1]},
+                                                                          readLanes(v, w, ValueRange{row}, k));
+                                            scf::YieldOp::create(b2, l2, ValueRange{m.maxAbs, m.minAbs});
+                                          });
+          cur[0] = lanes.getResult(0);
+          cur[1] = lanes.getResult(1);
+        }
+        if (K8 < K) {
+          auto tail = scf::ForOp::create(u.b, u.loc, u.idx(K8), u.idx(K), u.idx(1), ValueRange{cur[2], cur[3]},
+                                         [&](OpBuilder &b2, Location l2, Value k, ValueRange ti) {
+                                           Emit v{b2, l2};
+                                           Magnitudes m = foldMagnitudes(v, {ti[0], ti[1]},
+                                                                         v.toF32(v.extract(w, ValueRange{row, k})));
+                                           scf::YieldOp::create(b2, l2, ValueRange{m.maxAbs, m.minAbs});
+                                         });
+          cur[2] = tail.getResult(0);
+          cur[3] = tail.getResult(1);
+        }
+        scf::YieldOp::create(bb, loc, cur);
+      });
+  Magnitudes wMag =
+      combineMagnitudes(e, {rows.getResult(0), rows.getResult(1)}, {rows.getResult(2), rows.getResult(3)});
+  return productsExact(e, xBf16, xMag, wMag);
+}
+
+} // namespace
+
 /// out[m, g*N + n] = finish(dotF32(x[m, g*K : g*K + K], w[g*N + n, :])) (see Support.h). Loop nest, on tensors:
 ///   scf.forall (g, panel) over G x ceil(N / panelRows), shared out: the panel's columns [M, nc] as an
 ///   extract_slice of the shared out, filled by
@@ -463,13 +761,40 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   // Fewer rows than one block (decode): every w row is read once, the panels only split the work; large panels
   // give each strided row set long sequential streams (below).
   Value panel = e.sel(e.cmpi(arith::CmpIPredicate::slt, M, e.idx(mb)), e.idx(largePanel), e.idx(smallPanel));
+  // The phase kernel (above) from tiling.phaseMinRows rows of x: its panels hold a multiple of its NR outputs and
+  // one phase of a panel (nc x K8 f32) fills tiling.phasePanelBytes.
+  // (bf16 w only: the fused tile needs exact products, which an f32 w does not give.)
+  const bool phaseOn = tiling.phaseMinRows > 0 && tiling.phaseRows > 0 && tiling.phaseVectors > 0 &&
+                       tiling.phaseLanes > 0 && K > 0 && wBytes == 2;
+  Value usePhase;
+  int64_t phasePanel = 0;
+  if (phaseOn) {
+    const int64_t NR = tiling.phaseVectors * tiling.phaseLanes;
+    const int64_t phaseBytes = std::max<int64_t>(1, K / kLanes) * 4;
+    phasePanel = std::min(N, std::max(NR, tiling.phasePanelBytes / phaseBytes / NR * NR));
+    usePhase = e.cmpi(arith::CmpIPredicate::sge, M, e.idx(std::max(tiling.phaseMinRows, tiling.phaseRows)));
+    panel = e.sel(usePhase, e.idx(phasePanel), panel);
+  }
   Value panels = arith::CeilDivSIOp::create(e.b, e.loc, e.idx(N), panel);
 
-  // For the fused k-loop of the widened panels (below): x's magnitudes, once per call (x is small beside w).
+  // For the fused k-loop of the widened panels and the phase kernel (below): x's magnitudes, once per call (x is
+  // small beside w).
   Value xBf16;
   Magnitudes xMag;
-  if (widenPanel)
+  if (widenPanel || phaseOn)
     std::tie(xBf16, xMag) = bf16Magnitudes(e, x, G * K);
+  // The phase kernel's packed x (an empty one when it does not run).
+  Value xp;
+  if (phaseOn) {
+    const int64_t MR = tiling.phaseRows;
+    RankedTensorType xpType = tensorType({e.b.getIndexAttr(G), M, e.b.getIndexAttr(K), e.b.getIndexAttr(MR)}, e.f32());
+    xp = guarded(
+        e, usePhase, xpType, [&](Emit t) { return packPhaseX(t, x, M, G, K, MR); },
+        [&](Emit t) {
+          return t.empty({t.b.getIndexAttr(G), t.b.getIndexAttr(0), t.b.getIndexAttr(K), t.b.getIndexAttr(MR)},
+                         t.f32());
+        });
+  }
 
   auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{e.b.getIndexAttr(G), panels},
                                       ValueRange{out}, std::nullopt);
@@ -485,6 +810,25 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   SmallVector<OpFoldResult> offsets{f.b.getIndexAttr(0), col0}, sizes{M, nc}, strides{f.b.getIndexAttr(1),
                                                                                       f.b.getIndexAttr(1)};
   Value slice = tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, outElem), shared, offsets, sizes, strides);
+  // With the phase kernel: scf.if usePhase { the phase kernel } else { the blocks below }.
+  scf::IfOp phaseIf;
+  if (phaseOn) {
+    // The phase kernel (fused only) where every product of x and the panel's w is exact; else the blocks, which
+    // have both k-loops. The check reads the panel only when there are enough rows for the phase kernel.
+    auto check = scf::IfOp::create(f.b, f.loc, TypeRange{f.b.getI1Type()}, usePhase, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inner(f.b);
+      f.b.setInsertionPointToStart(&check.getThenRegion().front());
+      scf::YieldOp::create(f.b, f.loc, panelProductsExact(f, w, col0, nc, K, xBf16, xMag));
+      f.b.setInsertionPointToStart(&check.getElseRegion().front());
+      scf::YieldOp::create(f.b, f.loc, f.cBool(false));
+    }
+    phaseIf = scf::IfOp::create(f.b, f.loc, TypeRange{slice.getType()}, check.getResult(0), /*withElseRegion=*/true);
+    f.b.setInsertionPointToStart(&phaseIf.getThenRegion().front());
+    Value done = emitPhasePanel(f, slice, xp, w, g, col0, nc, phasePanel, M, K, tiling, finish);
+    scf::YieldOp::create(f.b, f.loc, done);
+    f.b.setInsertionPointToStart(&phaseIf.getElseRegion().front());
+  }
 
   // One block: rows m0 .. m0+mb-1 of x times the panel columns `cols`, inserted into `acc`. The w rows come from
   // `wSrc`: w itself (row col0 + c) or the panel's widened copy (row c, wBase null).
@@ -689,6 +1033,10 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                                                 /*fused=*/false));
                                  });
   filled = rows.getResult(0);
+  if (phaseIf) {
+    scf::YieldOp::create(f.b, f.loc, filled);
+    filled = phaseIf.getResult(0);
+  }
   e.b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(e.b, e.loc, filled, shared, offsets, sizes, strides);
   return forall.getResult(0);

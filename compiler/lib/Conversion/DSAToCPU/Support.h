@@ -65,8 +65,13 @@ struct Emit {
       return v;
     return arith::ExtFOp::create(b, loc, f32(), v);
   }
-  /// bf16(v) for an f32 v (RNE).
-  Value toBf16(Value v) const { return arith::TruncFOp::create(b, loc, b.getBF16Type(), v); }
+  /// bf16(v) for an f32 v, or each lane of a vector of f32 (RNE).
+  Value toBf16(Value v) const {
+    Type bf16 = b.getBF16Type();
+    if (auto vt = dyn_cast<VectorType>(v.getType()))
+      return arith::TruncFOp::create(b, loc, VectorType::get(vt.getShape(), bf16), v);
+    return arith::TruncFOp::create(b, loc, bf16, v);
+  }
   Value bitsOf(Value f) const { return arith::BitcastOp::create(b, loc, i32(), f); }
   Value floatOf(Value bits) const { return arith::BitcastOp::create(b, loc, f32(), bits); }
   Value indexToI64(Value v) const { return arith::IndexCastOp::create(b, loc, i64(), v); }
@@ -163,12 +168,22 @@ struct GemmTiling {
   int64_t widePanelBytes = 512 << 10; // bytes of the widened f32 panel (instead of panelBytes)
   bool pairColumns = false; // the widened panel in pairs of w rows and the blocks' accumulators 16 lanes wide, two
                             // dots each (emitPairedDotBlock; AVX-512: one zmm FMA per two dots' 8 lanes)
+  // The phase kernel (emitGroupedDots, "Phase kernel"): with at least phaseMinRows rows of x (0: never), every
+  // panel is packed phase-major and computed by an outer-product register tile of phaseRows x rows times
+  // phaseVectors x phaseLanes outputs (broadcast x, FMA into the tile), each of dotF32's 8 lanes as its own pass.
+  int64_t phaseMinRows = 64;
+  int64_t phaseRows = 6;    // AVX2: 6 x 2 accumulators + 2 w vectors + 1 broadcast of 16 registers
+  int64_t phaseVectors = 2; // vectors of w per k-step
+  int64_t phaseLanes = 8;   // lanes per vector (16 with AVX-512)
+  int64_t phasePanelBytes = 128 << 10; // f32 bytes of one phase of a packed panel (its 8 phases: 8 x this)
 };
 /// G independent blocked products: out[m, g*N + n] = finish(dotF32(x[m, g*K .. g*K+K), w[g*N + n, 0:K))) for
 /// m < rows of x, g < G, n < N. x [M, G*K] and w [G*N, K] are bf16 or f32 (f32 x avoids widening x in every
 /// block), out [M, G*N]; returns the updated out. An scf.forall over (g, panel of w rows) (parallel=true turns it into
 /// OpenMP); inside, blocks of tiling.blockRows x tiling.blockCols dots (emitDotBlock), leftover rows as 1 x
-/// tiling.rowCols blocks, leftover columns one at a time. Bit-identical to one dotF32 per output.
+/// tiling.rowCols blocks, leftover columns one at a time; from tiling.phaseMinRows rows of x (a run-time count) the
+/// phase kernel instead (Support.cpp, "Phase kernel"). Bit-identical to one dotF32 per output. `finish` is
+/// element-wise and takes an f32 or a vector of f32 (the phase kernel rounds a vector of outputs at once).
 Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N, int64_t K, const GemmTiling &tiling,
                       function_ref<Value(Emit, Value)> finish);
 /// The enclosing generic's loop indices d0 .. d(n-1).

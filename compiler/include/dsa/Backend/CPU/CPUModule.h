@@ -78,6 +78,14 @@ struct CPUCompileOptions {
   /// the code here, so it also refuses a CPU whose features this host lacks (naming them); a step library
   /// (emitCPUStepLibrary) may target any CPU and records its features, which the runtime checks when it loads it.
   std::string targetCpu;
+  /// The linear / grouped_output products use the phase kernel from this many rows of x (the pipeline's
+  /// phase-min-rows; 0: never, the blocks of docs/cpu-backend.md "Lowering" only). For comparisons and tuning: the
+  /// results are the same bits either way.
+  int64_t phaseMinRows = 64;
+  /// The register tiles of the products as for a target with this many vector registers (16 or 32; 0, the
+  /// default: from the target CPU, 32 with AVX-512). 32 on a host without AVX-512 runs the AVX-512 tiles' code
+  /// with each 16-lane vector split in two (tests of those tiles on any host); the results are the same bits.
+  int64_t vectorRegisters = 0;
 };
 
 class CPUModule {

@@ -42,7 +42,11 @@ namespace mlir::dsa {
 /// the accumulators do not spill); the results are the same bits for any values.
 /// `pairColumns` (dsa-to-cpu's pair-columns option; only with 32 registers): the prefill blocks' accumulators
 /// hold two outputs' 8 lanes each (a widened panel of interleaved w row pairs: one AVX-512 FMA per two dots).
-void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters = 32, bool pairColumns = true);
+/// `phaseMinRows` (dsa-to-cpu's phase-min-rows option; 0: never): from that many rows of x (a run-time count) the
+/// products use the phase kernel (docs/cpu-backend.md "Phase kernel": w packed per panel phase-major, an
+/// outer-product register tile of 6 tokens x 16 outputs with 16 registers, 12 x 32 with 32), else the blocks above.
+void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegisters = 32, bool pairColumns = true,
+                              int64_t phaseMinRows = 64);
 
 /// Makes the dsa dialect illegal, the dialects the patterns produce (arith, linalg, tensor, math, scf, func,
 /// vector, bufferization, memref) legal, and arith.extf / arith.truncf legal only on non-tensor types (the

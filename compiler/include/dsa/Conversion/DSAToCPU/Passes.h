@@ -42,8 +42,12 @@ void registerDSACPUPipeline();
 /// `cpu`: when not empty, every llvm.func gets target_cpu / target_features for that CPU ('host' or an LLVM CPU
 /// name: dsa/Conversion/CPUTarget.h); the pipeline fails on an unknown name. Every bf16 conversion is expanded
 /// into integer ops, the pipeline fails if one is left for LLVM (dsa-cpu-check-bf16), and the output has no bf16
-/// type at all (dsa-cpu-bf16-as-i16: bf16 values are carried as i16).
-void buildDSACPUPipeline(OpPassManager &pm, bool parallel = false, llvm::StringRef cpu = "");
+/// type at all (dsa-cpu-bf16-as-i16: bf16 values are carried as i16). `phaseMinRows`: dsa-to-cpu's phase-min-rows
+/// (the products' phase kernel from that many rows of x; 0: never; the same bits either way). `vectorRegisters`:
+/// when > 0, dsa-to-cpu's vector-registers instead of the one `cpu` implies (16 without AVX-512, else 32), e.g. to
+/// run the 32-register tiles' code on a host without AVX-512 (LLVM splits their 16-lane vectors; the same bits).
+void buildDSACPUPipeline(OpPassManager &pm, bool parallel = false, llvm::StringRef cpu = "", int64_t phaseMinRows = 64,
+                         int64_t vectorRegisters = 0);
 
 } // namespace mlir::dsa
 

@@ -30,7 +30,12 @@ def ConvertDSAToCPU : Pass<"dsa-to-cpu", "::mlir::ModuleOp"> {
     Option<"pairColumns", "pair-columns", "bool", /*default=*/"true",
            "With 32 vector registers: the prefill blocks (4 tokens x 8 outputs) keep two outputs' 8 lanes in each "
            "16-lane accumulator, reading a widened panel of interleaved w row pairs (one AVX-512 FMA per two dots; "
-           "false: 4 x 4 blocks of 8-lane accumulators). The results are the same bits either way">
+           "false: 4 x 4 blocks of 8-lane accumulators). The results are the same bits either way">,
+    Option<"phaseMinRows", "phase-min-rows", "int64_t", /*default=*/"64",
+           "From this many rows of x (counted at run time; 0: never) the linear / grouped_output products use the "
+           "phase kernel: each of the dot's 8 lanes computed as its own product by an outer-product register tile "
+           "(6 tokens x 16 outputs with 16 vector registers, 12 x 32 with 32) over operands packed phase-major. "
+           "The results are the same bits either way">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::math::MathDialect",
