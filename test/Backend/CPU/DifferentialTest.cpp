@@ -277,6 +277,21 @@ TEST_F(DifferentialTest, TailsChunksAtPositionsOpenMP) {
   runDifferential(kTails, kChunks, 7, /*parallel=*/true);
 }
 
+// Steps of 64 tokens and more take the products' phase kernel (docs/cpu-backend.md "Phase kernel"): a prefill of 70
+// (rows not a multiple of its 6), a chunk of 67 at 70 crossing the wrap, a decode (the blocks) and a chunk of 64;
+// whole layers, every result and probe equal to the interpreter's, serial and OpenMP.
+const std::vector<Step> kPhaseSteps = {{0, 70}, {70, 67}, {137, 1}, {138, 64}};
+
+TEST_F(DifferentialTest, TailsStepsOfThePhaseKernel) {
+  runDifferential(kTails, kPhaseSteps, 9, /*parallel=*/false);
+}
+
+TEST_F(DifferentialTest, TailsStepsOfThePhaseKernelOpenMP) {
+  if (!haveOpenMP())
+    GTEST_SKIP() << "no OpenMP runtime (libomp) for parallel=true";
+  runDifferential(kTails, kPhaseSteps, 10, /*parallel=*/true);
+}
+
 TEST_F(DifferentialTest, FlashGeometryShortSequence) {
   runDifferential(kFlash, sequence(3, 4), 5, /*parallel=*/false);
 }
