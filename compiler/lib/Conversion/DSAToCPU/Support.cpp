@@ -281,14 +281,14 @@ Magnitudes combineMagnitudes(Emit t, Magnitudes lanes, Magnitudes tail) {
   return {arith::MaximumFOp::create(t.b, t.loc, mx, tail.maxAbs), arith::MinimumFOp::create(t.b, t.loc, mn, tail.minAbs)};
 }
 
-/// What the fused k-loop needs to know of x [M, C] (bf16 or f32): whether every element is a bf16 value (an f32
-/// element with its low 16 bits clear; always for bf16) and its Magnitudes. One pass over x: 8 lanes at a time,
-/// then the C % 8 tail of each row.
-std::pair<Value, Magnitudes> bf16Magnitudes(Emit e, Value x, int64_t C) {
+/// What the fused k-loop needs to know of x [M, C] (bf16 or f32), or of its rows first .. first + count - 1 when
+/// `first` is given: whether every element is a bf16 value (an f32 element with its low 16 bits clear; always for
+/// bf16) and its Magnitudes. One pass over the rows: 8 lanes at a time, then the C % 8 tail of each row.
+std::pair<Value, Magnitudes> bf16Magnitudes(Emit e, Value x, int64_t C, Value first = Value(), Value count = Value()) {
   const bool isF32 = cast<RankedTensorType>(x.getType()).getElementType().isF32();
   auto laneType = VectorType::get({kLanes}, e.f32());
   auto bitsType = VectorType::get({kLanes}, e.i32());
-  Value M = e.sizeValue(sizesOf(e, x)[0]);
+  Value M = first ? count : e.sizeValue(sizesOf(e, x)[0]);
   const int64_t C8 = C / kLanes * kLanes;
   Magnitudes lanes0 = noMagnitudes(e, laneType), tail0 = noMagnitudes(e, e.f32());
   Value lowBits0 = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(bitsType, 0));
@@ -296,8 +296,9 @@ std::pair<Value, Magnitudes> bf16Magnitudes(Emit e, Value x, int64_t C) {
   auto rows = scf::ForOp::create(
       e.b, e.loc, e.idx(0), M, e.idx(1),
       ValueRange{lanes0.maxAbs, lanes0.minAbs, lowBits0, tail0.maxAbs, tail0.minAbs, tailBits0},
-      [&](OpBuilder &bb, Location loc, Value m, ValueRange it) {
+      [&](OpBuilder &bb, Location loc, Value r, ValueRange it) {
         Emit u{bb, loc};
+        Value m = first ? u.add(first, r) : r;
         SmallVector<Value> cur(it.begin(), it.end());
         if (C8 > 0) {
           auto lanesLoop = scf::ForOp::create(
@@ -442,21 +443,19 @@ namespace {
 
 /// Where k-column `k` of a row goes in the phase-major order: i = k / 8 (k < 8 K8) at phase k % 8, else the tail.
 /// Packs `rows` [count, .. K ..] (bf16 or f32; row r at rowOf(r), its columns from `k0`) into `into` at
-/// at(r, slot) for every row r < count and slot < S, folding the values' magnitudes when `mags`.
+/// at(r, slot) for every row r < count and slot < S.
 Value packPhaseMajor(Emit e, Value src, Value count, function_ref<Value(Emit, Value)> rowOf, Value k0, int64_t K,
-                     Value into, function_ref<SmallVector<Value>(Emit, Value, Value)> at, Magnitudes *mags) {
+                     Value into, function_ref<SmallVector<Value>(Emit, Value, Value)> at) {
   const int64_t K8 = K / kLanes, T = K % kLanes;
-  auto laneType = VectorType::get({kLanes}, e.f32());
-  Magnitudes lanes0 = noMagnitudes(e, laneType), tail0 = noMagnitudes(e, e.f32());
   auto rows = scf::ForOp::create(
-      e.b, e.loc, e.idx(0), count, e.idx(1), ValueRange{into, lanes0.maxAbs, lanes0.minAbs, tail0.maxAbs, tail0.minAbs},
+      e.b, e.loc, e.idx(0), count, e.idx(1), ValueRange{into},
       [&](OpBuilder &bb, Location loc, Value r, ValueRange iter) {
         Emit u{bb, loc};
         Value row = rowOf(u, r);
-        SmallVector<Value> cur(iter.begin(), iter.end());
+        Value cur = iter[0];
         if (K8 > 0) {
           auto steps = scf::ForOp::create(
-              u.b, u.loc, u.idx(0), u.idx(K8), u.idx(1), ValueRange{cur[0], cur[1], cur[2]},
+              u.b, u.loc, u.idx(0), u.idx(K8), u.idx(1), ValueRange{cur},
               [&](OpBuilder &b2, Location l2, Value i, ValueRange it) {
                 Emit v{b2, l2};
                 Value lanes = readLanes(v, src, ValueRange{row}, v.add(k0, v.mul(i, v.idx(kLanes))));
@@ -465,30 +464,24 @@ Value packPhaseMajor(Emit e, Value src, Value count, function_ref<Value(Emit, Va
                   Value val = vector::ExtractOp::create(v.b, v.loc, lanes, ArrayRef<int64_t>{l});
                   next = tensor::InsertOp::create(v.b, v.loc, val, next, at(v, r, v.add(v.idx(l * K8), i)));
                 }
-                Magnitudes m = mags ? foldMagnitudes(v, {it[1], it[2]}, lanes) : Magnitudes{it[1], it[2]};
-                scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
+                scf::YieldOp::create(b2, l2, next);
               });
-          for (int i = 0; i < 3; ++i)
-            cur[i] = steps.getResult(i);
+          cur = steps.getResult(0);
         }
         if (T > 0) {
           auto tail = scf::ForOp::create(
-              u.b, u.loc, u.idx(0), u.idx(T), u.idx(1), ValueRange{cur[0], cur[3], cur[4]},
+              u.b, u.loc, u.idx(0), u.idx(T), u.idx(1), ValueRange{cur},
               [&](OpBuilder &b2, Location l2, Value j, ValueRange it) {
                 Emit v{b2, l2};
                 Value val = v.toF32(v.extract(src, ValueRange{row, v.add(k0, v.add(v.idx(8 * K8), j))}));
-                Value next = tensor::InsertOp::create(v.b, v.loc, val, it[0], at(v, r, v.add(v.idx(8 * K8), j)));
-                Magnitudes m = mags ? foldMagnitudes(v, {it[1], it[2]}, val) : Magnitudes{it[1], it[2]};
-                scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
+                scf::YieldOp::create(b2, l2,
+                                     tensor::InsertOp::create(v.b, v.loc, val, it[0], at(v, r, v.add(v.idx(8 * K8), j)))
+                                         .getResult());
               });
-          cur[0] = tail.getResult(0);
-          cur[3] = tail.getResult(1);
-          cur[4] = tail.getResult(2);
+          cur = tail.getResult(0);
         }
         scf::YieldOp::create(bb, loc, cur);
       });
-  if (mags)
-    *mags = combineMagnitudes(e, {rows.getResult(1), rows.getResult(2)}, {rows.getResult(3), rows.getResult(4)});
   return rows.getResult(0);
 }
 
@@ -516,7 +509,7 @@ Value packPhaseX(Emit e, Value x, Value M, int64_t G, int64_t K, int64_t MR) {
       [&](Emit) { return empty; });
   Value tile = packPhaseMajor(
       f, x, rows, [&](Emit u, Value r) { return u.add(r0, r); }, f.mul(g, f.idx(K)), K, tile0,
-      [&](Emit, Value r, Value slot) -> SmallVector<Value> { return {slot, r}; }, nullptr);
+      [&](Emit, Value r, Value slot) -> SmallVector<Value> { return {slot, r}; });
   e.b.setInsertionPointToStart(forall.getTerminator().getBody());
   SmallVector<OpFoldResult> offsets{g, b, e.b.getIndexAttr(0), e.b.getIndexAttr(0)};
   SmallVector<OpFoldResult> insertSizes{e.b.getIndexAttr(1), e.b.getIndexAttr(1), e.b.getIndexAttr(S),
@@ -544,8 +537,7 @@ Value emitPhasePanel(Emit f, Value slice, Value xp, Value w, Value g, Value col0
       f, w, nc, [&](Emit u, Value r) { return u.add(col0, r); }, f.idx(0), K, f.filled(wSizes, f.cf(0.0f)),
       [&](Emit v, Value r, Value slot) -> SmallVector<Value> {
         return {arith::DivSIOp::create(v.b, v.loc, r, v.idx(NR)), slot, arith::RemSIOp::create(v.b, v.loc, r, v.idx(NR))};
-      },
-      nullptr);
+      });
 
   // Bands per row block: the block's phase sums [8, MCB, JP, MR NR] (reused by every block of the panel) fill
   // about tiling.phasePanelBytes at the panel's full width.
@@ -582,7 +574,11 @@ Value emitPhasePanel(Emit f, Value slice, Value xp, Value w, Value g, Value col0
         });
     return bands.getResult(0);
   };
-  auto compute = [&](Emit t, bool fused) -> Value {
+  // Only fused: emitGroupedDots runs the phase kernel where every product is exact (panelProductsExact), the
+  // blocks elsewhere, so that one copy of the tile is compiled.
+  const bool fused = true;
+  Emit t = f;
+  {
     Value zero = arith::ConstantOp::create(t.b, t.loc, DenseElementsAttr::get(vecType, 0.0f));
     SmallVector<OpFoldResult> pSizes{t.b.getIndexAttr(kLanes), t.b.getIndexAttr(MCB), JP, t.b.getIndexAttr(MR * NR)};
     Value partials0 = t.empty(pSizes, t.f32());
@@ -666,51 +662,13 @@ Value emitPhasePanel(Emit f, Value slice, Value xp, Value w, Value g, Value col0
     Value cut = tensor::ExtractSliceOp::create(t.b, t.loc, tensorType(sizes, outElem), blocks.getResult(1), zeros,
                                                sizes, ones);
     return t.castTo(cut, sliceType);
-  };
-  // Only fused: emitGroupedDots runs the phase kernel where every product is exact (panelProductsExact), the
-  // blocks elsewhere, so that one copy of the tile is compiled.
-  return compute(f, /*fused=*/true);
+  }
 }
 
 /// Whether every product of x (bf16 values `xBf16`, magnitudes `xMag`) and the panel's w rows col0 .. col0 + nc - 1
-/// (bf16) is exact in f32 (productsExact): one pass over the panel, 8 lanes at a time, then the K % 8 tails.
+/// (bf16) is exact in f32 (productsExact): bf16Magnitudes' pass over those rows.
 Value panelProductsExact(Emit e, Value w, Value col0, Value nc, int64_t K, Value xBf16, Magnitudes xMag) {
-  const int64_t K8 = K / kLanes * kLanes;
-  auto laneType = VectorType::get({kLanes}, e.f32());
-  Magnitudes lanes0 = noMagnitudes(e, laneType), tail0 = noMagnitudes(e, e.f32());
-  auto rows = scf::ForOp::create(
-      e.b, e.loc, e.idx(0), nc, e.idx(1), ValueRange{lanes0.maxAbs, lanes0.minAbs, tail0.maxAbs, tail0.minAbs},
-      [&](OpBuilder &bb, Location loc, Value r, ValueRange it) {
-        Emit u{bb, loc};
-        Value row = u.add(col0, r);
-        SmallVector<Value> cur(it.begin(), it.end());
-        if (K8 > 0) {
-          auto lanes = scf::ForOp::create(u.b, u.loc, u.idx(0), u.idx(K8), u.idx(kLanes), ValueRange{cur[0], cur[1]},
-                                          [&](OpBuilder &b2, Location l2, Value k, ValueRange li) {
-                                            Emit v{b2, l2};
-                                            Magnitudes m = foldMagnitudes(v, {li[0], li[1]},
-                                                                          readLanes(v, w, ValueRange{row}, k));
-                                            scf::YieldOp::create(b2, l2, ValueRange{m.maxAbs, m.minAbs});
-                                          });
-          cur[0] = lanes.getResult(0);
-          cur[1] = lanes.getResult(1);
-        }
-        if (K8 < K) {
-          auto tail = scf::ForOp::create(u.b, u.loc, u.idx(K8), u.idx(K), u.idx(1), ValueRange{cur[2], cur[3]},
-                                         [&](OpBuilder &b2, Location l2, Value k, ValueRange ti) {
-                                           Emit v{b2, l2};
-                                           Magnitudes m = foldMagnitudes(v, {ti[0], ti[1]},
-                                                                         v.toF32(v.extract(w, ValueRange{row, k})));
-                                           scf::YieldOp::create(b2, l2, ValueRange{m.maxAbs, m.minAbs});
-                                         });
-          cur[2] = tail.getResult(0);
-          cur[3] = tail.getResult(1);
-        }
-        scf::YieldOp::create(bb, loc, cur);
-      });
-  Magnitudes wMag =
-      combineMagnitudes(e, {rows.getResult(0), rows.getResult(1)}, {rows.getResult(2), rows.getResult(3)});
-  return productsExact(e, xBf16, xMag, wMag);
+  return productsExact(e, xBf16, xMag, bf16Magnitudes(e, w, K, col0, nc).second);
 }
 
 } // namespace
