@@ -11,6 +11,7 @@
 #include "dsa/Support/CheckedArithmetic.h"
 #include "dsa/Support/Result.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,18 +45,28 @@ inline std::string checkStep(int64_t s, int64_t startPos) {
     return "start_pos must be >= 0, got " + std::to_string(startPos);
   if (s < 1)
     return "a step needs at least one token, got s = 0";
-  if (startPos > 0 && s != 1)
-    return "multi-token steps at start_pos > 0 are not supported (s = " + std::to_string(s) +
-           ", start_pos = " + std::to_string(startPos) + "): feed the tokens one decode step at a time";
   return "";
 }
 
-/// compress_len[t] of section 6 step 5.
-inline int64_t compressLen(int64_t t, int64_t s, int64_t startPos, int64_t ratio) {
-  return startPos == 0 ? (t + 1) / ratio : (startPos + s) / ratio;
+/// compress_len of query t of a step of s tokens (section 6 step 5): (t + 1) // ratio in prefill, (start_pos + 1) //
+/// ratio in decode, and in a chunk at start_pos > 0 token t's own decode value (start_pos + t + 1) // ratio
+/// (docs/architecture.md "Steps the reference does not have"); one formula covers the three. The callers checked
+/// that start_pos + s fits int64.
+inline int64_t compressLen(int64_t t, int64_t startPos, int64_t ratio) { return (startPos + t + 1) / ratio; }
+
+/// The width of the scores a query of the step ranks (candidate blocks, indexer top-k): the step's width in prefill
+/// (the reference's top-k runs over the whole row), token t's own decode width compress_len in a step at
+/// start_pos > 0 (decode: the width itself), so that a chunk picks, among ties, what its decode steps would.
+inline int64_t rankedWidth(int64_t t, int64_t width, int64_t startPos, int64_t ratio) {
+  return startPos == 0 ? width : std::min(width, compressLen(t, startPos, ratio));
 }
 
-/// "" when scores is a rank-2 float [s, (start_pos+s)//ratio] tensor.
+/// The number of rows attention reads before the compressed ones (window_kv's rows): s in prefill, the ring's W in
+/// decode, W + s in a chunk at start_pos > 0.
+inline int64_t windowRows(int64_t s, int64_t startPos, int64_t windowSize) {
+  return startPos == 0 ? s : s == 1 ? windowSize : windowSize + s;
+}
+
 inline std::string checkScores(const Tensor &scores, int64_t startPos, int64_t ratio) {
   std::string msg = checkFloatRank(scores, "scores", 2);
   if (!msg.empty())

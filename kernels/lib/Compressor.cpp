@@ -89,6 +89,8 @@ Result<CompressPoolResult> compressPool(const Tensor &kv, const Tensor &score, c
   std::string msg = checkStep(s, startPos);
   if (!msg.empty())
     return opError(op, msg);
+  if (!checkedAdd(startPos, s))
+    return opError(op, "start_pos + s = " + std::to_string(startPos) + " + " + std::to_string(s) + " overflows int64");
 
   CompressPoolResult result{Tensor(), kvState, scoreState};
   float *kvSt = result.kvState.floats();
@@ -106,15 +108,21 @@ Result<CompressPoolResult> compressPool(const Tensor &kv, const Tensor &score, c
       }
     return result;
   }
-  const int64_t slot = startPos % ratio;
-  for (int64_t d = 0; d < hd; ++d) {
-    kvSt[slot * hd + d] = kv.floats()[d];
-    scSt[slot * hd + d] = score.floats()[d];
+  // Decode, and a chunk at start_pos > 0 token by token (exactly its decode steps): token t at p = start_pos + t
+  // enters state slot p % ratio; when p closes a group (p % ratio == ratio - 1) the state's ratio rows pool into the
+  // next output row.
+  const int64_t groups = (startPos + s) / ratio - startPos / ratio; // start_pos + s fits int64 (checked above)
+  result.pooled = Tensor(ElementType::F32, {groups, hd});
+  int64_t done = 0;
+  for (int64_t t = 0; t < s; ++t) {
+    const int64_t p = startPos + t, slot = p % ratio;
+    for (int64_t d = 0; d < hd; ++d) {
+      kvSt[slot * hd + d] = kv.floats()[t * hd + d];
+      scSt[slot * hd + d] = score.floats()[t * hd + d];
+    }
+    if (slot == ratio - 1) // (p + 1) % ratio == 0, no wrap at INT64_MAX
+      poolGroup(kvSt, scSt, ratio, hd, result.pooled.floats() + done++ * hd);
   }
-  const bool completes = startPos % ratio == ratio - 1; // (start_pos + 1) % ratio == 0, no wrap at INT64_MAX
-  result.pooled = Tensor(ElementType::F32, {completes ? 1 : 0, hd});
-  if (completes)
-    poolGroup(kvSt, scSt, ratio, hd, result.pooled.floats());
   return result;
 }
 

@@ -24,6 +24,8 @@ using compress_detail::checkStep;
 using compress_detail::checkTypeRank;
 using compress_detail::compressLen;
 using compress_detail::opError;
+using compress_detail::rankedWidth;
+using compress_detail::windowRows;
 using numerics::roundBf16;
 
 namespace {
@@ -118,7 +120,7 @@ Result<Tensor> compressVisibility(const Tensor &scores, int64_t startPos, int64_
   Tensor out = scores;
   const int64_t s = scores.dim(0), width = scores.dim(1);
   for (int64_t t = 0; t < s; ++t)
-    for (int64_t p = compressLen(t, s, startPos, ratio); p < width; ++p)
+    for (int64_t p = compressLen(t, startPos, ratio); p < width; ++p)
       out.floats()[t * width + p] = kNegInf;
   return out;
 }
@@ -134,15 +136,17 @@ Result<Tensor> selectCandidateBlocks(const Tensor &scores, int64_t startPos, int
   if (!msg.empty())
     return opError(op, msg);
   const int64_t s = scores.dim(0), width = scores.dim(1);
-  const int64_t nBlocks = ceilDivNonNegative(width, blockSize); // no width + blockSize - 1: blockSize may be huge
-  const int64_t k = std::min(topkBlocks, nBlocks);
   Tensor mask(ElementType::I1, {s, width});
-  std::vector<float> blockScore(static_cast<size_t>(nBlocks));
+  std::vector<float> blockScore(static_cast<size_t>(ceilDivNonNegative(width, blockSize)));
   for (int64_t t = 0; t < s; ++t) {
     const float *row = scores.floats() + t * width;
+    // The row's ranked width: the whole row in prefill, token t's decode width in a step at start_pos > 0.
+    const int64_t n = rankedWidth(t, width, startPos, ratio);
+    const int64_t nBlocks = ceilDivNonNegative(n, blockSize); // no n + blockSize - 1: blockSize may be huge
+    const int64_t k = std::min(topkBlocks, nBlocks);
     for (int64_t b = 0; b < nBlocks; ++b) {
-      float m = kNegInf; // also the value of the -inf padding past width
-      const int64_t first = b * blockSize, end = first + std::min(blockSize, width - first); // b < nBlocks: no overflow
+      float m = kNegInf; // also the value of the -inf padding past n
+      const int64_t first = b * blockSize, end = first + std::min(blockSize, n - first); // b < nBlocks: no overflow
       for (int64_t p = first; p < end; ++p) {
         if (std::isnan(row[p])) { // max propagates NaN, as torch's amax does
           m = row[p];
@@ -153,7 +157,7 @@ Result<Tensor> selectCandidateBlocks(const Tensor &scores, int64_t startPos, int
       blockScore[b] = m;
     }
     // Floor division: compress_len 0 gives block -1, which pins nothing.
-    const int64_t len = compressLen(t, s, startPos, ratio);
+    const int64_t len = compressLen(t, startPos, ratio);
     if (len > 0)
       blockScore[(len - 1) / blockSize] = kPosInf;
     Result<std::vector<int64_t>> picks = topkSet(tieOrder, blockScore.data(), nBlocks, k);
@@ -162,7 +166,7 @@ Result<Tensor> selectCandidateBlocks(const Tensor &scores, int64_t startPos, int
     for (int64_t b : *picks) {
       if (!(blockScore[b] > kNegInf))
         continue; // an unreachable block picked only to fill k
-      const int64_t first = b * blockSize, end = first + std::min(blockSize, width - first);
+      const int64_t first = b * blockSize, end = first + std::min(blockSize, n - first);
       for (int64_t p = first; p < end; ++p)
         mask.ints()[t * width + p] = 1;
     }
@@ -199,18 +203,21 @@ Result<Tensor> indexerTopk(const Tensor &scores, int64_t startPos, int64_t ratio
   const int64_t s = scores.dim(0), width = scores.dim(1);
   const int64_t k = std::min(indexTopk, width);
   // The number of window rows attention reads before the compressed rows (section 6, inputs).
-  const int64_t offset = startPos == 0 ? s : windowSize;
+  const int64_t offset = windowRows(s, startPos, windowSize);
   Tensor out(ElementType::I32, {s, k});
   for (int64_t t = 0; t < s; ++t) {
-    const int64_t len = compressLen(t, s, startPos, ratio);
-    Result<std::vector<int64_t>> picks = topkSet(tieOrder, scores.floats() + t * width, width, k);
+    const int64_t len = compressLen(t, startPos, ratio);
+    // Prefill ranks the whole row (the reference); a step at start_pos > 0 ranks token t's decode width with its
+    // decode k, and pads the rest of the row's k entries with -1 (sparse_attn skips them: bit-neutral).
+    const int64_t n = rankedWidth(t, width, startPos, ratio), kt = std::min(indexTopk, n);
+    Result<std::vector<int64_t>> picks = topkSet(tieOrder, scores.floats() + t * width, n, kt);
     if (!picks.ok())
       return opError(op, "top-k of row " + std::to_string(t) + ": " + picks.error());
-    if (static_cast<int64_t>(picks->size()) != k)
+    if (static_cast<int64_t>(picks->size()) != kt)
       return opError(op, "internal error: the top-k set of row " + std::to_string(t) + " has " +
-                             std::to_string(picks->size()) + " indices, expected " + std::to_string(k));
+                             std::to_string(picks->size()) + " indices, expected " + std::to_string(kt));
     for (int64_t j = 0; j < k; ++j)
-      out.ints()[t * k + j] = (*picks)[j] < len ? (*picks)[j] + offset : -1;
+      out.ints()[t * k + j] = j < kt && (*picks)[j] < len ? (*picks)[j] + offset : -1;
   }
   return out;
 }

@@ -1,10 +1,10 @@
 // dsa.compress_pool on the interpreter (section 5, ratio r >= 2): a prefill pools every full group and parks the
 // remainder in the state slots 0..rem-1; a decode step writes slot start_pos % r and pools the whole state when
-// (start_pos + 1) % r == 0. Pooling per dimension d: sum_j kv[j,d] * softmax_j(score[j,d]) over the r members.
+// (start_pos + 1) % r == 0; a chunk (s > 1 tokens at start_pos > 0) is its tokens' decode steps in order. Pooling per dimension d: sum_j kv[j,d] * softmax_j(score[j,d]) over the r members.
 // The scores are chosen so that every softmax weight is exact: equal scores give 1/2 each, a -inf member gets
 // exp(-inf) = 0 and the other exp(0) / 1 = 1.
 // RUN: dsa-run %s --entry=main | FileCheck %s
-// RUN: not dsa-run %s --entry=multi_token_decode 2>&1 | FileCheck %s --check-prefix=MULTI
+// RUN: dsa-run %s --entry=chunk | FileCheck %s --check-prefix=CHUNK
 // RUN: not dsa-run %s --entry=bad_state 2>&1 | FileCheck %s --check-prefix=STATE
 
 // Prefill s = 3 at ratio 2: rem = 1, cut = 2, one group (rows 0, 1).
@@ -59,16 +59,24 @@ func.func @main() -> (tensor<?x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>) {
   return %p2, %kvs3, %scs3 : tensor<?x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>
 }
 
-// Two tokens at start_pos 3: the kernel's regime check becomes a diagnostic at the op.
-// MULTI: compress_pool.mlir:[[@LINE+5]]:{{[0-9]+}}: error: dsa interpreter: 'dsa.compress_pool' failed: compress_pool: multi-token steps at start_pos > 0
-func.func @multi_token_decode() -> tensor<?x2xf32> {
+// A chunk of two tokens at start_pos 3, ratio 2: the decode steps at 3 then 4. State before: slot 0 holds
+// position 2 (kv [1, 2], score [0, 0]), slot 1 a stale row.
+//   position 3 -> slot 1 <- kv [3, 4], score [0, -inf]; (3 + 1) % 2 == 0 pools positions 2, 3:
+//     d = 0: scores (0, 0) -> (1 + 3) / 2 = 2;  d = 1: scores (0, -inf) -> weights (1, 0) -> 2
+//   position 4 -> slot 0 <- kv [5, 6], score [1, 1]; (4 + 1) % 2 != 0: no group.
+// CHUNK:      result 0: tensor<1x2xf32> = [2, 2]
+// CHUNK-NEXT: result 1: tensor<2x2xf32> = [5, 6, 3, 4]
+// CHUNK-NEXT: result 2: tensor<2x2xf32> = [1, 1, 0, -inf]
+func.func @chunk() -> (tensor<?x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>) {
   %c3 = arith.constant 3 : i64
-  %kv = arith.constant dense<1.0> : tensor<2x2xf32>
-  %state = arith.constant dense<0.0> : tensor<2x2xf32>
-  %p, %k, %s = dsa.compress_pool %kv, %kv, %state, %state, %c3 {ratio = 2 : i64}
+  %kv = arith.constant dense<[[3.0, 4.0], [5.0, 6.0]]> : tensor<2x2xf32>
+  %score = arith.constant dense<[[0.0, 0xFF800000], [1.0, 1.0]]> : tensor<2x2xf32>
+  %kv_state = arith.constant dense<[[1.0, 2.0], [9.0, 9.0]]> : tensor<2x2xf32>
+  %score_state = arith.constant dense<[[0.0, 0.0], [7.0, 7.0]]> : tensor<2x2xf32>
+  %p, %k, %s = dsa.compress_pool %kv, %score, %kv_state, %score_state, %c3 {ratio = 2 : i64}
       : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, i64)
       -> (tensor<?x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>)
-  return %p : tensor<?x2xf32>
+  return %p, %k, %s : tensor<?x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>
 }
 
 // A state with 3 slots at ratio 2, hidden from the verifier by a dynamic dimension.

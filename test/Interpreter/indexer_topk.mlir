@@ -1,10 +1,12 @@
 // dsa.indexer_topk on the interpreter (section 6 step 7): k = min(index_topk, width); per row the torch-CPU top-k
 // SET sorted ascending, then p -> p + offset if p < compress_len[t] else -1, with offset = s in prefill (the
-// chunk's own window rows come first) and window_size in decode (the ring).
+// chunk's own window rows come first) and window_size in decode (the ring). A chunk (s > 1 tokens at start_pos > 0) ranks, in row t, its decode
+// width compress_len[t] = (start_pos + t + 1) // ratio with its decode k = min(index_topk, compress_len[t]), offset
+// window_size + s (the ring, then the chunk's rows), the rest of the row's k entries -1.
 // Tie sets: for k*64 > n torch runs std::nth_element, which on n <= 3 elements is an insertion sort that moves an
 // element only past strictly smaller values (comparator: a.value > b.value).
 // RUN: dsa-run %s --entry=main | FileCheck %s
-// RUN: not dsa-run %s --entry=multi_token_decode 2>&1 | FileCheck %s --check-prefix=MULTI
+// RUN: dsa-run %s --entry=chunk | FileCheck %s --check-prefix=CHUNK
 
 // Prefill s = 4 at ratio 2: width 2, compress_len [0, 1, 1, 2]; index_topk 3 -> k = min(3, 2) = 2; offset s = 4.
 //   t0 [-inf, -inf] -> {0, 1}, both >= compress_len 0 -> [-1, -1]
@@ -45,12 +47,17 @@ func.func @main() -> (tensor<4x2xi32>, tensor<3x2xi32>, tensor<1x2xi32>, tensor<
   return %r0, %r1, %r2, %r3 : tensor<4x2xi32>, tensor<3x2xi32>, tensor<1x2xi32>, tensor<1x2xi32>
 }
 
-// MULTI: indexer_topk.mlir:[[@LINE+4]]:{{[0-9]+}}: error: dsa interpreter: 'dsa.indexer_topk' failed: indexer_topk: multi-token steps at start_pos > 0
-func.func @multi_token_decode() -> tensor<2x?xi32> {
-  %c2 = arith.constant 2 : i64
-  %s = arith.constant dense<1.0> : tensor<2x2xbf16>
-  %r = dsa.indexer_topk %s, %c2
-      {ratio = 2 : i64, index_topk = 2 : i64, window_size = 4 : i64, tie_order = #dsa.tie_order<torch_cpu>}
-      : (tensor<2x2xbf16>, i64) -> tensor<2x?xi32>
-  return %r : tensor<2x?xi32>
+// A chunk of 3 tokens at start_pos 3, ratio 2, window_size 4, index_topk 3: width 3, k = 3, offset 4 + 3 = 7,
+// compress_len = [2, 2, 3].
+//   row 0 [1, 6, 9]:     ranks [1, 6] with k 2 -> {0, 1} -> [7, 8, -1] (9 is not visible to position 3's step)
+//   row 1 [-inf, 5, 2]:  ranks [-inf, 5] with k 2 -> {0, 1} -> [7, 8, -1]
+//   row 2 [4, 1, 2]:     ranks all 3 -> {0, 1, 2} -> [7, 8, 9]
+// CHUNK: result 0: tensor<3x3xi32> = [7, 8, -1, 7, 8, -1, 7, 8, 9]
+func.func @chunk() -> tensor<3x3xi32> {
+  %c3 = arith.constant 3 : i64
+  %s = arith.constant dense<[[1.0, 6.0, 9.0], [0xFF80, 5.0, 2.0], [4.0, 1.0, 2.0]]> : tensor<3x3xbf16>
+  %r = dsa.indexer_topk %s, %c3
+      {ratio = 2 : i64, index_topk = 3 : i64, window_size = 4 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<3x3xbf16>, i64) -> tensor<3x3xi32>
+  return %r : tensor<3x3xi32>
 }

@@ -1,9 +1,10 @@
 // dsa.select_candidate_blocks on the interpreter (section 7): rows padded with -inf to whole blocks, block score =
 // max over the block, the block (compress_len - 1) // block_size pinned to +inf (none when compress_len == 0), the
 // torch-CPU top-k set of min(topk_blocks, n_blocks) blocks, picks of value -inf dropped; the mask is true on every
-// position of a kept block.
+// position of a kept block. In a step at start_pos > 0 row t ranks its own decode width compress_len[t] =
+// (start_pos + t + 1) // ratio (n_blocks and k from it, nothing past it kept): a chunk picks what its decode steps do.
 // RUN: dsa-run %s --entry=main | FileCheck %s
-// RUN: not dsa-run %s --entry=multi_token_decode 2>&1 | FileCheck %s --check-prefix=MULTI
+// RUN: dsa-run %s --entry=chunk | FileCheck %s --check-prefix=CHUNK
 
 // Prefill s = 8 at ratio 4: width 2, compress_len[t] = (t + 1) // 4 = [0, 0, 0, 1, 1, 1, 1, 2]; block_size 1 (a
 // block per position), topk_blocks 1.
@@ -50,12 +51,18 @@ func.func @main() -> (tensor<8x2xi1>, tensor<1x5xi1>, tensor<1x5xi1>, tensor<1x3
   return %m0, %m1, %m2, %m3 : tensor<8x2xi1>, tensor<1x5xi1>, tensor<1x5xi1>, tensor<1x3xi1>
 }
 
-// MULTI: select_candidate_blocks.mlir:[[@LINE+4]]:{{[0-9]+}}: error: dsa interpreter: 'dsa.select_candidate_blocks' failed: select_candidate_blocks: multi-token steps at start_pos > 0
-func.func @multi_token_decode() -> tensor<2x2xi1> {
-  %c2 = arith.constant 2 : i64
-  %s = arith.constant dense<1.0> : tensor<2x2xbf16>
-  %m = dsa.select_candidate_blocks %s, %c2
-      {ratio = 2 : i64, topk_blocks = 1 : i64, block_size = 1 : i64, tie_order = #dsa.tie_order<torch_cpu>}
-      : (tensor<2x2xbf16>, i64) -> tensor<2x2xi1>
-  return %m : tensor<2x2xi1>
+// A chunk of 3 tokens at start_pos 3, ratio 2: width 6 // 2 = 3, compress_len = [2, 2, 3]; topk_blocks 2,
+// block_size 1.
+//   row 0 [5, 1, 9]:     ranks 2 blocks, block 1 pinned: [5, +inf] -> both -> [1, 1, 0] (over the whole width it
+//                        would keep {1, 2}: 9 is not visible to the decode step at position 3)
+//   row 1 [7, 3, -inf]:  [7, +inf] -> both -> [1, 1, 0]
+//   row 2 [4, 1, 2]:     3 blocks, block 2 pinned: [4, 1, +inf] -> {2, 0} -> [1, 0, 1]
+// CHUNK: result 0: tensor<3x3xi1> = [1, 1, 0, 1, 1, 0, 1, 0, 1]
+func.func @chunk() -> tensor<3x3xi1> {
+  %c3 = arith.constant 3 : i64
+  %s = arith.constant dense<[[5.0, 1.0, 9.0], [7.0, 3.0, 0xFF80], [4.0, 1.0, 2.0]]> : tensor<3x3xbf16>
+  %m = dsa.select_candidate_blocks %s, %c3
+      {ratio = 2 : i64, topk_blocks = 2 : i64, block_size = 1 : i64, tie_order = #dsa.tie_order<torch_cpu>}
+      : (tensor<3x3xbf16>, i64) -> tensor<3x3xi1>
+  return %m : tensor<3x3xi1>
 }

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -145,8 +146,9 @@ TEST(CompressKernelsPool, Errors) {
   expectError(compressPool(kv, kv, zerosState(2, 4), negInfState(2, 3), 0, 2), "score_state must have");
   expectError(compressPool(kv, kv, zerosState(2, 4), Tensor(ElementType::BF16, {2, 4}), 0, 2),
               "score_state must be a rank-2 f32");
-  expectError(compressPool(kv, kv, zerosState(2, 4), negInfState(2, 4), 3, 2), "multi-token steps at start_pos > 0");
   expectError(compressPool(kv, kv, zerosState(2, 4), negInfState(2, 4), -1, 2), "start_pos must be >= 0");
+  expectError(compressPool(kv, kv, zerosState(2, 4), negInfState(2, 4), std::numeric_limits<int64_t>::max() - 1, 2),
+              "overflows int64");
   Tensor empty(ElementType::F32, {0, 4});
   expectError(compressPool(empty, empty, zerosState(2, 4), negInfState(2, 4), 0, 2), "at least one token");
 }
@@ -361,7 +363,6 @@ TEST(CompressKernelsVisibility, DecodeSeesEverything) {
 }
 
 TEST(CompressKernelsVisibility, Errors) {
-  expectError(compressVisibility(f32({2, 1}, {1, 2}), 3, 2), "multi-token steps at start_pos > 0");
   expectError(compressVisibility(f32({1, 2}, {1, 2}), 6, 2), "scores must have width");
   expectError(compressVisibility(Tensor(ElementType::I32, {1, 3}), 6, 2), "scores must be a rank-2");
   expectError(compressVisibility(f32({1, 3}, {1, 2, 3}), 6, 0), "ratio must be >= 1");
@@ -439,7 +440,6 @@ TEST(CompressKernelsCandidates, WidthZeroAndErrors) {
   expectError(selectCandidateBlocks(f32({1, 3}, {1, 2, 3}), 2, 1, 3, 0), "block_size must be >= 1");
   expectError(selectCandidateBlocks(f32({1, 3}, {1, 2, 3}), 2, 1, -1, 2), "topk_blocks must be >= 0");
   expectError(selectCandidateBlocks(f32({1, 3}, {1, 2, 3}), 3, 1, 3, 2), "scores must have width");
-  expectError(selectCandidateBlocks(f32({2, 3}, std::vector<float>(6, 0)), 1, 1, 3, 2), "multi-token");
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
@@ -520,8 +520,138 @@ TEST(CompressKernelsTopk, WidthZeroAndErrors) {
   expectError(indexerTopk(f32({1, 2}, {1, 2}), 3, 2, -1, 8), "index_topk must be >= 0");
   expectError(indexerTopk(f32({1, 2}, {1, 2}), 3, 2, 2, 0), "window_size must be >= 1");
   expectError(indexerTopk(f32({1, 3}, {1, 2, 3}), 3, 2, 2, 8), "scores must have width");
-  expectError(indexerTopk(f32({2, 2}, {1, 2, 3, 4}), 3, 2, 2, 8), "multi-token steps at start_pos > 0");
   expectError(indexerTopk(f32({1, 2}, {1, 2}), -3, 2, 2, 8), "start_pos must be >= 0");
+}
+
+//===----------------------------------------------------------------------------------------------------------===//
+// A step of s > 1 tokens at start_pos > 0 (a chunk, section 13): equal to the same tokens fed one decode step at a
+// time. The decode steps are the oracle (the reference's own regime); the chunk is what is tested.
+//===----------------------------------------------------------------------------------------------------------===//
+
+/// Whether a and b hold the same floats bit for bit.
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    uint32_t x, y;
+    std::memcpy(&x, &a[i], 4);
+    std::memcpy(&y, &b[i], 4);
+    if (x != y)
+      return false;
+  }
+  return true;
+}
+
+/// A deterministic value of token position `pos`, dimension / column `d`: small integers (many ties) or a spread.
+float chunkValue(int64_t pos, int64_t d, bool ties) {
+  return ties ? static_cast<float>((pos * 7 + d * 3) % 4) : std::sin(0.37f * static_cast<float>(pos) + 1.3f * d);
+}
+
+TEST(CompressKernelsChunk, PoolEqualsTokenByTokenDecode) {
+  const int64_t hd = 3;
+  for (int64_t ratio : {2, 3, 4})
+    for (int64_t start : {1, 2, 3, 5, 8})
+      for (int64_t s : {2, 3, 5, 9}) {
+        SCOPED_TRACE("ratio " + std::to_string(ratio) + ", start_pos " + std::to_string(start) + ", s " +
+                     std::to_string(s));
+        auto rows = [&](int64_t first, int64_t n, bool score) {
+          std::vector<float> v;
+          for (int64_t t = 0; t < n; ++t)
+            for (int64_t d = 0; d < hd; ++d)
+              v.push_back(chunkValue(first + t, d + (score ? 5 : 0), false));
+          return f32({n, hd}, v);
+        };
+        // The state after a prefill of `start` tokens.
+        auto pre = compressPool(rows(0, start, false), rows(0, start, true), zerosState(ratio, hd),
+                                negInfState(ratio, hd), 0, ratio);
+        ASSERT_TRUE(pre.ok()) << pre.error();
+        auto chunk = compressPool(rows(start, s, false), rows(start, s, true), pre->kvState, pre->scoreState, start,
+                                  ratio);
+        ASSERT_TRUE(chunk.ok()) << chunk.error();
+        Tensor kvState = pre->kvState, scoreState = pre->scoreState;
+        std::vector<float> pooled;
+        for (int64_t t = 0; t < s; ++t) {
+          auto step = compressPool(rows(start + t, 1, false), rows(start + t, 1, true), kvState, scoreState,
+                                   start + t, ratio);
+          ASSERT_TRUE(step.ok()) << step.error();
+          ASSERT_EQ(step->pooled.dim(0), (start + t) % ratio == ratio - 1 ? 1 : 0);
+          std::vector<float> p = floatsOf(step->pooled);
+          pooled.insert(pooled.end(), p.begin(), p.end());
+          kvState = step->kvState;
+          scoreState = step->scoreState;
+        }
+        EXPECT_EQ(chunk->pooled.dim(0), (start + s) / ratio - start / ratio);
+        EXPECT_TRUE(sameBits(floatsOf(chunk->pooled), pooled));
+        EXPECT_TRUE(sameBits(floatsOf(chunk->kvState), floatsOf(kvState)));
+        EXPECT_TRUE(sameBits(floatsOf(chunk->scoreState), floatsOf(scoreState)));
+      }
+}
+
+/// compress_visibility, select_candidate_blocks, apply_candidates and indexer_topk of a chunk against the decode
+/// steps: token t's decode step sees the width (start_pos + t + 1) // ratio (its own scores are the chunk row's first
+/// columns) and ranks exactly that width; the chunk's row t must pick the same set (torch's tie order depends on
+/// the ranked width and k: many ties here), pointing past W + s window rows instead of W, -1 past its k.
+TEST(CompressKernelsChunk, IndexerSelectionEqualsTokenByTokenDecode) {
+  const int64_t window = 8, topkBlocks = 2, blockSize = 2;
+  int64_t compared = 0, padded = 0;
+  for (bool ties : {true, false})
+    for (int64_t ratio : {1, 2, 4})
+      for (int64_t indexTopk : {1, 3, 5})
+        for (int64_t start : {1, 3, 4, 6, 11})
+          for (int64_t s : {2, 3, 6, 9}) {
+            SCOPED_TRACE("ties " + std::to_string(ties) + ", ratio " + std::to_string(ratio) + ", index_topk " +
+                         std::to_string(indexTopk) + ", start_pos " + std::to_string(start) + ", s " +
+                         std::to_string(s));
+            auto scoresOf = [&](int64_t first, int64_t n, int64_t width) {
+              std::vector<float> v;
+              for (int64_t t = 0; t < n; ++t)
+                for (int64_t p = 0; p < width; ++p)
+                  v.push_back(chunkValue(first + t, p, ties));
+              return f32({n, width}, v);
+            };
+            auto select = [&](const Tensor &scores, int64_t pos) -> std::pair<Tensor, Tensor> {
+              auto vis = compressVisibility(scores, pos, ratio);
+              EXPECT_TRUE(vis.ok()) << vis.error();
+              auto mask = selectCandidateBlocks(*vis, pos, ratio, topkBlocks, blockSize);
+              EXPECT_TRUE(mask.ok()) << mask.error();
+              auto masked = applyCandidates(*vis, *mask);
+              EXPECT_TRUE(masked.ok()) << masked.error();
+              auto idx = indexerTopk(*masked, pos, ratio, indexTopk, window);
+              EXPECT_TRUE(idx.ok()) << idx.error();
+              return {*mask, *idx};
+            };
+            const int64_t width = (start + s) / ratio;
+            auto [mask, idx] = select(scoresOf(start, s, width), start);
+            if (HasFailure())
+              return;
+            const int64_t k = std::min(indexTopk, width);
+            ASSERT_EQ(idx.shape(), (std::vector<int64_t>{s, k}));
+            ASSERT_EQ(mask.shape(), (std::vector<int64_t>{s, width}));
+            for (int64_t t = 0; t < s; ++t) {
+              const int64_t wt = (start + t + 1) / ratio;
+              auto [dmask, didx] = select(scoresOf(start + t, 1, wt), start + t);
+              if (HasFailure())
+                return;
+              for (int64_t p = 0; p < width; ++p)
+                EXPECT_EQ(mask.intVector()[t * width + p], p < wt ? dmask.intVector()[p] : 0)
+                    << "mask row " << t << " column " << p;
+              const int64_t kt = didx.dim(1);
+              ASSERT_LE(kt, k);
+              for (int64_t j = 0; j < k; ++j) {
+                const int64_t got = idx.intVector()[t * k + j];
+                if (j >= kt) {
+                  EXPECT_EQ(got, -1) << "row " << t << " entry " << j << " past the decode step's k " << kt;
+                  ++padded;
+                  continue;
+                }
+                const int64_t want = didx.intVector()[j];
+                EXPECT_EQ(got, want < 0 ? -1 : want - window + (window + s)) << "row " << t << " entry " << j;
+                ++compared;
+              }
+            }
+          }
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(padded, 100);
 }
 
 } // namespace
