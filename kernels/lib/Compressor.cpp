@@ -89,8 +89,9 @@ Result<CompressPoolResult> compressPool(const Tensor &kv, const Tensor &score, c
   std::string msg = checkStep(s, startPos);
   if (!msg.empty())
     return opError(op, msg);
-  if (!checkedAdd(startPos, s))
-    return opError(op, "start_pos + s = " + std::to_string(startPos) + " + " + std::to_string(s) + " overflows int64");
+  if (!checkedAdd(startPos, s - 1)) // the step's last position; a decode step at INT64_MAX is valid
+    return opError(op, "the step's last position start_pos + s - 1 = " + std::to_string(startPos) + " + " +
+                           std::to_string(s - 1) + " overflows int64");
 
   CompressPoolResult result{Tensor(), kvState, scoreState};
   float *kvSt = result.kvState.floats();
@@ -111,7 +112,9 @@ Result<CompressPoolResult> compressPool(const Tensor &kv, const Tensor &score, c
   // Decode, and a chunk at start_pos > 0 token by token (exactly its decode steps): token t at p = start_pos + t
   // enters state slot p % ratio; when p closes a group (p % ratio == ratio - 1) the state's ratio rows pool into the
   // next output row.
-  const int64_t groups = (startPos + s) / ratio - startPos / ratio; // start_pos + s fits int64 (checked above)
+  // The positions p in [start_pos, last] with p % ratio == ratio - 1, without computing last + 1 (INT64_MAX).
+  const int64_t last = startPos + (s - 1);
+  const int64_t groups = last / ratio + (last % ratio == ratio - 1 ? 1 : 0) - startPos / ratio;
   result.pooled = Tensor(ElementType::F32, {groups, hd});
   int64_t done = 0;
   for (int64_t t = 0; t < s; ++t) {

@@ -1046,11 +1046,15 @@ TEST_F(CPUBackendCompressedTest, CompressPoolPrefillDecodeChainAndEdgesMatchInte
                        randomFloats(ElementType::F32, {2, 32}), randomFloats(ElementType::F32, {2, 32}),
                        Tensor::scalarI64(1000)},
              "ratio 2 decode at 1000");
-  // Errors: multi-token decode, negative start_pos, an empty step, score rows != kv rows.
-  expectBothReject("pool4",
-                   {randomFloats(ElementType::F32, {2, 12}), randomFloats(ElementType::F32, {2, 12}), zeros,
-                    initialScore, Tensor::scalarI64(4)},
-                   ::dsa::abi::RuntimeError::CompressPoolMultiTokenDecode);
+  // Chunks (s > 1 tokens at start_pos > 0), token by token: 3 groups closed inside (positions 3, 7, 11), none
+  // closed, one closed by the chunk's last token; states from a previous step.
+  for (auto [s, start] : {std::pair<int64_t, int64_t>{9, 3}, {2, 4}, {4, 8}, {7, 1}})
+    expectSame("pool4",
+               {randomFloats(ElementType::F32, {s, 12}), randomFloats(ElementType::F32, {s, 12}),
+                randomFloats(ElementType::F32, {4, 12}), randomFloats(ElementType::F32, {4, 12}),
+                Tensor::scalarI64(start)},
+               "ratio 4 chunk of " + std::to_string(s) + " at " + std::to_string(start));
+  // Errors: negative start_pos, an empty step, score rows != kv rows.
   expectBothReject("pool4",
                    {randomFloats(ElementType::F32, {1, 12}), randomFloats(ElementType::F32, {1, 12}), zeros,
                     initialScore, Tensor::scalarI64(-3)},
@@ -1216,8 +1220,8 @@ TEST_F(CPUBackendCompressedTest, VisibilityAndApplyCandidatesMatchInterpreter) {
   expectSame("vis", {randomFloats(ElementType::BF16, {1, 5}), Tensor::scalarI64(9)}, "ratio 2 decode 9");
   expectBothReject("vis", {randomFloats(ElementType::BF16, {4, 3}), Tensor::scalarI64(0)},
                    ::dsa::abi::RuntimeError::CompressVisibilityWidth);
-  expectBothReject("vis", {randomFloats(ElementType::BF16, {2, 5}), Tensor::scalarI64(8)},
-                   ::dsa::abi::RuntimeError::CompressVisibilityMultiTokenDecode);
+  expectSame("vis", {randomFloats(ElementType::BF16, {2, 5}), Tensor::scalarI64(8)}, "ratio 2 chunk of 2 at 8");
+  expectSame("vis", {randomFloats(ElementType::BF16, {7, 7}), Tensor::scalarI64(7)}, "ratio 2 chunk of 7 at 7");
   expectBothReject("vis", {Tensor(ElementType::BF16, {0, 0}), Tensor::scalarI64(0)},
                    ::dsa::abi::RuntimeError::CompressVisibilityEmptyStep);
   expectBothReject("vis", {randomFloats(ElementType::BF16, {1, 0}), Tensor::scalarI64(-4)},
@@ -1262,8 +1266,10 @@ TEST_F(CPUBackendCompressedTest, SelectCandidateBlocksMatchesInterpreter) {
   expectSame("cand_partial", {tiedScores(2, 2, 0.0, 1), Tensor::scalarI64(0)}, "two blocks, k = 1");
   expectBothReject("cand", {tiedScores(2, 3, 0.0), Tensor::scalarI64(0)},
                    ::dsa::abi::RuntimeError::SelectCandidateBlocksWidth);
-  expectBothReject("cand", {tiedScores(3, 6, 0.0), Tensor::scalarI64(3)},
-                   ::dsa::abi::RuntimeError::SelectCandidateBlocksMultiTokenDecode);
+  // Chunks: each row ranked over its own decode width (ties: the width decides torch's pick).
+  expectSame("cand", {tiedScores(3, 6, 0.0), Tensor::scalarI64(3)}, "ratio 1 chunk of 3 at 3");
+  expectSame("cand", {tiedScores(9, 14, 0.3), Tensor::scalarI64(5)}, "ratio 1 chunk of 9 at 5");
+  expectSame("cand2", {tiedScores(6, 5, 0.3), Tensor::scalarI64(5)}, "ratio 2 chunk of 6 at 5");
 }
 
 TEST_F(CPUBackendCompressedTest, IndexerTopkMatchesInterpreter) {
@@ -1298,8 +1304,10 @@ TEST_F(CPUBackendCompressedTest, IndexerTopkMatchesInterpreter) {
   for (int64_t sp : {29, 30, 31})
     expectSame("topk_static", {tiedScores(1, 10, 0.2), Tensor::scalarI64(sp)}, "static shapes at " + std::to_string(sp));
   expectBothReject("topk1", {tiedScores(2, 3, 0.0), Tensor::scalarI64(0)}, ::dsa::abi::RuntimeError::IndexerTopkWidth);
-  expectBothReject("topk1", {tiedScores(2, 4, 0.0), Tensor::scalarI64(2)},
-                   ::dsa::abi::RuntimeError::IndexerTopkMultiTokenDecode);
+  // Chunks: row t ranks its decode width with its decode k (-1 past it), offset W + s.
+  expectSame("topk1", {tiedScores(2, 4, 0.0), Tensor::scalarI64(2)}, "ratio 1 chunk of 2 at 2");
+  expectSame("topk1", {tiedScores(9, 12, 0.2), Tensor::scalarI64(3)}, "ratio 1 chunk of 9 at 3");
+  expectSame("topk_partial", {tiedScores(5, 134, 0.0, 2), Tensor::scalarI64(129)}, "chunk, partial_sort branch");
   expectBothReject("topk1", {Tensor(ElementType::BF16, {0, 0}), Tensor::scalarI64(0)},
                    ::dsa::abi::RuntimeError::IndexerTopkEmptyStep);
   expectBothReject("topk1", {tiedScores(1, 0, 0.0), Tensor::scalarI64(-1)},
@@ -1395,10 +1403,10 @@ TEST_F(CPUBackendCompressedTest, AotStepLibraryLinksTheTopkRuntime) {
     }
   }
   // A failed check inside the library comes back through the hook with the primitive's message.
-  auto bad = (*lib)->run("topk1", {tiedScores(2, 4, 0.0), Tensor::scalarI64(2)}, nullptr);
+  auto bad = (*lib)->run("topk1", {tiedScores(2, 3, 0.0), Tensor::scalarI64(0)}, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find(::dsa::abi::runtimeErrorMessage(
-                static_cast<int32_t>(::dsa::abi::RuntimeError::IndexerTopkMultiTokenDecode))),
+                static_cast<int32_t>(::dsa::abi::RuntimeError::IndexerTopkWidth))),
             std::string::npos)
       << bad.error();
 }

@@ -50,9 +50,10 @@ constexpr int64_t kDyn = ShapedType::kDynamic;
 
 Value cIndexOr(Emit e, OpFoldResult ofr) { return e.sizeValue(ofr); }
 
-/// The codes of the step checks (compress_detail::checkStep): start_pos < 0, s == 0, s > 1 at start_pos > 0.
+/// The codes of the step checks (compress_detail::checkStep): start_pos < 0, s == 0. (A step of s > 1 tokens at
+/// start_pos > 0 is a chunk: the lowerings run it as its decode steps, as the kernels do.)
 struct StepCodes {
-  RuntimeError negativeStart, emptyStep, multiTokenDecode;
+  RuntimeError negativeStart, emptyStep;
 };
 
 /// Emits the step checks in the kernels' order and returns the i1 "the step is valid".
@@ -60,11 +61,9 @@ Value stepChecks(Emit e, Value start, Value sIndex, StepCodes codes) {
   Value s = e.indexToI64(sIndex);
   Value neg = e.cmpi(P::slt, start, e.c64(0));
   Value empty = e.cmpi(P::slt, s, e.c64(1));
-  Value multi = e.band(e.cmpi(P::sgt, start, e.c64(0)), e.cmpi(P::ne, s, e.c64(1)));
   reportIf(e, neg, codes.negativeStart);
   reportIf(e, empty, codes.emptyStep);
-  reportIf(e, multi, codes.multiTokenDecode);
-  return e.cmpi(P::eq, e.bor(e.bor(neg, empty), multi), e.cBool(false));
+  return e.cmpi(P::eq, e.bor(neg, empty), e.cBool(false));
 }
 
 Value floorDiv(Emit e, Value x, Value y) { return arith::FloorDivSIOp::create(e.b, e.loc, x, y); }
@@ -92,12 +91,18 @@ Value scoresChecks(Emit e, Value scores, Value start, int64_t ratio, StepCodes c
   return e.band(endOk, e.cmpi(P::eq, width, want));
 }
 
-/// compress_len[t] (section 6 step 5) for query t (i64) of a step of s tokens (i64): (t + 1) // ratio in prefill
-/// (start_pos == 0), (start_pos + s) // ratio in decode.
-Value compressLen(Emit e, Value t, Value s, Value start, int64_t ratio) {
+/// compress_len[t] (section 6 step 5) for query t (i64) of a step: (start_pos + t + 1) // ratio, which is
+/// (t + 1) // ratio in prefill, (start_pos + 1) // ratio in decode and token t's decode value in a chunk at
+/// start_pos > 0 (compress_detail::compressLen). The callers checked that start_pos + s fits int64.
+Value compressLen(Emit e, Value t, Value start, int64_t ratio) {
+  return floorDiv(e, e.add(e.add(start, t), e.c64(1)), e.c64(ratio));
+}
+
+/// The width row t ranks (compress_detail::rankedWidth): the step's width in prefill, min(width, compress_len[t])
+/// at start_pos > 0.
+Value rankedWidth(Emit e, Value t, Value width, Value start, int64_t ratio) {
   Value prefill = e.cmpi(P::eq, start, e.c64(0));
-  Value r = e.c64(ratio);
-  return e.sel(prefill, floorDiv(e, e.add(t, e.c64(1)), r), floorDiv(e, e.add(start, s), r));
+  return e.sel(prefill, width, e.minsi(width, compressLen(e, t, start, ratio)));
 }
 
 /// scf.if ok { compute() } else { fallback() } yielding several tensors (each cast to its type in `types`).
@@ -232,9 +237,11 @@ struct CompressPoolLowering : OpConversionPattern<CompressPoolOp> {
     Value shapeOk = e.cmpi(P::eq, s, cIndexOr(e, sizesOf(e, score)[0]));
     reportIf(e, e.cmpi(P::ne, s, cIndexOr(e, sizesOf(e, score)[0])), RuntimeError::CompressPoolScoreShape);
     Value stepOk = stepChecks(e, start, s,
-                              {RuntimeError::CompressPoolNegativeStart, RuntimeError::CompressPoolEmptyStep,
-                               RuntimeError::CompressPoolMultiTokenDecode});
-    Value ok = e.band(shapeOk, stepOk);
+                              {RuntimeError::CompressPoolNegativeStart, RuntimeError::CompressPoolEmptyStep});
+    // The step's last position start_pos + s - 1 must fit int64 (a decode step at INT64_MAX is valid).
+    Value overflow = e.band(stepOk, endOverflows(e, start, e.sub(e.indexToI64(s), e.c64(1))));
+    reportIf(e, overflow, RuntimeError::CompressPoolEndOverflow);
+    Value ok = e.band(e.band(shapeOk, stepOk), e.cmpi(P::eq, overflow, e.cBool(false)));
 
     auto pooledType = RankedTensorType::get({kDyn, hd}, e.f32());
     Type newKvType = op.getNewKvState().getType(), newScoreType = op.getNewScoreState().getType();
@@ -243,26 +250,8 @@ struct CompressPoolLowering : OpConversionPattern<CompressPoolOp> {
         [&](Emit g) -> SmallVector<Value> {
           Value sI64 = g.indexToI64(s);
           Value prefill = g.cmpi(P::eq, start, g.c64(0));
-          Value rem = arith::RemSIOp::create(g.b, g.loc, sI64, g.c64(r));
-          Value cut = g.sub(sI64, rem);
-          Value slot = arith::RemSIOp::create(g.b, g.loc, start, g.c64(r));
-          // The updated states: slot j takes row cut + j (prefill, j < rem) or row 0 (decode, j == slot).
-          auto update = [&](Value state, Value rowsSrc) {
-            SmallVector<AffineMap> maps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))};
-            return generic(g, stateType, ValueRange{state}, g.empty(sizesOf(g, state), g.f32()), maps, parallel(2),
-                           [&](OpBuilder &b, Location loc, ValueRange args) {
-                             Emit t{b, loc};
-                             Value j = t.indexToI64(t.linalgIndex(0));
-                             Value take = t.sel(prefill, t.cmpi(P::slt, j, rem), t.cmpi(P::eq, j, slot));
-                             Value row = t.sel(take, t.sel(prefill, t.add(cut, j), t.c64(0)), t.c64(0));
-                             Value v = t.extract(rowsSrc, {t.i64ToIndex(row), t.linalgIndex(1)});
-                             linalg::YieldOp::create(b, loc, t.sel(take, v, args[0]));
-                           });
-          };
-          Value newKv = update(kvState, kv);
-          Value newScore = update(scoreState, score);
-
-          // pooled[gi, d] over the members base + j of (kvSrc, scoreSrc).
+          // pooled[gi, d] over the members base + j of (kvSrc, scoreSrc): base gi r (the step's rows) or 0 (the
+          // state's slots).
           auto pool = [&](Emit p, Value groups, Value kvSrc, Value scoreSrc, bool fromStep) -> Value {
             SmallVector<OpFoldResult> sizes{groups, p.b.getIndexAttr(hd)};
             return generic(
@@ -289,19 +278,67 @@ struct CompressPoolLowering : OpConversionPattern<CompressPoolOp> {
                   linalg::YieldOp::create(b, loc, acc);
                 });
           };
-          Value pooled = guarded(
-              g, prefill, pooledType,
-              [&](Emit p) -> Value {
+          return guardedN(
+              g, prefill, TypeRange{pooledType, stateType, stateType},
+              [&](Emit p) -> SmallVector<Value> {
+                // Prefill: every full group of the step pooled from its rows; the last rem rows into slots 0..rem-1.
+                Value rem = arith::RemSIOp::create(p.b, p.loc, sI64, p.c64(r));
+                Value cut = p.sub(sI64, rem);
+                auto update = [&](Value state, Value rowsSrc) {
+                  SmallVector<AffineMap> maps{mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))};
+                  return generic(p, stateType, ValueRange{state}, p.empty(sizesOf(p, state), p.f32()), maps,
+                                 parallel(2), [&](OpBuilder &b, Location loc, ValueRange args) {
+                                   Emit t{b, loc};
+                                   Value j = t.indexToI64(t.linalgIndex(0));
+                                   Value take = t.cmpi(P::slt, j, rem);
+                                   Value row = t.sel(take, t.add(cut, j), t.c64(0));
+                                   Value v = t.extract(rowsSrc, {t.i64ToIndex(row), t.linalgIndex(1)});
+                                   linalg::YieldOp::create(b, loc, t.sel(take, v, args[0]));
+                                 });
+                };
                 Value groups = p.i64ToIndex(arith::DivSIOp::create(p.b, p.loc, cut, p.c64(r)));
-                return pool(p, groups, kv, score, /*fromStep=*/true);
+                return {pool(p, groups, kv, score, /*fromStep=*/true), update(kvState, kv), update(scoreState, score)};
               },
-              [&](Emit p) -> Value {
-                Value completes =
-                    p.cmpi(P::eq, arith::RemSIOp::create(p.b, p.loc, start, p.c64(r)), p.c64(r - 1));
-                Value groups = p.sel(completes, p.idx(1), p.idx(0));
-                return pool(p, groups, newKv, newScore, /*fromStep=*/false);
+              [&](Emit p) -> SmallVector<Value> {
+                // Decode, and a chunk at start_pos > 0 as its decode steps: token t at position start_pos + t into
+                // slot (start_pos + t) % r; a token closing a group (slot r - 1) pools the state into the next row
+                // of the (start_pos + s) // r - start_pos // r pooled rows.
+                // The positions in [start_pos, last] closing a group, without last + 1 (INT64_MAX).
+                Value last = p.add(start, p.sub(sI64, p.c64(1)));
+                Value closesAtLast = p.cmpi(P::eq, arith::RemSIOp::create(p.b, p.loc, last, p.c64(r)), p.c64(r - 1));
+                Value groups = p.i64ToIndex(
+                    p.sub(p.add(floorDiv(p, last, p.c64(r)), arith::ExtUIOp::create(p.b, p.loc, p.i64(), closesAtLast)),
+                          floorDiv(p, start, p.c64(r))));
+                SmallVector<OpFoldResult> pSizes{groups, p.b.getIndexAttr(hd)};
+                Value pooled0 = p.castTo(p.empty(pSizes, p.f32()), pooledType);
+                SmallVector<OpFoldResult> rowSizes{p.b.getIndexAttr(1), p.b.getIndexAttr(hd)};
+                SmallVector<OpFoldResult> ones{p.b.getIndexAttr(1), p.b.getIndexAttr(1)};
+                SmallVector<Value> out = forLoop(
+                    p, p.idx(0), s, {kvState, scoreState, pooled0, p.idx(0)},
+                    [&](Emit u, Value t, ValueRange it) -> SmallVector<Value> {
+                      Value slot = u.i64ToIndex(
+                          arith::RemSIOp::create(u.b, u.loc, u.add(start, u.indexToI64(t)), u.c64(r)));
+                      SmallVector<OpFoldResult> from{t, u.b.getIndexAttr(0)}, to{slot, u.b.getIndexAttr(0)};
+                      auto enter = [&](Value rowsSrc, Value state) -> Value {
+                        Value row = tensor::ExtractSliceOp::create(u.b, u.loc, rowsSrc, from, rowSizes, ones);
+                        return tensor::InsertSliceOp::create(u.b, u.loc, row, state, to, rowSizes, ones);
+                      };
+                      Value kvS = enter(kv, it[0]), scS = enter(score, it[1]);
+                      Value closes = u.cmpi(P::eq, slot, u.idx(r - 1));
+                      SmallVector<Value> next = guardedN(
+                          u, closes, TypeRange{pooledType, u.b.getIndexType()},
+                          [&](Emit c) -> SmallVector<Value> {
+                            Value row = c.castTo(pool(c, c.idx(1), kvS, scS, /*fromStep=*/false),
+                                                 RankedTensorType::get({1, hd}, c.f32()));
+                            SmallVector<OpFoldResult> at{it[3], c.b.getIndexAttr(0)};
+                            Value into = tensor::InsertSliceOp::create(c.b, c.loc, row, it[2], at, rowSizes, ones);
+                            return {into, c.add(it[3], c.idx(1))};
+                          },
+                          [&](Emit) -> SmallVector<Value> { return {it[2], it[3]}; });
+                      return {kvS, scS, next[0], next[1]};
+                    });
+                return {out[2], out[0], out[1]};
               });
-          return {pooled, newKv, newScore};
         },
         [&](Emit g) -> SmallVector<Value> {
           return {g.empty({g.b.getIndexAttr(0), g.b.getIndexAttr(hd)}, g.f32()), kvState, scoreState};
@@ -614,18 +651,16 @@ struct CompressVisibilityLowering : OpConversionPattern<CompressVisibilityOp> {
     const int64_t ratio = static_cast<int64_t>(op.getRatio());
     Value scores = adaptor.getScores(), start = adaptor.getStartPos();
     (void)scoresChecks(e, scores, start, ratio,
-                       {RuntimeError::CompressVisibilityNegativeStart, RuntimeError::CompressVisibilityEmptyStep,
-                        RuntimeError::CompressVisibilityMultiTokenDecode},
+                       {RuntimeError::CompressVisibilityNegativeStart, RuntimeError::CompressVisibilityEmptyStep},
                        RuntimeError::CompressVisibilityEndOverflow, RuntimeError::CompressVisibilityWidth);
     auto type = cast<RankedTensorType>(scores.getType());
     SmallVector<OpFoldResult> sizes = sizesOf(e, scores);
-    Value s = e.indexToI64(cIndexOr(e, sizes[0]));
     Value out = generic(e, type, ValueRange{scores}, e.empty(sizes, type.getElementType()),
                         {mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
                         [&](OpBuilder &b, Location loc, ValueRange args) {
                           Emit t{b, loc};
                           Value tt = t.indexToI64(t.linalgIndex(0)), p = t.indexToI64(t.linalgIndex(1));
-                          Value visible = t.cmpi(P::slt, p, compressLen(t, tt, s, start, ratio));
+                          Value visible = t.cmpi(P::slt, p, compressLen(t, tt, start, ratio));
                           Value negInf = floatConst(t, type.getElementType(), -kInf);
                           linalg::YieldOp::create(b, loc, t.sel(visible, args[0], negInf));
                         });
@@ -670,7 +705,8 @@ struct ApplyCandidatesLowering : OpConversionPattern<ApplyCandidatesOp> {
 /// select_candidate_blocks (section 7): block scores [s, n_blocks] in f32 (max over the block's positions in order
 /// as the kernel takes it: the first NaN wins, else m = m < v ? v : m from -inf), the block (compress_len - 1) //
 /// block_size pinned to +inf when compress_len > 0, the torch_cpu top-k set of min(topk_blocks, n_blocks) blocks
-/// (dsa_cpu_topk_set), picks of value -inf (or NaN) dropped, the mask true on the kept blocks' positions.
+/// (dsa_cpu_topk_set), picks of value -inf (or NaN) dropped, the mask true on the kept blocks' positions. A chunk
+/// (s > 1 tokens at start_pos > 0) ranks row t as its decode step would: over its width compress_len[t].
 struct SelectCandidateBlocksLowering : OpConversionPattern<SelectCandidateBlocksOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SelectCandidateBlocksOp op, OpAdaptor adaptor,
@@ -685,55 +721,79 @@ struct SelectCandidateBlocksLowering : OpConversionPattern<SelectCandidateBlocks
     Value scores = adaptor.getScores(), start = adaptor.getStartPos();
     Value ok = scoresChecks(e, scores, start, ratio,
                             {RuntimeError::SelectCandidateBlocksNegativeStart,
-                             RuntimeError::SelectCandidateBlocksEmptyStep,
-                             RuntimeError::SelectCandidateBlocksMultiTokenDecode},
+                             RuntimeError::SelectCandidateBlocksEmptyStep},
                             RuntimeError::SelectCandidateBlocksEndOverflow, RuntimeError::SelectCandidateBlocksWidth);
     SmallVector<OpFoldResult> sizes = sizesOf(e, scores);
     Value sIdx = cIndexOr(e, sizes[0]), widthIdx = cIndexOr(e, sizes[1]);
     Type i1 = rewriter.getI1Type();
     auto maskType = tensorType(sizes, i1);
+    // The mask of `rows` [R, n] (ranked whole: n blocks' worth), row tt's compress_len lenOf(tt).
+    auto select = [&](Emit g, Value rows, Value n, function_ref<Value(Emit, Value)> lenOf) -> Value {
+      SmallVector<OpFoldResult> rSizes = sizesOf(g, rows);
+      Value rowCount = cIndexOr(g, rSizes[0]);
+      Value nBlocks = arith::CeilDivUIOp::create(g.b, g.loc, n, g.idx(bs));
+      Value k = g.minsi(nBlocks, g.idx(topkBlocks));
+      SmallVector<OpFoldResult> bSizes{rowCount, nBlocks};
+      Value blockScore = generic(
+          g, tensorType(bSizes, g.f32()), {}, g.empty(bSizes, g.f32()), {mapOf(ctx, 2, dimExprs(ctx, 2))},
+          parallel(2), [&](OpBuilder &b, Location loc, ValueRange) {
+            Emit t{b, loc};
+            Value tt = t.linalgIndex(0), blk = t.linalgIndex(1);
+            Value lo = t.mul(blk, t.idx(bs));
+            Value hi = t.minsi(n, t.add(lo, t.idx(bs)));
+            SmallVector<Value> mf = forLoop(
+                t, lo, hi, {t.cf(-kInf), t.cBool(false)}, [&](Emit u, Value p, ValueRange it) -> SmallVector<Value> {
+                  Value v = u.toF32(u.extract(rows, {tt, p}));
+                  Value isNan = u.cmpf(F::UNO, v, v);
+                  Value larger = u.sel(u.cmpf(F::OLT, it[0], v), v, it[0]);
+                  Value m = u.sel(it[1], it[0], u.sel(isNan, v, larger));
+                  return {m, u.bor(it[1], isNan)};
+                });
+            Value len = lenOf(t, t.indexToI64(tt));
+            Value pinned = floorDiv(t, t.sub(len, t.c64(1)), t.c64(bs));
+            Value pin = t.band(t.cmpi(P::sgt, len, t.c64(0)), t.cmpi(P::eq, t.indexToI64(blk), pinned));
+            linalg::YieldOp::create(b, loc, t.sel(pin, t.cf(kInf), mf[0]));
+          });
+      Value picks = emitTopkSet(g, blockScore, k);
+      return generic(g, tensorType(rSizes, i1), {}, g.empty(rSizes, i1), {mapOf(ctx, 2, dimExprs(ctx, 2))},
+                     parallel(2), [&](OpBuilder &b, Location loc, ValueRange) {
+                       Emit t{b, loc};
+                       Value tt = t.linalgIndex(0), p = t.linalgIndex(1);
+                       Value blk = arith::DivUIOp::create(b, loc, p, t.idx(bs));
+                       Value blk64 = t.indexToI64(blk);
+                       Value picked = forLoop(t, t.idx(0), k, {t.cBool(false)},
+                                              [&](Emit u, Value j, ValueRange it) -> SmallVector<Value> {
+                                                Value pj = u.extract(picks, {tt, j});
+                                                return {u.bor(it[0], u.cmpi(P::eq, pj, blk64))};
+                                              })[0];
+                       Value reachable = t.cmpf(F::OGT, t.extract(blockScore, {tt, blk}), t.cf(-kInf));
+                       linalg::YieldOp::create(b, loc, t.band(picked, reachable));
+                     });
+    };
+    Value chunk = e.band(e.cmpi(P::sgt, start, e.c64(0)), e.cmpi(P::sgt, sIdx, e.idx(1)));
     Value out = guarded(
         e, ok, maskType,
         [&](Emit g) -> Value {
-          Value s = g.indexToI64(sIdx);
-          Value nBlocks = arith::CeilDivUIOp::create(g.b, g.loc, widthIdx, g.idx(bs));
-          Value k = g.minsi(nBlocks, g.idx(topkBlocks));
-          SmallVector<OpFoldResult> bSizes{sIdx, nBlocks};
-          Value blockScore = generic(
-              g, tensorType(bSizes, g.f32()), {}, g.empty(bSizes, g.f32()), {mapOf(ctx, 2, dimExprs(ctx, 2))},
-              parallel(2), [&](OpBuilder &b, Location loc, ValueRange) {
-                Emit t{b, loc};
-                Value tt = t.linalgIndex(0), blk = t.linalgIndex(1);
-                Value lo = t.mul(blk, t.idx(bs));
-                Value hi = t.minsi(widthIdx, t.add(lo, t.idx(bs)));
-                SmallVector<Value> mf = forLoop(
-                    t, lo, hi, {t.cf(-kInf), t.cBool(false)}, [&](Emit u, Value p, ValueRange it) -> SmallVector<Value> {
-                      Value v = u.toF32(u.extract(scores, {tt, p}));
-                      Value isNan = u.cmpf(F::UNO, v, v);
-                      Value larger = u.sel(u.cmpf(F::OLT, it[0], v), v, it[0]);
-                      Value m = u.sel(it[1], it[0], u.sel(isNan, v, larger));
-                      return {m, u.bor(it[1], isNan)};
-                    });
-                Value len = compressLen(t, t.indexToI64(tt), s, start, ratio);
-                Value pinned = floorDiv(t, t.sub(len, t.c64(1)), t.c64(bs));
-                Value pin = t.band(t.cmpi(P::sgt, len, t.c64(0)), t.cmpi(P::eq, t.indexToI64(blk), pinned));
-                linalg::YieldOp::create(b, loc, t.sel(pin, t.cf(kInf), mf[0]));
+          return guarded(
+              g, chunk, maskType,
+              [&](Emit c) -> Value {
+                // A chunk at start_pos > 0: row t as its decode step, over its width compress_len[t] (the rest of
+                // the row false).
+                return forLoop(c, c.idx(0), sIdx, {c.filled(sizes, c.cBool(false))},
+                               [&](Emit u, Value t, ValueRange it) -> SmallVector<Value> {
+                                 Value len = compressLen(u, u.indexToI64(t), start, ratio);
+                                 Value n = u.i64ToIndex(len);
+                                 SmallVector<OpFoldResult> at{t, u.b.getIndexAttr(0)}, rowSizes{u.b.getIndexAttr(1), n},
+                                     ones{u.b.getIndexAttr(1), u.b.getIndexAttr(1)};
+                                 Value row = tensor::ExtractSliceOp::create(u.b, u.loc, scores, at, rowSizes, ones);
+                                 Value mask = select(u, row, n, [&](Emit, Value) { return len; });
+                                 return {tensor::InsertSliceOp::create(u.b, u.loc, mask, it[0], at, rowSizes, ones)
+                                             .getResult()};
+                               })[0];
+              },
+              [&](Emit p) -> Value {
+                return select(p, scores, widthIdx, [&](Emit t, Value tt) { return compressLen(t, tt, start, ratio); });
               });
-          Value picks = emitTopkSet(g, blockScore, k);
-          return generic(g, maskType, {}, g.empty(sizes, i1), {mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
-                         [&](OpBuilder &b, Location loc, ValueRange) {
-                           Emit t{b, loc};
-                           Value tt = t.linalgIndex(0), p = t.linalgIndex(1);
-                           Value blk = arith::DivUIOp::create(b, loc, p, t.idx(bs));
-                           Value blk64 = t.indexToI64(blk);
-                           Value picked = forLoop(t, t.idx(0), k, {t.cBool(false)},
-                                                  [&](Emit u, Value j, ValueRange it) -> SmallVector<Value> {
-                                                    Value pj = u.extract(picks, {tt, j});
-                                                    return {u.bor(it[0], u.cmpi(P::eq, pj, blk64))};
-                                                  })[0];
-                           Value reachable = t.cmpf(F::OGT, t.extract(blockScore, {tt, blk}), t.cf(-kInf));
-                           linalg::YieldOp::create(b, loc, t.band(picked, reachable));
-                         });
         },
         [&](Emit g) -> Value { return g.filled(sizes, g.cBool(false)); });
     rewriter.replaceOp(op, e.castTo(out, op.getType()));
@@ -743,7 +803,9 @@ struct SelectCandidateBlocksLowering : OpConversionPattern<SelectCandidateBlocks
 
 /// indexer_topk (section 6 step 7): k = min(index_topk, width); the torch_cpu top-k set of each row
 /// (dsa_cpu_topk_set, ascending), p -> p + offset when p < compress_len[t] else -1; offset = s in prefill,
-/// window_size in decode. i32 [s, k] (zeros when a check fails).
+/// window_size in decode. A chunk (s > 1 tokens at start_pos > 0) ranks row t as its decode step would (width
+/// compress_len[t], k = min(index_topk, compress_len[t]), -1 past it), offset window_size + s. i32 [s, k] (zeros
+/// when a check fails).
 struct IndexerTopkLowering : OpConversionPattern<IndexerTopkOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(IndexerTopkOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
@@ -756,30 +818,60 @@ struct IndexerTopkLowering : OpConversionPattern<IndexerTopkOp> {
     const int64_t window = static_cast<int64_t>(op.getWindowSize());
     Value scores = adaptor.getScores(), start = adaptor.getStartPos();
     Value ok = scoresChecks(e, scores, start, ratio,
-                            {RuntimeError::IndexerTopkNegativeStart, RuntimeError::IndexerTopkEmptyStep,
-                             RuntimeError::IndexerTopkMultiTokenDecode},
+                            {RuntimeError::IndexerTopkNegativeStart, RuntimeError::IndexerTopkEmptyStep},
                             RuntimeError::IndexerTopkEndOverflow, RuntimeError::IndexerTopkWidth);
     SmallVector<OpFoldResult> sizes = sizesOf(e, scores);
     Value sIdx = cIndexOr(e, sizes[0]), widthIdx = cIndexOr(e, sizes[1]);
     Value k = e.minsi(widthIdx, e.idx(indexTopk));
     SmallVector<OpFoldResult> outSizes{sizes[0], k};
     auto outType = tensorType(outSizes, e.i32());
+    // The indices of `rows` [R, n] (top-k of min(index_topk, n) over the whole width n), row tt's compress_len
+    // lenOf(tt), the window rows first (offset).
+    auto rank = [&](Emit g, Value rows, Value n, Value offset, function_ref<Value(Emit, Value)> lenOf) -> Value {
+      Value kr = g.minsi(n, g.idx(indexTopk));
+      SmallVector<OpFoldResult> rSizes{sizesOf(g, rows)[0], kr};
+      auto rType = tensorType(rSizes, g.i32());
+      Value picks = emitTopkSet(g, toF32Tensor(g, rows), kr);
+      return generic(g, rType, ValueRange{picks}, g.empty(rSizes, g.i32()),
+                     {mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
+                     [&](OpBuilder &b, Location loc, ValueRange args) {
+                       Emit t{b, loc};
+                       Value len = lenOf(t, t.indexToI64(t.linalgIndex(0)));
+                       Value p = args[0];
+                       Value mapped = t.sel(t.cmpi(P::slt, p, len), t.add(p, offset), t.c64(-1));
+                       linalg::YieldOp::create(b, loc, arith::TruncIOp::create(b, loc, t.i32(), mapped).getResult());
+                     });
+    };
+    Value chunk = e.band(e.cmpi(P::sgt, start, e.c64(0)), e.cmpi(P::sgt, sIdx, e.idx(1)));
     Value out = guarded(
         e, ok, outType,
         [&](Emit g) -> Value {
           Value s = g.indexToI64(sIdx);
-          Value picks = emitTopkSet(g, toF32Tensor(g, scores), k);
-          Value offset = g.sel(g.cmpi(P::eq, start, g.c64(0)), s, g.c64(window));
-          return generic(g, outType, ValueRange{picks}, g.empty(outSizes, g.i32()),
-                         {mapOf(ctx, 2, dimExprs(ctx, 2)), mapOf(ctx, 2, dimExprs(ctx, 2))}, parallel(2),
-                         [&](OpBuilder &b, Location loc, ValueRange args) {
-                           Emit t{b, loc};
-                           Value len = compressLen(t, t.indexToI64(t.linalgIndex(0)), s, start, ratio);
-                           Value p = args[0];
-                           Value mapped = t.sel(t.cmpi(P::slt, p, len), t.add(p, offset), t.c64(-1));
-                           linalg::YieldOp::create(b, loc,
-                                                   arith::TruncIOp::create(b, loc, t.i32(), mapped).getResult());
-                         });
+          return guarded(
+              g, chunk, outType,
+              [&](Emit c) -> Value {
+                // A chunk at start_pos > 0: row t as its decode step (its width compress_len[t], its k), offset
+                // window_size + s (the ring, then the chunk's rows), -1 past its k.
+                Value offset = c.add(c.c64(window), s);
+                return forLoop(c, c.idx(0), sIdx, {c.filled(outSizes, c.c32(-1))},
+                               [&](Emit u, Value t, ValueRange it) -> SmallVector<Value> {
+                                 Value len = compressLen(u, u.indexToI64(t), start, ratio);
+                                 Value n = u.i64ToIndex(len);
+                                 SmallVector<OpFoldResult> at{t, u.b.getIndexAttr(0)},
+                                     rowSizes{u.b.getIndexAttr(1), n}, ones{u.b.getIndexAttr(1), u.b.getIndexAttr(1)};
+                                 Value row = tensor::ExtractSliceOp::create(u.b, u.loc, scores, at, rowSizes, ones);
+                                 Value idx = rank(u, row, n, offset, [&](Emit, Value) { return len; });
+                                 SmallVector<OpFoldResult> idxSizes{u.b.getIndexAttr(1), u.minsi(n, u.idx(indexTopk))};
+                                 return {tensor::InsertSliceOp::create(u.b, u.loc, idx, it[0], at, idxSizes, ones)
+                                             .getResult()};
+                               })[0];
+              },
+              [&](Emit p) -> Value {
+                // Prefill (offset s, the step's own rows) and decode (offset window_size, the ring).
+                Value offset = p.sel(p.cmpi(P::eq, start, p.c64(0)), s, p.c64(window));
+                return rank(p, scores, widthIdx, offset,
+                            [&](Emit t, Value tt) { return compressLen(t, tt, start, ratio); });
+              });
         },
         [&](Emit g) -> Value { return g.filled(outSizes, g.c32(0)); });
     rewriter.replaceOp(op, e.castTo(out, op.getType()));
