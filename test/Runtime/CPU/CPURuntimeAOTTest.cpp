@@ -1374,3 +1374,72 @@ TEST_F(CPURuntimeSoakTest, RatioTwoReaderOfAnotherLayersCacheAndTopkSharesSlotsE
 }
 
 } // namespace
+
+/// A compressed layer (ratio 2) that reads only what it publishes itself (kv + index + candidate source, its own
+/// index-key cache): a multi-token step at start_pos > 0 is one step of the interpreter and one call of the
+/// compiled library (run directly: the runtime still splits compressed chunks), and both equal, bit for bit, the
+/// interpreter stepped one token at a time (section 13): the output, the ring, the compressor's states, both caches,
+/// the four published slots (the top-k and candidate rows of the last token), over chunks that close 0, 1 or
+/// several groups, cross the window's wrap and start on either residue.
+TEST_F(CPURuntimeAOTTest, ChunksOfASelfContainedCompressedLayerEqualTokenByTokenDecode) {
+  mlir::dsa::AttentionLayerConfig config = tinyLayer(2);
+  config.compress->isCandidateSource = true; // publishes its mask (a layer cannot also use its own)
+  config.compress->indexKSource = mlir::dsa::IndexKSource::own_cache;
+  build(config, 23);
+  std::vector<Tensor> chunkState = tinyRatio2InitialState(), libState = chunkState, state = chunkState;
+  std::mt19937_64 rng(24);
+  int64_t pos = 0;
+  for (int64_t tokens : {3, 2, 5, 1, 3, 2}) {
+    SCOPED_TRACE("step of " + std::to_string(tokens) + " at " + std::to_string(pos));
+    const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    // The compiled library, one call (arguments in the function's order: x, start_pos, ring, weights, state).
+    std::vector<runtime::HostValue> args = {x, Tensor::scalarI64(pos), libState[0]};
+    args.insert(args.end(), weights.begin(), weights.end());
+    args.insert(args.end(), libState.begin() + 1, libState.end());
+    auto got = library->run(name, args, nullptr);
+    ASSERT_TRUE(got.ok()) << got.error();
+    ASSERT_GE(got->size(), 1 + libState.size());
+    for (size_t i = 0; i < libState.size(); ++i)
+      libState[i] = (*got)[1 + i];
+    std::vector<Tensor> chunk = interpret(x, pos, chunkState, 5); // the interpreter, one step
+    ASSERT_FALSE(chunk.empty());
+    // The oracle: the first step is the reference's prefill (section 13 defines steps at start_pos > 0), every
+    // later one its tokens fed one decode step at a time.
+    std::vector<float> want;
+    for (int64_t t = 0; t < (pos == 0 ? 1 : tokens); ++t) {
+      std::vector<Tensor> r = interpret(pos == 0 ? x : rows(x, t, 1), pos + t, state, 5);
+      ASSERT_FALSE(r.empty());
+      want.insert(want.end(), r[0].floats(), r[0].floats() + r[0].numElements());
+    }
+    const Tensor wantOut = Tensor::fromFloats(ElementType::BF16, {tokens, 64}, want);
+    EXPECT_TRUE(std::any_of(want.begin(), want.end(), [](float v) { return v != 0.0f; })) << "degenerate data";
+    EXPECT_TRUE(sameBits(chunk[0], wantOut)) << "the interpreter's chunk vs token by token";
+    EXPECT_TRUE(sameBits((*got)[0], wantOut)) << "the library's chunk vs token by token";
+    // State and slots after the step. The slots hold the last token's rows in token-by-token decode and the chunk's
+    // rows in the chunk: compare the caches, compress_kv and index_k as they are, topk_idxs / candidates by the last
+    // row (the chunk's top-k row points past W + s window rows, decode's past W).
+    for (size_t i = 0; i < 7; ++i) {
+      EXPECT_TRUE(sameBits(chunkState[i], state[i])) << "interpreter state/slot " << i;
+      EXPECT_TRUE(sameBits(libState[i], state[i])) << "library state/slot " << i;
+    }
+    const Tensor &topk = chunkState[7], &wantTopk = state[7];
+    ASSERT_EQ(topk.dim(0), tokens);
+    ASSERT_EQ(wantTopk.dim(0), pos == 0 ? tokens : 1);
+    const int64_t k = topk.dim(1), kd = wantTopk.dim(1);
+    ASSERT_LE(kd, k);
+    if (pos > 0)
+      for (int64_t j = 0; j < k; ++j) { // the chunk's last row: decode's entries + s, then -1 past decode's k
+        const int64_t v = topk.intVector()[(tokens - 1) * k + j];
+        const int64_t w = j < kd ? wantTopk.intVector()[j] : -1;
+        EXPECT_EQ(v, w < 0 ? -1 : tokens == 1 ? w : w + tokens) << "topk_idxs entry " << j;
+      }
+    const Tensor &mask = chunkState[8], &wantMask = state[8];
+    ASSERT_EQ(mask.dim(1), wantMask.dim(1));
+    for (int64_t p = 0; p < mask.dim(1); ++p)
+      EXPECT_EQ(mask.intVector()[(tokens - 1) * mask.dim(1) + p], wantMask.intVector()[(wantMask.dim(0) - 1) * mask.dim(1) + p])
+          << "candidates of the last token, column " << p;
+    EXPECT_TRUE(sameBits(libState[7], chunkState[7])) << "library topk_idxs";
+    EXPECT_TRUE(sameBits(libState[8], chunkState[8])) << "library candidates";
+    pos += tokens;
+  }
+}
