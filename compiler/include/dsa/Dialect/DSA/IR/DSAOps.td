@@ -278,7 +278,8 @@ def DSA_CompressPoolOp : DSA_Op<"compress_pool", [Pure]> {
     `kv`, `score` are the step's f32 projections `[s, hd]`; `kv_state` / `score_state` `[ratio, hd]` f32 hold the
     partial group (zeros / -inf initially). Prefill (`start_pos == 0`): with `rem = s % ratio`, the last rem rows go
     to state slots `0..rem-1`; every full group pools. Decode (`start_pos > 0`, one token): the row goes to slot
-    `start_pos % ratio`; when `(start_pos+1) % ratio == 0` the whole state pools. Pooling, per dimension d:
+    `start_pos % ratio`; when `(start_pos+1) % ratio == 0` the whole state pools. A chunk (`s > 1` tokens at
+    `start_pos > 0`, section 13) is its tokens' decode steps in order. Pooling, per dimension d:
     `sum_i kv[i,d] * softmax_i(score[i,d])` over the group's `ratio` members, f32. Results: `pooled` `[g, hd]` f32
     (g = completed groups, possibly 0), and the updated states.
 
@@ -388,8 +389,9 @@ def DSA_IndexerScoresOp : DSA_Op<"indexer_scores", [Pure]> {
 def DSA_CompressVisibilityOp : DSA_Op<"compress_visibility", [Pure]> {
   let summary = "mask compressed positions a prefill query cannot see (section 6 step 5)";
   let description = [{
-    `compress_len[t] = (start_pos + t + 1) // ratio` in prefill (`start_pos == 0`), `(start_pos + s) // ratio` in
-    decode; `score[t, p] = -inf` for `p >= compress_len[t]`. Result: `scores`' type.
+    `compress_len[t] = (start_pos + t + 1) // ratio`: `(t + 1) // ratio` in prefill (`start_pos == 0`),
+    `(start_pos + 1) // ratio` in decode, token t's decode value in a chunk (`s > 1` tokens at `start_pos > 0`);
+    `score[t, p] = -inf` for `p >= compress_len[t]`. Result: `scores`' type.
 
     Verified: `ratio` >= 1; `scores` rank 2 (`[s, width]`); the result has `scores`' type.
 
@@ -411,6 +413,8 @@ def DSA_SelectCandidateBlocksOp : DSA_Op<"select_candidate_blocks", [Pure]> {
     block holding the query's newest visible position `(compress_len[t] - 1) // block_size` (floor division: none
     when compress_len is 0) is set to +inf; the `tie_order` top-k set of `min(topk_blocks, n_blocks)` blocks is
     taken and picks of value -inf are dropped. Result: i1 `[s, width]`, true on every position of a kept block.
+    At `start_pos > 0` row t is ranked as its decode step ranks it: over its first `compress_len[t]` positions only
+    (n_blocks and k from that width; the rest of the row false), so a chunk picks what its decode steps pick.
 
     Verified: `ratio`, `topk_blocks`, `block_size` >= 1; `scores` rank 2; the result has `scores`' shape.
 
@@ -451,7 +455,10 @@ def DSA_IndexerTopkOp : DSA_Op<"indexer_topk", [Pure]> {
   let description = [{
     `k = min(index_topk, width)`; per query row, the `tie_order` top-k SET of positions, sorted ascending, then
     `p -> p + offset` if `p < compress_len[t]` else -1, where `offset` is the number of window rows attention reads
-    (`s` in prefill, `window_size` in decode). Result i32 `[s, k]` (k = 0 when width = 0).
+    (`s` in prefill, `window_size` in decode). Result i32 `[s, k]` (k = 0 when width = 0). A chunk (`s > 1`
+    tokens at `start_pos > 0`) ranks row t as its decode step does: over its first `compress_len[t]` positions with
+    `k_t = min(index_topk, compress_len[t])`, entries past `k_t` -1 (skipped by `dsa.sparse_attn`), offset
+    `window_size + s` (`dsa.window_kv`'s rows in a chunk).
 
     Verified: `ratio`, `index_topk`, `window_size` >= 1; `scores` rank 2; the result `[s, k]` with a static k equal
     to `min(index_topk, width)` when `scores`' width is static and never above `index_topk`.
