@@ -892,6 +892,53 @@ struct IndexLayer {
   int64_t weightBytes() const {
     return attentionWeightBytes + compressorBytes + indexKeyWeightBytes + indexerBytes;
   }
+
+  /// A step of kChunkTokens tokens: the prefill at 0 (from the initial state: zeros, score_state -inf, empty slots)
+  /// or a chunk at start_pos > 0 (from state(startPos)); the same x rows either way. One call of the compiled
+  /// function (its compressor, indexer and top-k run the chunk as its decode steps; bit-exact, issue 13 scope 2).
+  static constexpr int64_t kChunkTokens = 512;
+  Tensor xChunk;
+  State initial;
+  std::vector<runtime::HostValue> chunkArgs(int64_t startPos) {
+    if (xChunk.numElements() == 0) {
+      Random rng(41);
+      xChunk = randomTensor(rng, ElementType::BF16, {kChunkTokens, g.dim}, 1.0f);
+    }
+    if (initial.tensors.empty()) {
+      const int64_t cap = capacity();
+      initial.tensors = {Tensor(ElementType::BF16, {g.window, g.headDim}), Tensor(ElementType::F32, {kRatio, g.headDim}),
+                         Tensor::fromFloats(ElementType::F32, {kRatio, g.headDim},
+                                            std::vector<float>(static_cast<size_t>(kRatio * g.headDim),
+                                                               -std::numeric_limits<float>::infinity())),
+                         Tensor(ElementType::BF16, {cap, g.headDim}), Tensor(ElementType::BF16, {cap, kIndexHeadDim}),
+                         Tensor(ElementType::BF16, {0, g.headDim}), Tensor(ElementType::BF16, {0, kIndexHeadDim}),
+                         Tensor(ElementType::I32, {0, 0}), Tensor(ElementType::I1, {0, 0})};
+      for (const Tensor &t : initial.tensors)
+        initial.prepared.push_back(runtime::HostBuffer::fromTensor(t));
+    }
+    const State &st = startPos == 0 ? initial : state(startPos);
+    std::vector<runtime::HostValue> args = {xChunk, Tensor::scalarI64(startPos), st.prepared[0]};
+    args.insert(args.end(), prepared.begin(), prepared.end());
+    args.insert(args.end(), st.prepared.begin() + 1, st.prepared.end());
+    return args;
+  }
+  /// 2 flops per multiply-add of a kChunkTokens step at startPos: per token the linears, the compressor's and the
+  /// indexer's projections, the index scores over the step's width (start_pos + s) // r, q.k and p.v over its
+  /// window (min(W, its position + 1) rows) and its compressed rows; wk per group completed.
+  double chunkFlops(int64_t startPos) const {
+    const int64_t s = kChunkTokens, width = (startPos + s) / kRatio, groups = width - startPos / kRatio;
+    double macs = static_cast<double>(s) *
+                  static_cast<double>(g.linearMacsPerToken() + 2 * g.headDim * g.dim +
+                                      kIndexHeads * kIndexHeadDim * g.qLora + kIndexHeads * g.dim +
+                                      kIndexHeads * width * kIndexHeadDim);
+    macs += static_cast<double>(groups * kIndexHeadDim * g.headDim);
+    for (int64_t t = 0; t < s; ++t) {
+      const int64_t p = startPos + t;
+      macs += 2.0 * static_cast<double>(g.nHeads * (std::min(g.window, p + 1) +
+                                                    std::min(kIndexTopk, (p + 1) / kRatio)) * g.headDim);
+    }
+    return 2.0 * macs;
+  }
 };
 
 std::unique_ptr<IndexLayer> gIndexLayer;
@@ -1232,6 +1279,27 @@ void BM_IndexCPU(benchmark::State &state, int64_t context, bool par, bool perCal
   state.counters["index_rows"] = static_cast<double>(IndexLayer::width(context));
 }
 
+std::string indexChunkLabel(int64_t startPos) {
+  return startPos == 0 ? "index_prefill512" : "index_chunk512_at" + std::to_string(startPos);
+}
+
+/// A 512-token step of the index-source layer (ratio 4) on the CPU backend: the prefill at 0 and the chunk at 4096
+/// (one call each; the runtime sends such a chunk as one call when the layer reads only its own slots), for the
+/// chunked-prefill target of compressed layers. Not checked against the interpreter (minutes per step there; the
+/// chunk's bits are tested in CPURuntimeAOTTest and CPUBackendCompressedTest).
+void BM_IndexChunkCPU(benchmark::State &state, int64_t startPos, bool par) {
+  IndexLayer &l = indexLayer();
+  const cpu::CPUModule *m = moduleFor(state, l.compiled, par);
+  if (!m)
+    return;
+  const std::vector<runtime::HostValue> args = l.chunkArgs(startPos);
+  l.compiled.runCPU(*m, args); // warm-up
+  StepTime t = timeSteps(state, [&] { l.compiled.runCPU(*m, args); });
+  reportCPU(state, indexChunkLabel(startPos), t, static_cast<double>(l.weightBytes()), l.chunkFlops(startPos),
+            IndexLayer::kChunkTokens, par, StepTime{}, /*computeBound=*/true);
+  state.counters["start_pos"] = static_cast<double>(startPos);
+}
+
 /// One linear of the window-only layer alone (CPUOp/<name>, CPUOpParallel/<name>): its 512-token product as the
 /// prefill runs it (dsa.linear, or dsa.grouped_output for wo_a), compiled by itself, random bf16 x and weights, so
 /// the GEMM's rate can be compared with the compute peaks without the rest of the layer. 2 flops per multiply-add.
@@ -1413,7 +1481,7 @@ void printTargets() {
   bool anyDecode = false;
   for (const CPUResult &r : gCPUResults) {
     if (r.label == windowLabel(WindowStep::Prefill) || r.label == windowLabel(WindowStep::Chunk) ||
-        r.label.rfind("percall_", 0) == 0)
+        r.label.rfind("percall_", 0) == 0 || r.label == indexChunkLabel(0) || r.label == indexChunkLabel(4096))
       continue;
     anyDecode = true;
     char cpu[64] = "";
@@ -1455,9 +1523,32 @@ void printTargets() {
     }
     line(buf);
   }
-  line("  chunked prefill 512 at start_pos 4096 <= 1.3 x prefill 512 at 0, compressed layers (ratio > 0): not "
-       "measurable yet (needs chunked steps of the compressor and the indexer, issue 13 scope 2: the runtime splits "
-       "such a chunk into one-token steps, or refuses it for a layer with shared slots)");
+  // The same for the index-source layer (ratio 4): its chunk scores 512 tokens against 1152 compressed rows and
+  // attends to up to index_topk of them, work the prefill at 0 does not have.
+  for (bool par : {false, true}) {
+    const unsigned threads = par ? hardwareThreads() : 1u;
+    const CPUResult *prefill = nullptr, *chunk = nullptr;
+    for (const CPUResult &r : gCPUResults)
+      if (r.par == par && r.label == indexChunkLabel(0))
+        prefill = &r;
+      else if (r.par == par && r.label == indexChunkLabel(4096))
+        chunk = &r;
+    const char *pre = par ? "CPUParallel/" : "CPU/";
+    if (prefill && chunk) {
+      const double ratio = chunk->stepMs / prefill->stepMs;
+      std::snprintf(buf, sizeof buf,
+                    "  chunked prefill 512 at start_pos 4096 <= 1.3 x prefill 512 at 0, index-source layer (ratio "
+                    "4), %u thread(s): %s %.0f ms / %s %.0f ms = %.2f x: %s",
+                    threads, benchmarkName(*chunk).c_str(), chunk->stepMs, benchmarkName(*prefill).c_str(),
+                    prefill->stepMs, ratio, verdict(ratio, 1.3, false).c_str());
+    } else {
+      std::snprintf(buf, sizeof buf,
+                    "  chunked prefill 512 at start_pos 4096 <= 1.3 x prefill 512 at 0, index-source layer (ratio "
+                    "4), %u thread(s): not run in this invocation (needs %s%s and %s%s)",
+                    threads, pre, indexChunkLabel(0).c_str(), pre, indexChunkLabel(4096).c_str());
+    }
+    line(buf);
+  }
   // CPU backend vs the interpreter on every benchmarked step.
   if (gCPUResults.empty())
     line("  CPU >= 100 x interpreter: no CPU benchmark run in this invocation");
@@ -1596,6 +1687,15 @@ int main(int argc, char **argv) {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
+
+  // The index-source layer's 512-token steps: the prefill at 0 and the chunk at 4096, back to back per thread count.
+  for (bool par : {false, true})
+    for (int64_t startPos : {int64_t{0}, int64_t{4096}})
+      benchmark::RegisterBenchmark((std::string(par ? "CPUParallel/" : "CPU/") + indexChunkLabel(startPos)).c_str(),
+                                   BM_IndexChunkCPU, startPos, par)
+          ->Iterations(2)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
 
   benchmark::Initialize(&restArgc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(restArgc, rest.data()))

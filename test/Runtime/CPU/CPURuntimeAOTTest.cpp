@@ -974,8 +974,9 @@ TEST_F(CPURuntimeAOTTest, ADescriptionThatDisagreesWithItsLibraryIsRefusedAndNot
        {"target_features: description says [", "], library was compiled for ["}},
       {"target cpu", [&](nlohmann::json &d) { d["target_cpu"] = "x86-64"; },
        {"target_cpu: description says x86-64, library was compiled for "}},
-      // A compressed layer splits a multi-token step at start_pos > 0 into decode calls: a description that claims
-      // the code runs it as one chunk is refused at load (the chunk would meet the compiled multi-token checks).
+      // A compressed layer reading slots other layers publish (index_k_source published_slot) splits a multi-token
+      // step at start_pos > 0 into decode calls: a description that claims the code runs it as one chunk is refused
+      // at load (layer-major, the chunk would not equal token-by-token decode of the stack).
       {"chunked", [&](nlohmann::json &d) { d["functions"][0]["step"]["chunked"] = true; },
        {name + ": step.chunked: description says true, library was compiled for false"}},
       {"abi version", [&](nlohmann::json &d) { d["abi_version"] = 2; },
@@ -1376,9 +1377,9 @@ TEST_F(CPURuntimeSoakTest, RatioTwoReaderOfAnotherLayersCacheAndTopkSharesSlotsE
 } // namespace
 
 /// A compressed layer (ratio 2) that reads only what it publishes itself (kv + index + candidate source, its own
-/// index-key cache): a multi-token step at start_pos > 0 is one step of the interpreter and one call of the
-/// compiled library (run directly: the runtime still splits compressed chunks), and both equal, bit for bit, the
-/// interpreter stepped one token at a time (section 13): the output, the ring, the compressor's states, both caches,
+/// index-key cache): a multi-token step at start_pos > 0 is one step of the interpreter, one call of the
+/// compiled library run directly, and one call through runtime::Sequence (step roles `chunked`, resident state,
+/// shared slots), and all equal, bit for bit, the interpreter stepped one token at a time (section 13): the output, the ring, the compressor's states, both caches,
 /// the four published slots (the top-k and candidate rows of the last token), over chunks that close 0, 1 or
 /// several groups, cross the window's wrap and start on either residue.
 TEST_F(CPURuntimeAOTTest, ChunksOfASelfContainedCompressedLayerEqualTokenByTokenDecode) {
@@ -1386,6 +1387,28 @@ TEST_F(CPURuntimeAOTTest, ChunksOfASelfContainedCompressedLayerEqualTokenByToken
   config.compress->isCandidateSource = true; // publishes its mask (a layer cannot also use its own)
   config.compress->indexKSource = mlir::dsa::IndexKSource::own_cache;
   build(config, 23);
+  const runtime::FunctionSignature *sig = library->signature(name);
+  ASSERT_TRUE(sig && sig->step.present());
+  EXPECT_TRUE(sig->step.chunked) << "a layer reading only its own slots runs chunks";
+  ASSERT_EQ(sig->step.shared.size(), 4u);
+  // The runtime's way: a sequence with resident state (runValues, the caches updated in place) and the slots; a
+  // chunk is ONE call.
+  int64_t calls = 0;
+  std::map<size_t, runtime::HostValue> fixed;
+  for (size_t i = 0; i < weights.size(); ++i)
+    fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(weights[i]));
+  const cpu::CPUStepLibrary *lib = library.get();
+  const std::string fn = name;
+  runtime::Sequence::ValueRunner runner = [lib, fn, &calls](const std::vector<runtime::HostValue> &args,
+                                                            std::vector<runtime::NamedTensor> *probes) {
+    ++calls;
+    return lib->runValues(fn, args, probes);
+  };
+  auto started = runtime::Sequence::start(*sig, runner, std::move(fixed));
+  ASSERT_TRUE(started.ok()) << started.error();
+  runtime::Sequence seq = started.take();
+  auto slots = runtime::Sequence::initialSlots(*sig);
+  ASSERT_TRUE(slots.ok()) << slots.error();
   std::vector<Tensor> chunkState = tinyRatio2InitialState(), libState = chunkState, state = chunkState;
   std::mt19937_64 rng(24);
   int64_t pos = 0;
@@ -1401,6 +1424,10 @@ TEST_F(CPURuntimeAOTTest, ChunksOfASelfContainedCompressedLayerEqualTokenByToken
     ASSERT_GE(got->size(), 1 + libState.size());
     for (size_t i = 0; i < libState.size(); ++i)
       libState[i] = (*got)[1 + i];
+    calls = 0;
+    auto viaSequence = seq.run(x, pos, &*slots);
+    ASSERT_TRUE(viaSequence.ok()) << viaSequence.error();
+    EXPECT_EQ(calls, 1) << "one call of the library for the whole step";
     std::vector<Tensor> chunk = interpret(x, pos, chunkState, 5); // the interpreter, one step
     ASSERT_FALSE(chunk.empty());
     // The oracle: the first step is the reference's prefill (section 13 defines steps at start_pos > 0), every
@@ -1415,6 +1442,7 @@ TEST_F(CPURuntimeAOTTest, ChunksOfASelfContainedCompressedLayerEqualTokenByToken
     EXPECT_TRUE(std::any_of(want.begin(), want.end(), [](float v) { return v != 0.0f; })) << "degenerate data";
     EXPECT_TRUE(sameBits(chunk[0], wantOut)) << "the interpreter's chunk vs token by token";
     EXPECT_TRUE(sameBits((*got)[0], wantOut)) << "the library's chunk vs token by token";
+    EXPECT_TRUE(sameBits((*viaSequence)[0], wantOut)) << "the sequence's chunk vs token by token";
     // State and slots after the step. The slots hold the last token's rows in token-by-token decode and the chunk's
     // rows in the chunk: compare the caches, compress_kv and index_k as they are, topk_idxs / candidates by the last
     // row (the chunk's top-k row points past W + s window rows, decode's past W).
@@ -1440,6 +1468,9 @@ TEST_F(CPURuntimeAOTTest, ChunksOfASelfContainedCompressedLayerEqualTokenByToken
           << "candidates of the last token, column " << p;
     EXPECT_TRUE(sameBits(libState[7], chunkState[7])) << "library topk_idxs";
     EXPECT_TRUE(sameBits(libState[8], chunkState[8])) << "library candidates";
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_TRUE(sameBits((*slots)[i].toTensor(), chunkState[5 + i])) << "the sequence's slot " << i;
+    EXPECT_TRUE(sameBits(seq.state(2)->toTensor(), state[0])) << "the sequence's ring";
     pos += tokens;
   }
 }

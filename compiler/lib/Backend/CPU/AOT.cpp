@@ -56,6 +56,16 @@ int64_t resultIndex(mlir::func::ReturnOp ret, mlir::Value v) {
   return -1;
 }
 
+/// Whether a compressed layer reads only slot values it published itself earlier in the same step: a kv source
+/// (compress_kv) and index source (topk_idxs) scoring against its own index-key cache (index_k_source = own_cache)
+/// that does not apply another layer's candidate mask. Its chunk at start_pos > 0 then equals its tokens' decode
+/// steps whatever the other layers of the stack do (CPURuntimeAOTTest.ChunksOfASelfContainedCompressedLayer...).
+bool readsOnlyItsOwnSlots(mlir::dsa::AttnConfigAttr config) {
+  mlir::dsa::CompressConfigAttr c = config.getCompress();
+  return c && c.getIsKvSource().getValue() && c.getIsIndexSource().getValue() &&
+         c.getIndexKSource().getValue() == mlir::dsa::IndexKSource::own_cache && !c.getUsesCandidates().getValue();
+}
+
 } // namespace
 
 void addStepRoles(mlir::ModuleOp module, FunctionSignature &signature) {
@@ -78,10 +88,13 @@ void addStepRoles(mlir::ModuleOp module, FunctionSignature &signature) {
   mlir::dsa::AttnConfigAttr config = att.getConfig();
   if (config.getCompressRatio() > 0 && config.getCompress())
     roles.maxSeqLen = config.getCompress().getMaxSeqLen();
-  // The CPU lowering runs a window-only layer's chunk at start_pos > 0 as one step; a compressed layer's compressor
-  // and indexer take one token at start_pos > 0 (the runtime splits, or refuses a layer with shared slots).
+  // The CPU lowering runs a chunk at start_pos > 0 as one step with the bits of its decode steps: a window-only
+  // layer, and a compressed layer that reads only what it publishes itself (readsOnlyItsOwnSlots). A compressed
+  // layer that reads slots other layers publish is not equal layer-major (docs/architecture.md, "Steps the
+  // reference does not have"): the runtime splits its chunk, or refuses it with shared slots.
   // A batched step (start_pos a tensor<B x i64>) takes one token per sequence: runtime::Batch drives it.
-  roles.chunked = config.getCompressRatio() == 0 && !llvm::isa<mlir::RankedTensorType>(att.getStartPos().getType());
+  roles.chunked = (config.getCompressRatio() == 0 || readsOnlyItsOwnSlots(config)) &&
+                  !llvm::isa<mlir::RankedTensorType>(att.getStartPos().getType());
   // The shared slots, only when every one is an argument in and a result out.
   for (auto [in, out] : llvm::zip(att.getShared(), att.getNewShared())) {
     StateBinding b{argumentIndex(f, in), resultIndex(ret, out)};
