@@ -67,6 +67,7 @@ inline int64_t windowRows(int64_t s, int64_t startPos, int64_t windowSize) {
   return startPos == 0 ? s : s == 1 ? windowSize : windowSize + s;
 }
 
+/// "" when scores is a rank-2 float [s, (start_pos+s)//ratio] tensor.
 inline std::string checkScores(const Tensor &scores, int64_t startPos, int64_t ratio) {
   std::string msg = checkFloatRank(scores, "scores", 2);
   if (!msg.empty())

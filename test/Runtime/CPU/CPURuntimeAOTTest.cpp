@@ -1464,7 +1464,8 @@ TEST_F(CPURuntimeAOTTest, ChunksOfASelfContainedCompressedLayerEqualTokenByToken
     const Tensor &mask = chunkState[8], &wantMask = state[8];
     ASSERT_EQ(mask.dim(1), wantMask.dim(1));
     for (int64_t p = 0; p < mask.dim(1); ++p)
-      EXPECT_EQ(mask.intVector()[(tokens - 1) * mask.dim(1) + p], wantMask.intVector()[(wantMask.dim(0) - 1) * mask.dim(1) + p])
+      EXPECT_EQ(mask.intVector()[(tokens - 1) * mask.dim(1) + p],
+                wantMask.intVector()[(wantMask.dim(0) - 1) * mask.dim(1) + p])
           << "candidates of the last token, column " << p;
     EXPECT_TRUE(sameBits(libState[7], chunkState[7])) << "library topk_idxs";
     EXPECT_TRUE(sameBits(libState[8], chunkState[8])) << "library candidates";
