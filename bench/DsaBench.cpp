@@ -1560,7 +1560,7 @@ void printTargets() {
       std::snprintf(buf, sizeof buf, "  CPU >= 100 x interpreter: %s: interpreter not run (%s)",
                     benchmarkName(r).c_str(),
                     r.label == indexChunkLabel(0) || r.label == indexChunkLabel(4096)
-                        ? "no interpreter benchmark of this step: tens of minutes per step there"
+                        ? "no interpreter benchmark of this step is registered"
                     : gSkipInterpreter ? "--dsa_skip_interpreter"
                                        : "filtered out");
     line(buf);
