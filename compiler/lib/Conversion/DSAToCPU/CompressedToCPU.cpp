@@ -98,13 +98,6 @@ Value compressLen(Emit e, Value t, Value start, int64_t ratio) {
   return floorDiv(e, e.add(e.add(start, t), e.c64(1)), e.c64(ratio));
 }
 
-/// The width row t ranks (compress_detail::rankedWidth): the step's width in prefill, min(width, compress_len[t])
-/// at start_pos > 0.
-Value rankedWidth(Emit e, Value t, Value width, Value start, int64_t ratio) {
-  Value prefill = e.cmpi(P::eq, start, e.c64(0));
-  return e.sel(prefill, width, e.minsi(width, compressLen(e, t, start, ratio)));
-}
-
 /// scf.if ok { compute() } else { fallback() } yielding several tensors (each cast to its type in `types`).
 SmallVector<Value> guardedN(Emit e, Value ok, TypeRange types, function_ref<SmallVector<Value>(Emit)> compute,
                             function_ref<SmallVector<Value>(Emit)> fallback) {
