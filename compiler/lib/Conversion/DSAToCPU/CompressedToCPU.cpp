@@ -131,6 +131,25 @@ SmallVector<Value> forLoop(Emit e, Value lb, Value ub, ValueRange inits,
   return SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
 }
 
+/// A chunk's rows one at a time (s > 1 tokens at start_pos > 0, each row as its decode step): row t's first
+/// compress_len[t] = n columns of `scores` as a [1, n] slice, rowResult(u, row, n, len) a [1, w] tensor
+/// (w = resultWidth(u, n)) inserted at row t of `init`, the rest of `init` kept. Callers: select_candidate_blocks
+/// and indexer_topk.
+Value forEachChunkRow(Emit e, Value scores, Value s, Value start, int64_t ratio, Value init,
+                      function_ref<Value(Emit, Value, Value, Value)> rowResult,
+                      function_ref<Value(Emit, Value)> resultWidth) {
+  return forLoop(e, e.idx(0), s, {init}, [&](Emit u, Value t, ValueRange it) -> SmallVector<Value> {
+    Value len = compressLen(u, u.indexToI64(t), start, ratio);
+    Value n = u.i64ToIndex(len);
+    SmallVector<OpFoldResult> at{t, u.b.getIndexAttr(0)}, rowSizes{u.b.getIndexAttr(1), n},
+        ones{u.b.getIndexAttr(1), u.b.getIndexAttr(1)};
+    Value row = tensor::ExtractSliceOp::create(u.b, u.loc, scores, at, rowSizes, ones);
+    Value result = rowResult(u, row, n, len);
+    SmallVector<OpFoldResult> resultSizes{u.b.getIndexAttr(1), resultWidth(u, n)};
+    return {tensor::InsertSliceOp::create(u.b, u.loc, result, it[0], at, resultSizes, ones).getResult()};
+  })[0];
+}
+
 //===----------------------------------------------------------------------------------------------------------===//
 // Numerics
 //===----------------------------------------------------------------------------------------------------------===//
@@ -772,17 +791,12 @@ struct SelectCandidateBlocksLowering : OpConversionPattern<SelectCandidateBlocks
               [&](Emit c) -> Value {
                 // A chunk at start_pos > 0: row t as its decode step, over its width compress_len[t] (the rest of
                 // the row false).
-                return forLoop(c, c.idx(0), sIdx, {c.filled(sizes, c.cBool(false))},
-                               [&](Emit u, Value t, ValueRange it) -> SmallVector<Value> {
-                                 Value len = compressLen(u, u.indexToI64(t), start, ratio);
-                                 Value n = u.i64ToIndex(len);
-                                 SmallVector<OpFoldResult> at{t, u.b.getIndexAttr(0)}, rowSizes{u.b.getIndexAttr(1), n},
-                                     ones{u.b.getIndexAttr(1), u.b.getIndexAttr(1)};
-                                 Value row = tensor::ExtractSliceOp::create(u.b, u.loc, scores, at, rowSizes, ones);
-                                 Value mask = select(u, row, n, [&](Emit, Value) { return len; });
-                                 return {tensor::InsertSliceOp::create(u.b, u.loc, mask, it[0], at, rowSizes, ones)
-                                             .getResult()};
-                               })[0];
+                return forEachChunkRow(
+                    c, scores, sIdx, start, ratio, c.filled(sizes, c.cBool(false)),
+                    [&](Emit u, Value row, Value n, Value len) {
+                      return select(u, row, n, [&](Emit, Value) { return len; });
+                    },
+                    [](Emit, Value n) { return n; });
               },
               [&](Emit p) -> Value {
                 return select(p, scores, widthIdx, [&](Emit t, Value tt) { return compressLen(t, tt, start, ratio); });
@@ -846,18 +860,12 @@ struct IndexerTopkLowering : OpConversionPattern<IndexerTopkOp> {
                 // A chunk at start_pos > 0: row t as its decode step (its width compress_len[t], its k), offset
                 // window_size + s (the ring, then the chunk's rows), -1 past its k.
                 Value offset = c.add(c.c64(window), s);
-                return forLoop(c, c.idx(0), sIdx, {c.filled(outSizes, c.c32(-1))},
-                               [&](Emit u, Value t, ValueRange it) -> SmallVector<Value> {
-                                 Value len = compressLen(u, u.indexToI64(t), start, ratio);
-                                 Value n = u.i64ToIndex(len);
-                                 SmallVector<OpFoldResult> at{t, u.b.getIndexAttr(0)},
-                                     rowSizes{u.b.getIndexAttr(1), n}, ones{u.b.getIndexAttr(1), u.b.getIndexAttr(1)};
-                                 Value row = tensor::ExtractSliceOp::create(u.b, u.loc, scores, at, rowSizes, ones);
-                                 Value idx = rank(u, row, n, offset, [&](Emit, Value) { return len; });
-                                 SmallVector<OpFoldResult> idxSizes{u.b.getIndexAttr(1), u.minsi(n, u.idx(indexTopk))};
-                                 return {tensor::InsertSliceOp::create(u.b, u.loc, idx, it[0], at, idxSizes, ones)
-                                             .getResult()};
-                               })[0];
+                return forEachChunkRow(
+                    c, scores, sIdx, start, ratio, c.filled(outSizes, c.c32(-1)),
+                    [&](Emit u, Value row, Value n, Value len) {
+                      return rank(u, row, n, offset, [&](Emit, Value) { return len; });
+                    },
+                    [&](Emit u, Value n) { return u.minsi(n, u.idx(indexTopk)); });
               },
               [&](Emit p) -> Value {
                 // Prefill (offset s, the step's own rows) and decode (offset window_size, the ring).
