@@ -73,9 +73,9 @@ int main(int argc, char **argv) {
       failed(dsa_library_function_name(library, 0, &function)) ||
       failed(dsa_function_info(library, function, &info)))
     goto done;
-  printf("@%s (%s, %s): %zu arguments, %zu weights, %zu state, %zu shared slots, max_seq_len %lld\n", function,
-         backend, target, info.num_args, info.num_weights, info.num_state, info.num_shared,
-         (long long)info.max_seq_len);
+  printf("@%s (%s, %s): %zu arguments, %zu weights, %zu state, %zu shared slots, max_seq_len %lld, chunks %s\n",
+         function, backend, target, info.num_args, info.num_weights, info.num_state, info.num_shared,
+         (long long)info.max_seq_len, info.chunked ? "in one call" : (info.num_shared ? "refused" : "split"));
   if (info.x_arg < 0) {
     fprintf(stderr, "error: @%s has no step roles (not a dsa.attention layer)\n", function);
     goto done;

@@ -6,10 +6,13 @@ dsa/Runtime/Host/Sequence.h).
     y = seq.step(x, 0)                                           # prefill: x [s, dim] bf16 -> y [s, dim] bf16
     y = seq.step(x[:1], seq.position)                            # decode
 
-A sequence owns its state (ring, compressor state, caches) and its position; a multi-token step at start_pos > 0 is
-one chunk call of a window-only layer (the same bits as decode steps), elsewhere
-split into decode steps. A layer with shared slots (compress_ratio > 0) takes slots= (lib.initial_slots(), passed
-from layer to layer). Errors raise dsa.Error naming the argument ("x: ...", "start_pos: ...", "weights[3] ...",
+A sequence owns its state (ring, compressor state, caches) and its position; a multi-token step at start_pos > 0 (a
+chunk) is defined as the same tokens fed one decode step at a time: signature().chunked says whether the compiled code
+runs it as one call with those bits (a window-only layer, or a compressed layer that reads only the slots it
+publishes itself); otherwise a layer without shared slots splits it into decode steps and a layer with shared slots
+refuses it ("shared: ..."; feed such a model one token at a time through every layer, and check chunked on every
+layer before sending a chunk through a model: a refusal half-way leaves the earlier layers stepped). A layer with
+shared slots (compress_ratio > 0) takes slots= (lib.initial_slots(), passed from layer to layer). Errors raise dsa.Error naming the argument ("x: ...", "start_pos: ...", "weights[3] ...",
 "shared: ...", "max_seq_len: ..."); after an error the state, the position and the slots are as before the call.
 
 Batched decode (dsa/Runtime/Host/Batch.h): a library of a batched step function (start_pos tensor<B x i64>, x
@@ -142,7 +145,8 @@ class StepLibrary:
 
     def signature(self, function=None):
         """The function's signature (the only one when function is None): args, results, probes, state_args,
-        weight_args, x_arg, start_pos_arg, output, max_seq_len, has_shared_slots."""
+        weight_args, x_arg, start_pos_arg, output, max_seq_len, has_shared_slots, chunked (bool: a multi-token step at
+        start_pos > 0 is one call; see the module's docstring)."""
         return self._lib.signature(function)
 
     def initial_slots(self, function=None):

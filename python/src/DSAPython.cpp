@@ -680,7 +680,8 @@ NB_MODULE(_dsa, m) {
       .def_prop_ro("start_pos_arg", [](const Signature &s) { return s.sig.step.startPos; })
       .def_prop_ro("output", [](const Signature &s) { return s.sig.step.output; })
       .def_prop_ro("max_seq_len", [](const Signature &s) { return s.sig.step.maxSeqLen; })
-      .def_prop_ro("has_shared_slots", [](const Signature &s) { return !s.sig.step.shared.empty(); });
+      .def_prop_ro("has_shared_slots", [](const Signature &s) { return !s.sig.step.shared.empty(); })
+      .def_prop_ro("chunked", [](const Signature &s) { return s.sig.step.present() && s.sig.step.chunked; });
 
   nb::class_<SlotSet>(m, "SlotSet")
       .def("tensors", [](const SlotSet &s) {

@@ -24,6 +24,7 @@ def test_signature(lib0, layer0):
     assert lib0.functions == ["attention_L0"] and sig.name == "attention_L0"
     assert sig.x_arg == 0 and sig.start_pos_arg == 1 and sig.output == 0
     assert sig.state_args == [2] and not sig.has_shared_slots
+    assert sig.chunked  # a window-only layer of a CPU step library runs a chunk as one call
     assert len(sig.weight_args) == len(layer0.weights) == len(layer0.weight_names)
 
 
@@ -121,6 +122,7 @@ def test_compressed_layer_with_shared_slots(tmp_path):
     lib = dsa.runtime.StepLibrary(dsa.compiler.compile_cpu(layer.module, tmp_path))
     sig = lib.signature()
     assert sig.has_shared_slots and sig.max_seq_len > 0
+    assert not sig.chunked  # it scores against the published index_k slot (the reference quirk)
     cpu = lib.sequence(layer.weights)
     ref = dsa.interpreter.sequence(layer.module, sig, layer.weights)
     s_cpu, s_ref = lib.initial_slots(), lib.initial_slots()
@@ -135,3 +137,8 @@ def test_compressed_layer_with_shared_slots(tmp_path):
     with pytest.raises(dsa.Error, match="max_seq_len: "):
         cpu.step(np.zeros((sig.max_seq_len, DIM), dsa.bfloat16), 5, slots=s_cpu)
     assert cpu.position == 5
+    # Not chunked: a multi-token step at start_pos > 0 is refused, naming the slots; nothing changes.
+    before = [t.tobytes() for t in s_cpu.tensors()]
+    with pytest.raises(dsa.Error, match="shared: "):
+        cpu.step(tokens(2, 6), 5, slots=s_cpu)
+    assert cpu.position == 5 and [t.tobytes() for t in s_cpu.tensors()] == before

@@ -579,6 +579,7 @@ dsa_status_t dsa_function_info(const dsa_library_t *library, const char *functio
       info.num_weights += roleOf(*sig, a) == DSA_ARG_WEIGHT ? 1 : 0;
     info.num_state = sig->state.size();
     info.num_shared = sig->step.shared.size();
+    info.chunked = sig->step.present() && sig->step.chunked ? 1 : 0;
     *out_info = info;
     return ok;
   });

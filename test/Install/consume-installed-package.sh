@@ -47,8 +47,9 @@ if echo "$needed" | grep -Ei 'libMLIR|libLLVM|libstdc\+\+'; then
 fi
 "$work/c-api/dsa-c-api-example" "$work/libs/attention_L0.json" | tee "$work/run3.log"
 grep -q "step at start_pos 4: 1 tokens -> output 1x64 bf16, 64 of 64 values finite" "$work/run3.log"
+grep -q "0 shared slots, max_seq_len -1, chunks in one call" "$work/run3.log"
 "$work/c-api/dsa-c-api-example" "$work/libs/attention_L2.json" | tee "$work/run4.log"
-grep -q "4 shared slots, max_seq_len 64" "$work/run4.log"
+grep -q "4 shared slots, max_seq_len 64, chunks refused" "$work/run4.log"
 grep -q "step at start_pos 4: 1 tokens -> output 1x64 bf16, 64 of 64 values finite" "$work/run4.log"
 
 cmake -S "$src/examples/pass-pipeline" -B "$work/pass-pipeline" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -492,7 +492,9 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
       std::cout << "layer " << l << ": " << dir << "/" << lj["description"].get<std::string>() << " @" << function
                 << " x #" << sig->step.x << ", start_pos #" << sig->step.startPos << ", " << sig->state.size()
                 << " state, " << sig->step.shared.size() << " shared slots, max_seq_len "
-                << (sig->step.maxSeqLen < 0 ? std::string("none") : std::to_string(sig->step.maxSeqLen)) << "\n";
+                << (sig->step.maxSeqLen < 0 ? std::string("none") : std::to_string(sig->step.maxSeqLen))
+                << ", chunks " << (sig->step.chunked ? "in one call" : sig->step.shared.empty() ? "split" : "refused")
+                << "\n";
   }
   for (int64_t l = 0; l < nLayers; ++l)
     if (!seen.count(l))

@@ -234,6 +234,7 @@ TEST_F(CApiTest, QueriesDescribeTheSignature) {
   EXPECT_EQ(info.max_seq_len, -1);
   EXPECT_EQ(info.num_state, 1u);
   EXPECT_EQ(info.num_shared, 0u);
+  EXPECT_EQ(info.chunked, 1); // a window-only layer of a CPU step library runs a chunk as one call
   dsa_value_info_t v;
   ASSERT_OK(dsa_function_arg(lib, fn.c_str(), 0, &v));
   EXPECT_EQ(v.role, DSA_ARG_X);
@@ -496,6 +497,7 @@ TEST_F(CApiTest, CompressedLayerSharedSlotsAndCapacity) {
   ASSERT_OK(dsa_function_info(lib, fn.c_str(), &info));
   EXPECT_EQ(info.max_seq_len, 64);
   EXPECT_EQ(info.num_shared, 4u);
+  EXPECT_EQ(info.chunked, 0); // scores against the published index_k slot (the reference quirk): chunks refused
   EXPECT_GE(info.num_state, 3u); // kv_state, score_state, caches
   dsa_sequence_t *seq = create(lib, fn);
   ASSERT_NE(seq, nullptr);

@@ -46,8 +46,12 @@
  * Shapes, dtypes and units of a step (a function around one dsa.attention layer, "step roles"): x [s, dim] of the
  * layer's activation type (bf16), s >= 1 token rows; start_pos is the position (in tokens) of x's first row, i64;
  * the output is [s, dim] (bf16); a step needs start_pos + s <= max_seq_len (the capacity in positions, -1: none).
- * A multi-token step at start_pos > 0 is defined as s single-token steps (attention-semantics.md section 13): a
- * window-only layer of a CPU step library runs it as one call with the same bits, other layers as s calls.
+ * A multi-token step at start_pos > 0 (a chunk) is defined as s single-token steps (attention-semantics.md section
+ * 13): a function whose dsa_function_info_t::chunked is 1 runs it as one call with the same bits (a window-only layer,
+ * or a compressed layer that reads only the slots it publishes itself, of a CPU step library); otherwise a layer
+ * without shared slots runs it as s calls and a layer with shared slots refuses it (feed the tokens one at a time
+ * through every layer of the model: check chunked on every layer before sending a chunk through a model, since a
+ * refusal half-way leaves the earlier layers stepped).
  *
  *===----------------------------------------------------------------------------------------------------------===*/
 #ifndef DSA_C_RUNTIME_H
@@ -69,7 +73,7 @@ extern "C" {
 /* ---- Version -------------------------------------------------------------------------------------------------- */
 
 /** The version of this header (the ABI). Pass it to dsa_library_open. */
-#define DSA_C_API_VERSION 2
+#define DSA_C_API_VERSION 3
 
 /** The version the loaded libdsa_runtime_c implements. */
 DSA_C_EXPORT uint32_t dsa_c_api_version(void);
@@ -194,6 +198,9 @@ typedef struct dsa_function_info_s {
   size_t num_weights;    /**< arguments with role DSA_ARG_WEIGHT */
   size_t num_state;      /**< state tensors (dsa_sequence_state_info) */
   size_t num_shared;     /**< shared slots (0: the layer takes no dsa_slots_t) */
+  int32_t chunked;       /**< 1: a multi-token step at start_pos > 0 is one call of the compiled code (the same bits as
+                              its 1-token steps); 0: it is split into 1-token calls, or refused when num_shared > 0
+                              (added in API version 3) */
 } dsa_function_info_t;
 
 /** The signature of function `function`. Errors: NULL arguments, DSA_STATUS_NOT_FOUND (lists the functions). */

@@ -59,8 +59,10 @@ struct StepRoles {
   std::vector<StateBinding> shared;
   /// Whether the compiled code runs a multi-token step at start_pos > 0 as ONE call (a chunk: bit for bit the
   /// tokens fed one decode step at a time, docs/architecture.md "Steps the reference does not have"): true for a
-  /// window-only layer of a CPU step library or JIT module. False: planStep splits such a step into 1-token calls
-  /// (the GPU libraries; compressed layers, whose compressor and indexer take one token at start_pos > 0).
+  /// window-only layer of a CPU step library or JIT module, and for a compressed one that reads only the slots it
+  /// publishes itself (AOT.cpp readsOnlyItsOwnSlots). False: planStep splits such a step into 1-token calls, or
+  /// refuses it ("shared: ...") for a layer with shared slots (the GPU libraries; compressed layers reading
+  /// other layers' slots, which token-by-token decode of a stack interleaves with those layers).
   bool chunked = false;
   bool present() const { return x >= 0; }
 };
