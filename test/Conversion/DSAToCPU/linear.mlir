@@ -10,7 +10,8 @@
 // (no contraction); then a scalar tail loop over the last K % 8 columns (one f32 sum per
 // pair, from 0.0), each pair's lanes combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)) + tail, then bf16 RNE (bf16
 // linear) or nothing (f32), inserted at (m, n). Leftover outputs of a block of tokens: 4 x 1 blocks; leftover
-// tokens (decode): 1 x 4 blocks over strided outputs n, n + q, n + 2q, n + 3q (q = outputs / 4), then 1 x 1.
+// tokens of a widened panel (M % 4): 1 x 4 blocks of adjacent outputs over the same panel; decode (fewer than 4
+// tokens): 1 x 4 blocks over strided outputs n, n + q, n + 2q, n + 3q (q = outputs / 4) of the bf16 w, then 1 x 1.
 // RUN: dsa-opt %s --dsa-to-cpu="pair-columns=0 phase-min-rows=0" --canonicalize --cse | FileCheck %s
 // With 16 vector registers (AVX2: --dsa-cpu-pipeline sets it from cpu=) the blocks are 3 tokens x 3 outputs.
 // RUN: dsa-opt %s --dsa-to-cpu="vector-registers=16 phase-min-rows=0" --canonicalize --cse | FileCheck %s --check-prefix=V16
@@ -95,6 +96,8 @@
 // CHECK: %[[SLICE:[a-z0-9_]+]] = tensor.extract_slice %[[OUT]][0, 0] [%{{.*}}, 5] [1, 1]
 // Blocks of 4 tokens, when there is one: the panel's w rows widened to f32 first (8 lanes, then the K % 8 tail).
 // CHECK: %[[ANY:[a-z0-9_]+]] = arith.cmpi sgt, %[[MFULL:[a-z0-9_]+]], %c0 : index
+// The decode loop at the end starts at M when the panel is widened (its bands do the leftover rows), else at 0.
+// CHECK: %[[FROM:[a-z0-9_]+]] = arith.select %[[ANY]], %{{.*}}, %[[MFULL]] : index
 // CHECK: %[[FILLED:[a-z0-9_]+]] = scf.if %[[ANY]] -> (tensor<?x?xbf16>) {
 // The widening loop also folds w's magnitudes.
 // CHECK: %[[WF:[a-z0-9_]+]]:5 = scf.for %[[R:[a-z0-9_]+]] = %c0 to %c5 step %c1 iter_args({{.*}}) -> (tensor<?x29xf32>, vector<8xf32>, vector<8xf32>, f32, f32) {
@@ -162,11 +165,18 @@
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK: vector.transfer_read %[[WF]]#0[%c4, %{{.*}}]
 // CHECK: scf.yield %{{.*}} : tensor<?x5xbf16>
+// The leftover token rows (M % 4) over the same widened panel (no second pass over w in memory): 1 x 4 blocks of
+// adjacent outputs, then n = 4.
+// CHECK: scf.for %[[ML:[a-z0-9_]+]] = %[[MFULL]] to %{{.*}} step %c1 iter_args(%{{.*}} = %{{.*}}) -> (tensor<?x5xbf16>) {
+// CHECK: vector.transfer_read %[[XF]][%[[ML]], %{{.*}}]
+// CHECK-NEXT: vector.transfer_read %[[WF]]#0[%c0, %{{.*}}]
+// CHECK-NEXT: vector.transfer_read %[[WF]]#0[%c1, %{{.*}}]
+// CHECK: vector.transfer_read %[[WF]]#0[%c4, %{{.*}}]
 // No block of 4 tokens (decode): the panel is not widened.
 // CHECK: } else {
-// Leftover tokens: 1 x 4 blocks of strided outputs (q = 1 here: n = 0, 1, 2, 3), then n = 4 alone, reading the bf16
-// rows of w.
-// CHECK: %[[ROWS:[a-z0-9_]+]] = scf.for %[[M:[a-z0-9_]+]] = %[[MFULL]] to %{{.*}} step %c1 iter_args(%{{.*}} = %[[FILLED]]) -> (tensor<?x?xbf16>) {
+// Decode rows (all of x when it has fewer than 4): 1 x 4 blocks of strided outputs (q = 1 here: n = 0, 1, 2, 3),
+// then n = 4 alone, reading the bf16 rows of w.
+// CHECK: %[[ROWS:[a-z0-9_]+]] = scf.for %[[M:[a-z0-9_]+]] = %[[FROM]] to %{{.*}} step %c1 iter_args(%{{.*}} = %[[FILLED]]) -> (tensor<?x?xbf16>) {
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK: vector.transfer_read %[[XF]][%[[M]], %{{.*}}]
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>) {

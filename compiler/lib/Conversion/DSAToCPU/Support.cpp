@@ -835,6 +835,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   };
   Value mFull = f.sub(M, arith::RemSIOp::create(f.b, f.loc, M, f.idx(mb)));
   Value filled = slice;
+  Value restFrom; // the first row the decode loop below computes (from the bf16 w rows, strided blocks)
   if (mb > 1) {
     // The paired panel's band (tiling.pairColumns): blocks of mb rows x blockCols columns (blockCols / 2 pairs),
     // the leftover pairs one at a time, and an odd last column as a pair whose second dot (the zero padding row) is
@@ -886,11 +887,28 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                                                     : rowBand(u, iter[0], m0, mb, tiling.blockCols,
                                                                               /*strided=*/false, wSrc, wBase, fused));
                                       });
-      return bands.getResult(0);
+      if (inPairs || wBase)
+        return bands.getResult(0);
+      // The rows past the last full band (M % mb of them) over the same widened panel, one row at a time in blocks
+      // of blockCols adjacent columns: the panel is in cache, so this costs no second pass over w in memory (the
+      // decode path below would stream every bf16 w row again for each leftover row: measured at B = 4, one band
+      // of 3 rows and one leftover row, as much time as a whole decode step).
+      auto rest = scf::ForOp::create(t.b, t.loc, mFull, M, t.idx(1), ValueRange{bands.getResult(0)},
+                                     [&](OpBuilder &bb, Location loc, Value m, ValueRange iter) {
+                                       Emit u{bb, loc};
+                                       scf::YieldOp::create(bb, loc,
+                                                            rowBand(u, iter[0], m, 1, tiling.blockCols,
+                                                                    /*strided=*/false, wSrc, wBase, fused));
+                                     });
+      return rest.getResult(0);
     };
     if (widenPanel) {
       // The panel's w rows [nc, K] widened to f32 (exact), only when there is a band of mb rows to use them.
       Value any = f.cmpi(arith::CmpIPredicate::sgt, mFull, f.idx(0));
+      // Unpaired, the leftover rows of a widened panel are done with its bands (bandsOver), so the decode loop
+      // below starts at M then; without a band (fewer rows than mb) it runs every row on the bf16 w.
+      if (!paired)
+        restFrom = f.sel(any, M, mFull);
       filled = guarded(
           f, any, slice.getType(),
           [&](Emit t) {
@@ -983,7 +1001,9 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   } else {
     mFull = f.idx(0);
   }
-  auto rows = scf::ForOp::create(f.b, f.loc, mFull, M, f.idx(1), ValueRange{filled},
+  if (!restFrom)
+    restFrom = mFull;
+  auto rows = scf::ForOp::create(f.b, f.loc, restFrom, M, f.idx(1), ValueRange{filled},
                                  [&](OpBuilder &bb, Location loc, Value m, ValueRange iter) {
                                    Emit u{bb, loc};
                                    scf::YieldOp::create(bb, loc,
