@@ -24,6 +24,8 @@
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Support/TargetSelect.h"
+#include <cstdlib>
+#include <string>
 
 namespace dsa::cpu {
 
@@ -137,7 +139,10 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = static_cast<llvm::CodeGenOptLevel>(opt);
   engineOptions.enableGDBNotificationListener = false;
-  engineOptions.enablePerfNotificationListener = false;
+  // DSA_JIT_PERF=1: LLVM's perf listener (jit-<pid>.dump for `perf record -k 1` + `perf inject --jit`), so that
+  // profiles name the JIT's functions (the step, and with parallel=true each OpenMP region) instead of [JIT].
+  const char *perfEnv = std::getenv("DSA_JIT_PERF");
+  engineOptions.enablePerfNotificationListener = perfEnv && std::string(perfEnv) == "1";
   std::string openmpLib;
   llvm::SmallVector<llvm::StringRef, 1> sharedLibs;
   if (options.parallel) {
