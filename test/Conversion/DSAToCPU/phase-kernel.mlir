@@ -1,8 +1,8 @@
 // The phase kernel of dsa.linear / dsa.grouped_output (docs/cpu-backend.md "Phase kernel"), here with 16 vector
 // registers (6 tokens x 2 x 8 outputs): K = 29 is 3 k-steps per phase (K8 = 3) and a tail of 5, N = 20 two column
 // tiles of 16. From 64 rows of x (arith.cmpi sge, counted at run time) x is packed phase-major into [1, bands, 29, 6]
-// (an scf.forall over bands, each band's [29, 6] tile zero-filled only when it runs past the rows), the panel's w
-// into [2, 29, 16] (zero-filled: its second tile has 4 columns), and the product is an outer-product tile: per
+// (blocks of 4 rows by a 4 x 8 transpose; an scf.forall over bands, each band's [29, 6] tile zero-filled only when it runs past the rows), the panel's w
+// into [2, 29, 16] (zero-filled: its second tile has 4 columns; blocks of 8 w rows by an 8 x 8 transpose), and the product is an outer-product tile: per
 // k-step 2 vectors of w, 6 broadcasts of x, 12 vector.fma into 12 accumulators; the kernel runs on a panel only when
 // a pass over the panel's w (and one over x) shows every product exact, otherwise the panel takes the blocks (which
 // have the unfused loop). The 8 phase sums of each output are stored, then combined as dotF32 combines
@@ -20,6 +20,15 @@
 // CHECK: scf.forall (%[[B:[a-z0-9_]+]]) in (%{{.*}}) shared_outs(%{{.*}}) -> (tensor<1x?x29x6xf32>)
 // CHECK: tensor.empty() : tensor<29x6xf32>
 // CHECK: linalg.fill
+// The band's rows in blocks of 4 (rows 0 .. 3 of 6): per k-step 4 rows' 8 lanes, transposed by 16 shuffles,
+// written as 8 vectors of 4, one per phase; rows 4 and 5 element by element.
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c4
+// CHECK: scf.for %[[XI:[a-z0-9_]+]] = %c0 to %c3 step %c1
+// CHECK-COUNT-4: vector.transfer_read {{.*}} : tensor<?x29xf32>, vector<8xf32>
+// CHECK-COUNT-16: vector.shuffle
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[XI]], %{{.*}}] {in_bounds = [true]} : vector<4xf32>, tensor<29x6xf32>
+// CHECK-COUNT-7: vector.transfer_write {{.*}} : vector<4xf32>, tensor<29x6xf32>
+// CHECK: tensor.insert
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %[[B]], 0, 0] [1, 1, 29, 6] [1, 1, 1, 1]
 // CHECK: %[[EXACT:[a-z0-9_]+]] = scf.if %[[USE]] -> (i1)
 // CHECK: vector.transfer_read {{.*}} : tensor<20x29xbf16>, vector<8xbf16>
@@ -29,8 +38,19 @@
 // CHECK: scf.if %[[EXACT]] -> (tensor<?x?xbf16>)
 // CHECK: %[[WE:[a-z0-9_]+]] = tensor.empty() : tensor<2x29x16xf32>
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[WE]] : tensor<2x29x16xf32>)
-// CHECK: scf.for %{{.*}} = %c0 to %c20 step %c1
+// w rows 0 .. 15 (two blocks of 8) are packed a block at a time: per k-step the 8 rows' 8 lanes, transposed by 24
+// shuffles, written as 8 vectors, one per phase (slots i, 3 + i, ..., 21 + i); rows 16 .. 19 element by element.
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK: scf.for %[[I:[a-z0-9_]+]] = %c0 to %c3 step %c1
+// CHECK-COUNT-8: vector.transfer_read {{.*}} : tensor<20x29xbf16>, vector<8xbf16>
+// CHECK-COUNT-24: vector.shuffle
+// CHECK-NOT: tensor.insert
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%{{.*}}, %[[I]], %{{.*}}] {in_bounds = [true]} : vector<8xf32>, tensor<2x29x16xf32>
+// CHECK-COUNT-7: vector.transfer_write {{.*}} : vector<8xf32>, tensor<2x29x16xf32>
+// CHECK: scf.for %[[R:[a-z0-9_]+]] = %c0 to %c20 step %c1
+// CHECK: arith.cmpi sge, %[[R]], %c16 : index
 // CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: tensor.insert
 // The fused tile: 12 accumulators over the 3 k-steps of a phase.
 // CHECK: %{{.*}}:12 = scf.for %{{.*}} = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK-COUNT-2: vector.transfer_read {{.*}} : tensor<?x29x16xf32>, vector<8xf32>

@@ -441,21 +441,97 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
 
 namespace {
 
+/// The transpose of `rows` (4 or 8 vector<8xf32>, rows[j][l]): 8 vectors, result[l][j] = rows[j][l], each as
+/// wide as there are rows. Three stages of two-input shuffles for 8 rows (pairs of rows interleaved, pairs of pairs,
+/// then 128-bit halves: 24 shuffles instead of 64 element moves), two for 4 rows (then each 128-bit half is a
+/// phase's 4 values: 16 shuffles instead of 32 moves); the x86 backend selects unpck / shufps / perm2f128.
+SmallVector<Value> transposeRows(Emit e, ArrayRef<Value> rows) {
+  auto shuffle = [&](Value a, Value b, ArrayRef<int64_t> mask) {
+    return vector::ShuffleOp::create(e.b, e.loc, a, b, mask).getResult();
+  };
+  const int64_t lo[8] = {0, 8, 1, 9, 4, 12, 5, 13}, hi[8] = {2, 10, 3, 11, 6, 14, 7, 15};
+  const int64_t pairLo[8] = {0, 1, 8, 9, 4, 5, 12, 13}, pairHi[8] = {2, 3, 10, 11, 6, 7, 14, 15};
+  const int64_t halfLo[8] = {0, 1, 2, 3, 8, 9, 10, 11}, halfHi[8] = {4, 5, 6, 7, 12, 13, 14, 15};
+  const int64_t n = static_cast<int64_t>(rows.size());
+  assert((n == 4 || n == 8) && "transposeRows takes 4 or 8 rows");
+  Value t[8], s[8];
+  for (int64_t p = 0; p < n / 2; ++p) {
+    t[2 * p] = shuffle(rows[2 * p], rows[2 * p + 1], lo);
+    t[2 * p + 1] = shuffle(rows[2 * p], rows[2 * p + 1], hi);
+  }
+  // s[4 p + 2 h + d]: lanes (2 h + d, 2 h + d + 4) of rows 4 p .. 4 p + 3.
+  for (int64_t p = 0; p < n / 4; ++p)
+    for (int64_t h = 0; h < 2; ++h) {
+      s[4 * p + 2 * h] = shuffle(t[4 * p + h], t[4 * p + h + 2], pairLo);
+      s[4 * p + 2 * h + 1] = shuffle(t[4 * p + h], t[4 * p + h + 2], pairHi);
+    }
+  SmallVector<Value> out(8);
+  if (n == 4) {
+    const int64_t first[4] = {0, 1, 2, 3}, second[4] = {4, 5, 6, 7};
+    for (int64_t l = 0; l < 4; ++l) {
+      out[l] = shuffle(s[l], s[l], first);
+      out[l + 4] = shuffle(s[l], s[l], second);
+    }
+    return out;
+  }
+  for (int64_t l = 0; l < 4; ++l) {
+    out[l] = shuffle(s[l], s[l + 4], halfLo);
+    out[l + 4] = shuffle(s[l], s[l + 4], halfHi);
+  }
+  return out;
+}
+
 /// Where k-column `k` of a row goes in the phase-major order: i = k / 8 (k < 8 K8) at phase k % 8, else the tail.
 /// Packs `rows` [count, .. K ..] (bf16 or f32; row r at rowOf(r), its columns from `k0`) into `into` at
-/// at(r, slot) for every row r < count and slot < S.
+/// at(r, slot) for every row r < count and slot < S. With `rowBlock` = 4 or 8 (the caller's promise: for r a
+/// multiple of rowBlock with r + rowBlock <= count, rows r .. r + rowBlock - 1 are at(r, slot) and the positions
+/// after it in the last dimension), the k < 8 K8 part of every full block of rowBlock rows is packed a block at a
+/// time: per i, the block's rows' lanes 8i .. 8i + 7 transposed (transposeRows) and written as 8 vectors of
+/// rowBlock values, one per phase; the rest (rowBlock 0: everything) element by element.
 Value packPhaseMajor(Emit e, Value src, Value count, function_ref<Value(Emit, Value)> rowOf, Value k0, int64_t K,
-                     Value into, function_ref<SmallVector<Value>(Emit, Value, Value)> at) {
+                     Value into, function_ref<SmallVector<Value>(Emit, Value, Value)> at, int64_t rowBlock = 0) {
   const int64_t K8 = K / kLanes, T = K % kLanes;
+  Value blockRows = e.idx(0); // rows [0, blockRows) have their K8 part packed by blocks
+  assert((rowBlock == 0 || rowBlock == 4 || rowBlock == 8) && "rowBlock is 0, 4 or 8");
+  if (rowBlock > 0 && K8 > 0) {
+    blockRows = e.mul(arith::DivSIOp::create(e.b, e.loc, count, e.idx(rowBlock)), e.idx(rowBlock));
+    auto blocks = scf::ForOp::create(
+        e.b, e.loc, e.idx(0), blockRows, e.idx(rowBlock), ValueRange{into},
+        [&](OpBuilder &bb, Location loc, Value r0, ValueRange iter) {
+          Emit u{bb, loc};
+          SmallVector<Value> rowIdx;
+          for (int64_t j = 0; j < rowBlock; ++j)
+            rowIdx.push_back(rowOf(u, u.add(r0, u.idx(j))));
+          auto steps = scf::ForOp::create(
+              u.b, u.loc, u.idx(0), u.idx(K8), u.idx(1), ValueRange{iter[0]},
+              [&](OpBuilder &b2, Location l2, Value i, ValueRange it) {
+                Emit v{b2, l2};
+                Value k = v.add(k0, v.mul(i, v.idx(kLanes)));
+                SmallVector<Value> lanes;
+                for (int64_t j = 0; j < rowBlock; ++j)
+                  lanes.push_back(readLanes(v, src, ValueRange{rowIdx[j]}, k));
+                SmallVector<Value> phases = transposeRows(v, lanes);
+                Value next = it[0];
+                for (int64_t l = 0; l < kLanes; ++l)
+                  next = vector::TransferWriteOp::create(v.b, v.loc, phases[l], next,
+                                                         at(v, r0, v.add(v.idx(l * K8), i)), ArrayRef<bool>{true})
+                             .getResult();
+                scf::YieldOp::create(b2, l2, next);
+              });
+          scf::YieldOp::create(bb, loc, steps.getResult(0));
+        });
+    into = blocks.getResult(0);
+  }
   auto rows = scf::ForOp::create(
       e.b, e.loc, e.idx(0), count, e.idx(1), ValueRange{into},
       [&](OpBuilder &bb, Location loc, Value r, ValueRange iter) {
         Emit u{bb, loc};
         Value row = rowOf(u, r);
         Value cur = iter[0];
-        if (K8 > 0) {
+        // The row's k < 8 K8 part element by element (rows past the blocks above only, with a rowBlock).
+        auto elementwise = [&](Emit w0) -> Value {
           auto steps = scf::ForOp::create(
-              u.b, u.loc, u.idx(0), u.idx(K8), u.idx(1), ValueRange{cur},
+              w0.b, w0.loc, w0.idx(0), w0.idx(K8), w0.idx(1), ValueRange{cur},
               [&](OpBuilder &b2, Location l2, Value i, ValueRange it) {
                 Emit v{b2, l2};
                 Value lanes = readLanes(v, src, ValueRange{row}, v.add(k0, v.mul(i, v.idx(kLanes))));
@@ -466,8 +542,13 @@ Value packPhaseMajor(Emit e, Value src, Value count, function_ref<Value(Emit, Va
                 }
                 scf::YieldOp::create(b2, l2, next);
               });
-          cur = steps.getResult(0);
-        }
+          return steps.getResult(0);
+        };
+        if (K8 > 0 && rowBlock > 0)
+          cur = guarded(u, u.cmpi(arith::CmpIPredicate::sge, r, blockRows), cur.getType(), elementwise,
+                        [&](Emit) { return cur; });
+        else if (K8 > 0)
+          cur = elementwise(u);
         if (T > 0) {
           auto tail = scf::ForOp::create(
               u.b, u.loc, u.idx(0), u.idx(T), u.idx(1), ValueRange{cur},
@@ -509,7 +590,7 @@ Value packPhaseX(Emit e, Value x, Value M, int64_t G, int64_t K, int64_t MR) {
       [&](Emit) { return empty; });
   Value tile = packPhaseMajor(
       f, x, rows, [&](Emit u, Value r) { return u.add(r0, r); }, f.mul(g, f.idx(K)), K, tile0,
-      [&](Emit, Value r, Value slot) -> SmallVector<Value> { return {slot, r}; });
+      [&](Emit, Value r, Value slot) -> SmallVector<Value> { return {slot, r}; }, /*rowBlock=*/4);
   e.b.setInsertionPointToStart(forall.getTerminator().getBody());
   SmallVector<OpFoldResult> offsets{g, b, e.b.getIndexAttr(0), e.b.getIndexAttr(0)};
   SmallVector<OpFoldResult> insertSizes{e.b.getIndexAttr(1), e.b.getIndexAttr(1), e.b.getIndexAttr(S),
@@ -537,7 +618,8 @@ Value emitPhasePanel(Emit f, Value slice, Value xp, Value w, Value g, Value col0
       f, w, nc, [&](Emit u, Value r) { return u.add(col0, r); }, f.idx(0), K, f.filled(wSizes, f.cf(0.0f)),
       [&](Emit v, Value r, Value slot) -> SmallVector<Value> {
         return {arith::DivSIOp::create(v.b, v.loc, r, v.idx(NR)), slot, arith::RemSIOp::create(v.b, v.loc, r, v.idx(NR))};
-      });
+      },
+      /*rowBlock=*/NR % kLanes == 0 ? kLanes : 0);
 
   // Bands per row block: the block's phase sums [8, MCB, JP, MR NR] (reused by every block of the panel) fill
   // about tiling.phasePanelBytes at the panel's full width.
