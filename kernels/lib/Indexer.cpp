@@ -61,7 +61,7 @@ Result<std::vector<int64_t>> topkSet(numerics::TopkTieOrder order, const float *
 } // namespace
 
 Result<Tensor> indexerScores(const Tensor &iq, const Tensor &weights, const Tensor &keys, int64_t startPos,
-                             int64_t ratio, float weightScale) {
+                             int64_t ratio, float weightScale, const Tensor *entryKeys) {
   const char *op = "indexer_scores";
   if (ratio < 1)
     return opError(op, "ratio must be >= 1, got " + std::to_string(ratio));
@@ -72,6 +72,8 @@ Result<Tensor> indexerScores(const Tensor &iq, const Tensor &weights, const Tens
     msg = checkTypeRank(weights, "weights", ElementType::BF16, 2);
   if (msg.empty())
     msg = checkTypeRank(keys, "keys", ElementType::BF16, 2);
+  if (msg.empty() && entryKeys)
+    msg = checkTypeRank(*entryKeys, "entry_keys", ElementType::BF16, 2);
   if (!msg.empty())
     return opError(op, msg);
   const int64_t s = iq.dim(0), heads = iq.dim(1), ihd = iq.dim(2);
@@ -81,6 +83,9 @@ Result<Tensor> indexerScores(const Tensor &iq, const Tensor &weights, const Tens
   if (keys.dim(1) != ihd)
     return opError(op, "keys must be [n, ihd] with ihd = " + std::to_string(ihd) + " (iq " + iq.typeString() +
                            "), got " + keys.typeString());
+  if (entryKeys && entryKeys->dim(1) != ihd)
+    return opError(op, "entry_keys must be [n, ihd] with ihd = " + std::to_string(ihd) + " (iq " + iq.typeString() +
+                           "), got " + entryKeys->typeString());
   if (!std::isfinite(weightScale))
     return opError(op, "weight_scale must be finite, got " + std::to_string(weightScale));
   std::optional<int64_t> end = checkedAdd(startPos, s);
@@ -90,14 +95,23 @@ Result<Tensor> indexerScores(const Tensor &iq, const Tensor &weights, const Tens
   if (keys.dim(0) < width)
     return opError(op, "keys must hold at least width = (start_pos + s) // ratio = " + std::to_string(width) +
                            " rows, got " + keys.typeString());
+  // A row reading entry_keys reads its first width rows; none reads it in a prefill, at ratio 1, or in a one-token
+  // step closing a group (the empty slot a prefill enters with is then fine).
+  const bool readsEntry = entryKeys && startPos > 0 && ratio > 1 && (s > 1 || (startPos + 1) % ratio != 0);
+  if (readsEntry && entryKeys->dim(0) < width)
+    return opError(op, "entry_keys must hold at least width = (start_pos + s) // ratio = " + std::to_string(width) +
+                           " rows (a row closing no group reads it), got " + entryKeys->typeString());
 
   Tensor out(ElementType::BF16, {s, width});
   std::vector<float> w(static_cast<size_t>(heads));
   for (int64_t t = 0; t < s; ++t) {
     for (int64_t h = 0; h < heads; ++h)
       w[h] = roundBf16(weights.floats()[t * heads + h] * weightScale);
+    // A token closing no group at start_pos > 0 scores against the entry keys (the quirk, per token).
+    const bool entry = entryKeys && startPos > 0 && (startPos + t + 1) % ratio != 0;
+    const float *rowKeys = entry ? entryKeys->floats() : keys.floats();
     for (int64_t p = 0; p < width; ++p) {
-      const float *k = keys.floats() + p * ihd;
+      const float *k = rowKeys + p * ihd;
       float sum = 0.0f;
       for (int64_t h = 0; h < heads; ++h) {
         const float *q = iq.floats() + (t * heads + h) * ihd;

@@ -1188,6 +1188,14 @@ func.func @indexer_scores_keys(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %
 
 // -----
 
+func.func @indexer_scores_entry_keys(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64, %e: tensor<8x16xbf16>) {
+  // expected-error @+1 {{'dsa.indexer_scores' op operand 'entry_keys' must have shape [n, ihd] (ihd from 'iq') = [?, 32], got 'tensor<8x16xbf16>'}}
+  %0 = dsa.indexer_scores %iq, %w, %k, %sp entry_keys %e {ratio = 2 : i64, weight_scale = 0.125 : f32} : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64, tensor<8x16xbf16>) -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
 func.func @indexer_scores_result(%iq: tensor<3x2x32xbf16>, %w: tensor<3x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64) {
   // expected-error @+1 {{'dsa.indexer_scores' op result 'result' must have shape [s, width] (s from 'iq') = [3, ?], got 'tensor<1x?xbf16>'}}
   %0 = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 0.125 : f32} : (tensor<3x2x32xbf16>, tensor<3x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<1x?xbf16>

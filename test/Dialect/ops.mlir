@@ -291,6 +291,19 @@ func.func @indexer(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %keys: tensor
   return %mask, %idx : tensor<?x?xi1>, tensor<?x?xi32>
 }
 
+// entry_keys (the index_k quirk per token: a token closing no group scores against the slot as it entered).
+// CHECK-LABEL: func.func @indexer_entry_keys
+// CHECK-SAME: (%[[IQ:.*]]: tensor<?x2x32xbf16>, %[[W:.*]]: tensor<?x2xbf16>, %[[K:.*]]: tensor<64x32xbf16>, %[[SP:.*]]: i64, %[[E:.*]]: tensor<?x32xbf16>)
+// CHECK: dsa.indexer_scores %[[IQ]], %[[W]], %[[K]], %[[SP]] entry_keys %[[E]] {ratio = 4 : i64, weight_scale = 1.250000e-01 : f32} : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<64x32xbf16>, i64, tensor<?x32xbf16>) -> tensor<?x?xbf16>
+// GENERIC-LABEL: sym_name = "indexer_entry_keys"
+// GENERIC: "dsa.indexer_scores"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{ratio = 4 : i64, weight_scale = 1.250000e-01 : f32}>
+func.func @indexer_entry_keys(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %keys: tensor<64x32xbf16>, %sp: i64,
+                              %entry: tensor<?x32xbf16>) -> tensor<?x?xbf16> {
+  %sc = dsa.indexer_scores %iq, %w, %keys, %sp entry_keys %entry {ratio = 4 : i64, weight_scale = 0.125 : f32}
+      : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<64x32xbf16>, i64, tensor<?x32xbf16>) -> tensor<?x?xbf16>
+  return %sc : tensor<?x?xbf16>
+}
+
 // Static shapes: a decode step (s = 1) of a ratio-2 layer at start_pos 7 sees width 4; k = min(6, 4) = 4.
 // CHECK-LABEL: func.func @indexer_static
 // CHECK: dsa.indexer_scores %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {ratio = 2 : i64, weight_scale = 1.250000e-01 : f32} : (tensor<1x2x32xbf16>, tensor<1x2xbf16>, tensor<32x32xbf16>, i64) -> tensor<1x4xbf16>

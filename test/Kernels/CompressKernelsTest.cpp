@@ -325,6 +325,64 @@ TEST(CompressKernelsScores, BruteForcePrefill) {
     }
 }
 
+TEST(CompressKernelsScores, EntryKeysPerToken) {
+  // A chunk of 6 tokens at start_pos 5, ratio 3: positions 5..10, width 11 // 3 = 3. Tokens 5 and 8 close a group
+  // ((p + 1) % 3 == 0) and read keys; 6, 7, 9, 10 read entry_keys. Each row must equal that row of the scores
+  // against its own keys alone (the arithmetic itself: BruteForcePrefill). A prefill (start_pos 0) reads keys on
+  // every row; at ratio 1 every token closes a group.
+  const int64_t s = 6, IH = 2, ihd = 4, width = 3;
+  std::vector<float> iq(s * IH * ihd), w(s * IH), keys(5 * ihd), entry(4 * ihd);
+  for (size_t i = 0; i < iq.size(); ++i)
+    iq[i] = static_cast<float>(static_cast<int>((i * 7 + 3) % 17) - 8) / 8.0f;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>(static_cast<int>((i * 5 + 1) % 11) - 3) / 4.0f;
+  for (size_t i = 0; i < keys.size(); ++i)
+    keys[i] = static_cast<float>(static_cast<int>((i * 3 + 2) % 13) - 6) / 8.0f;
+  for (size_t i = 0; i < entry.size(); ++i)
+    entry[i] = static_cast<float>(static_cast<int>((i * 11 + 5) % 9) - 4) / 4.0f;
+  Tensor tIq = bf16({s, IH, ihd}, iq), tW = bf16({s, IH}, w), tKeys = bf16({5, ihd}, keys),
+         tEntry = bf16({4, ihd}, entry);
+  auto chunk = indexerScores(tIq, tW, tKeys, 5, 3, 0.5f, &tEntry);
+  auto own = indexerScores(tIq, tW, tKeys, 5, 3, 0.5f);
+  auto slot = indexerScores(tIq, tW, tEntry, 5, 3, 0.5f);
+  ASSERT_TRUE(chunk.ok() && own.ok() && slot.ok()) << chunk.error();
+  ASSERT_EQ(chunk->shape(), (std::vector<int64_t>{s, width}));
+  const bool readsEntry[s] = {false, true, true, false, true, true};
+  int64_t differing = 0;
+  for (int64_t t = 0; t < s; ++t)
+    for (int64_t p = 0; p < width; ++p) {
+      const float want = (readsEntry[t] ? *slot : *own).floats()[t * width + p];
+      EXPECT_EQ(chunk->floats()[t * width + p], want) << "t " << t << " p " << p;
+      differing += own->floats()[t * width + p] != slot->floats()[t * width + p];
+    }
+  EXPECT_GT(differing, 0) << "keys and entry_keys must give different scores for the test to see the choice";
+  auto prefill = indexerScores(tIq, tW, tKeys, 0, 3, 0.5f, &tEntry);
+  auto prefillOwn = indexerScores(tIq, tW, tKeys, 0, 3, 0.5f);
+  ASSERT_TRUE(prefill.ok() && prefillOwn.ok());
+  EXPECT_EQ(prefill->floatVector(), prefillOwn->floatVector());
+  std::vector<float> wide(11 * ihd);
+  for (size_t i = 0; i < wide.size(); ++i)
+    wide[i] = keys[i % keys.size()];
+  Tensor wideKeys = bf16({11, ihd}, wide), wideEntry = bf16({11, ihd}, std::vector<float>(11 * ihd, 0.25f));
+  auto ratio1 = indexerScores(tIq, tW, wideKeys, 5, 1, 0.5f, &wideEntry);
+  auto ratio1Own = indexerScores(tIq, tW, wideKeys, 5, 1, 0.5f);
+  ASSERT_TRUE(ratio1.ok() && ratio1Own.ok());
+  EXPECT_EQ(ratio1->floatVector(), ratio1Own->floatVector());
+  // Errors name entry_keys: too few rows (checked whether or not a row reads it), row width, element type.
+  Tensor shortEntry = bf16({2, ihd}, std::vector<float>(8, 1));
+  expectError(indexerScores(tIq, tW, tKeys, 5, 3, 0.5f, &shortEntry),
+              "entry_keys must hold at least width = (start_pos + s) // ratio = 3 rows");
+  Tensor empty(ElementType::BF16, {0, ihd});
+  EXPECT_TRUE(indexerScores(tIq, tW, tKeys, 0, 3, 0.5f, &empty).ok()) << "a prefill does not read entry_keys";
+  Tensor one = bf16({1, IH, ihd}, std::vector<float>(iq.begin(), iq.begin() + IH * ihd));
+  Tensor oneW = bf16({1, IH}, std::vector<float>(w.begin(), w.begin() + IH));
+  EXPECT_TRUE(indexerScores(one, oneW, tKeys, 8, 3, 0.5f, &empty).ok()) << "token 8 closes a group: keys only";
+  expectError(indexerScores(one, oneW, tKeys, 7, 3, 0.5f, &empty), "entry_keys must hold at least width");
+  Tensor narrow = bf16({4, 3}, std::vector<float>(12, 1)), wrongType = f32({4, ihd}, std::vector<float>(16, 1));
+  expectError(indexerScores(tIq, tW, tKeys, 5, 3, 0.5f, &narrow), "entry_keys must be [n, ihd]");
+  expectError(indexerScores(tIq, tW, tKeys, 5, 3, 0.5f, &wrongType), "entry_keys must be a rank-2 bf16");
+}
+
 TEST(CompressKernelsScores, WidthZeroAndErrors) {
   Tensor iq = bf16({1, 2, 4}, std::vector<float>(8, 1));
   Tensor w = bf16({1, 2}, {1, 1});

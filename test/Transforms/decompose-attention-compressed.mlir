@@ -85,7 +85,8 @@
 // CHECK-NEXT: %[[HAS:.+]] = arith.cmpi sgt, %[[G]], %[[C0]] : index
 // CHECK-NEXT: %[[IK:.+]] = arith.select %[[HAS]], %[[NKCD]], %[[SIK]] : tensor<?x32xbf16>
 //
-// Step 2, the indexer (section 6), scoring against the index_k slot as it now stands; topk_idxs published.
+// Step 2, the indexer (section 6), scoring against the index_k slot as it now stands; topk_idxs published. A
+// token closing no group scores against the slot as it entered the layer (entry_keys %SIK: the quirk per token).
 // CHECK-NEXT: %[[IQB:.+]] = dsa.linear %[[QR]], %[[IWQB]] : (tensor<?x16xbf16>, tensor<64x16xbf16>) -> tensor<?x64xbf16>
 // CHECK-NEXT: %[[IQH:.+]] = tensor.expand_shape %[[IQB]] {{\[}}[0], [1, 2]] output_shape [%[[S]], 2, 32]
 // CHECK-SAME:     : tensor<?x64xbf16> into tensor<?x2x32xbf16>
@@ -93,8 +94,8 @@
 // CHECK-SAME:     : (tensor<?x2x32xbf16>, tensor<?xi64>) -> tensor<?x2x32xbf16>
 // CHECK-NEXT: %[[IQ:.+]] = dsa.fp4_quant_e8m0 %[[IQR]] : (tensor<?x2x32xbf16>) -> tensor<?x2x32xbf16>
 // CHECK-NEXT: %[[W:.+]] = dsa.linear %[[X]], %[[WPROJ]] : (tensor<?x64xbf16>, tensor<2x64xbf16>) -> tensor<?x2xbf16>
-// CHECK-NEXT: %[[SC:.+]] = dsa.indexer_scores %[[IQ]], %[[W]], %[[IK]], %[[SP]] {ratio = 2 : i64, weight_scale = 1.250000e-01 : f32}
-// CHECK-SAME:     : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+// CHECK-NEXT: %[[SC:.+]] = dsa.indexer_scores %[[IQ]], %[[W]], %[[IK]], %[[SP]] entry_keys %[[SIK]] {ratio = 2 : i64, weight_scale = 1.250000e-01 : f32}
+// CHECK-SAME:     : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64, tensor<?x32xbf16>) -> tensor<?x?xbf16>
 // CHECK-NEXT: %[[VIS:.+]] = dsa.compress_visibility %[[SC]], %[[SP]] {ratio = 2 : i64} : (tensor<?x?xbf16>, i64) -> tensor<?x?xbf16>
 // CHECK-NEXT: %[[TOPK:.+]] = dsa.indexer_topk %[[VIS]], %[[SP]]
 // CHECK-SAME:     {index_topk = 6 : i64, ratio = 2 : i64, tie_order = #dsa.tie_order<torch_cpu>, window_size = 8 : i64}

@@ -304,7 +304,9 @@ OpResults Evaluator::eval(mlir::dsa::IndexerScoresOp op, Operands in) {
     return failure();
   // An f32 attribute: the conversion from double is exact.
   float weightScale = static_cast<float>(op.getWeightScaleAttr().getValueAsDouble());
-  return kernel(op, kernels::indexerScores(*in[0], *in[1], *in[2], *startPos, op.getRatioAttr().getInt(), weightScale));
+  const Tensor *entryKeys = op.getEntryKeys() ? in[4] : nullptr;
+  return kernel(op, kernels::indexerScores(*in[0], *in[1], *in[2], *startPos, op.getRatioAttr().getInt(), weightScale,
+                                           entryKeys));
 }
 
 OpResults Evaluator::eval(mlir::dsa::CompressVisibilityOp op, Operands in) {

@@ -867,6 +867,12 @@ func.func @scores2(%iq: tensor<?x3x20xbf16>, %w: tensor<?x3xbf16>, %k: tensor<?x
       : (tensor<?x3x20xbf16>, tensor<?x3xbf16>, tensor<?x20xbf16>, i64) -> tensor<?x?xbf16>
   return %y : tensor<?x?xbf16>
 }
+func.func @scores4e(%iq: tensor<?x8x24xbf16>, %w: tensor<?x8xbf16>, %k: tensor<?x24xbf16>, %sp: i64,
+                    %e: tensor<?x24xbf16>) -> tensor<?x?xbf16> {
+  %y = dsa.indexer_scores %iq, %w, %k, %sp entry_keys %e {ratio = 4 : i64, weight_scale = 0.25 : f32}
+      : (tensor<?x8x24xbf16>, tensor<?x8xbf16>, tensor<?x24xbf16>, i64, tensor<?x24xbf16>) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
 func.func @scores8(%iq: tensor<?x8x24xbf16>, %w: tensor<?x8xbf16>, %k: tensor<?x24xbf16>, %sp: i64)
     -> tensor<?x?xbf16> {
   %y = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 1 : i64, weight_scale = 0.25 : f32}
@@ -1200,6 +1206,27 @@ TEST_F(CPUBackendCompressedTest, IndexerScoresMatchInterpreter) {
   expectSame("scores1", {Tensor::fromFloats(ElementType::BF16, {3, 2, 32}, q), Tensor::fromFloats(ElementType::BF16, {3, 2}, w),
                          randomFloats(ElementType::BF16, {3, 32}, 40.0f), Tensor::scalarI64(0)},
              "NaN / inf / overflow");
+  // entry_keys (ratio 4): a chunk at start_pos > 0 whose rows pick keys or entry_keys per token, over widths past
+  // one block of 32 positions; a one-token step closing no group (entry) and one closing a group (keys); a prefill
+  // (keys only); entry_keys shorter than width (74), checked whether or not a row reads it.
+  for (auto [s, sp] : {std::pair<int64_t, int64_t>{37, 150}, {5, 6}, {4, 3}, {1, 150}, {1, 151}, {9, 0}})
+    expectSame("scores4e",
+               {randomFloats(ElementType::BF16, {s, 8, 24}), randomFloats(ElementType::BF16, {s, 8}),
+                randomFloats(ElementType::BF16, {(sp + s) / 4 + 2, 24}), Tensor::scalarI64(sp),
+                randomFloats(ElementType::BF16, {(sp + s) / 4 + 1, 24})},
+               "entry_keys, " + std::to_string(s) + " tokens at start_pos " + std::to_string(sp));
+  // An empty entry_keys where no row reads it: a prefill (the empty slot a prefill enters with), a one-token step
+  // closing a group (151 + 1 = 152 = 4 * 38).
+  for (auto [s, sp] : {std::pair<int64_t, int64_t>{9, 0}, {1, 151}})
+    expectSame("scores4e",
+               {randomFloats(ElementType::BF16, {s, 8, 24}), randomFloats(ElementType::BF16, {s, 8}),
+                randomFloats(ElementType::BF16, {(sp + s) / 4, 24}), Tensor::scalarI64(sp),
+                Tensor(ElementType::BF16, {0, 24})},
+               "empty entry_keys, " + std::to_string(s) + " tokens at start_pos " + std::to_string(sp));
+  expectBothReject("scores4e", {randomFloats(ElementType::BF16, {3, 8, 24}), randomFloats(ElementType::BF16, {3, 8}),
+                                randomFloats(ElementType::BF16, {12, 24}), Tensor::scalarI64(40),
+                                randomFloats(ElementType::BF16, {9, 24})}, // width 43 // 4 = 10
+                   ::dsa::abi::RuntimeError::IndexerScoresEntryKeysRows);
   // Errors: keys shorter than width, weights rows, negative start_pos.
   expectBothReject("scores1", {randomFloats(ElementType::BF16, {5, 2, 32}), randomFloats(ElementType::BF16, {5, 2}),
                                randomFloats(ElementType::BF16, {4, 32}), Tensor::scalarI64(0)},

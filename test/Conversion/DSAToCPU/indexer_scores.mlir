@@ -62,3 +62,63 @@ func.func @scores(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x3
       : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
   return %y : tensor<?x?xbf16>
 }
+
+// entry_keys (the index_k quirk per token; ratio 4): checked to hold width rows (74) when a row reads it (start_pos >
+// 0 and s > 1 or (start_pos + 1) % 4 != 0: a prefill enters with an empty slot); a one-token step picks its keys
+// once before the single transpose (entry when start_pos > 0 and (start_pos + 1) % 4 != 0), so a decode step costs
+// what it did without entry_keys; a chunk (start_pos > 0, s > 1) also transposes entry_keys (scf.if) and each row t
+// of the forall reads the entry transpose when (start_pos + t + 1) % 4 != 0.
+// CHECK-LABEL: func.func @entry
+// CHECK-SAME: %[[K:[a-z0-9]+]]: tensor<?x32xbf16>, %[[SP:[a-z0-9]+]]: i64, %[[E:[a-z0-9]+]]: tensor<16x32xbf16>)
+// CHECK: func.call @dsa_cpu_fail(%c21_i32)
+// CHECK: %[[SHORT:.*]] = arith.cmpi sgt, %{{.*}}, %c16_i64 : i64
+// CHECK: %[[NEXT:.*]] = arith.addi %[[SP]], %c1_i64 : i64
+// CHECK: %[[REM:.*]] = arith.remsi %[[NEXT]], %c4_i64 : i64
+// CHECK: %[[OPEN:.*]] = arith.cmpi ne, %[[REM]], %c0_i64 : i64
+// CHECK: %[[MANY:.*]] = arith.cmpi sgt, %[[S:.*]], %c1_i64 : i64
+// CHECK: %[[ANY:.*]] = arith.ori %[[MANY]], %[[OPEN]] : i1
+// CHECK: %[[POSITIVE:.*]] = arith.cmpi sgt, %[[SP]], %c0_i64 : i64
+// CHECK: %[[READS:.*]] = arith.andi %[[POSITIVE]], %[[ANY]] : i1
+// CHECK: arith.andi %[[SHORT]], %[[READS]] : i1
+// CHECK: func.call @dsa_cpu_fail(%c74_i32)
+// CHECK: %[[EC:.*]] = tensor.cast %[[E]] : tensor<16x32xbf16> to tensor<?x32xbf16>
+// CHECK: %[[ONE:.*]] = arith.cmpi eq, %[[S]], %c1_i64 : i64
+// CHECK: %[[CHUNK:.*]] = arith.andi %[[POSITIVE]], %[[MANY]] : i1
+// CHECK: %[[DEC:.*]] = arith.andi %[[POSITIVE]], %[[ONE]] : i1
+// CHECK: %[[DECENTRY:.*]] = arith.andi %[[DEC]], %[[OPEN]] : i1
+// CHECK: %[[PRIMARY:.*]] = arith.select %[[DECENTRY]], %[[EC]], %[[K]] : tensor<?x32xbf16>
+// CHECK: %[[KT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xbf16>)
+// CHECK: tensor.extract %[[PRIMARY]]
+// CHECK: %[[KTE:.*]] = scf.if %[[CHUNK]] -> (tensor<?x32x32xbf16>) {
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xbf16>)
+// CHECK: tensor.extract %[[E]]
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[KT]] : tensor<?x32x32xbf16>
+// CHECK: scf.forall (%[[T:[a-z0-9]+]], %{{.*}}) in
+// CHECK: %[[TI:.*]] = arith.index_cast %[[T]] : index to i64
+// CHECK: %[[PT:.*]] = arith.addi %[[SP]], %[[TI]] : i64
+// CHECK: %[[PT1:.*]] = arith.addi %[[PT]], %c1_i64 : i64
+// CHECK: %[[RT:.*]] = arith.remsi %[[PT1]], %c4_i64 : i64
+// CHECK: %[[OT:.*]] = arith.cmpi ne, %[[RT]], %c0_i64 : i64
+// CHECK: %[[ROWENTRY:.*]] = arith.andi %[[CHUNK]], %[[OT]] : i1
+// CHECK: %[[ROWKT:.*]] = arith.select %[[ROWENTRY]], %[[KTE]], %[[KT]] : tensor<?x32x32xbf16>
+// CHECK: vector.transfer_read %[[ROWKT]]
+func.func @entry(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64,
+                 %e: tensor<16x32xbf16>) -> tensor<?x?xbf16> {
+  %y = dsa.indexer_scores %iq, %w, %k, %sp entry_keys %e {ratio = 4 : i64, weight_scale = 1.250000e-01 : f32}
+      : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64, tensor<16x32xbf16>) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+
+// At ratio 1 every token closes a group: entry_keys is never read (no check, no remainder), one transpose of keys.
+// CHECK-LABEL: func.func @entry_ratio1
+// CHECK-NOT: dsa_cpu_fail(%c74_i32)
+// CHECK-NOT: arith.remsi
+// CHECK-NOT: tensor.extract %arg4
+// CHECK: return
+func.func @entry_ratio1(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x32xbf16>, %sp: i64,
+                        %e: tensor<16x32xbf16>) -> tensor<?x?xbf16> {
+  %y = dsa.indexer_scores %iq, %w, %k, %sp entry_keys %e {ratio = 1 : i64, weight_scale = 1.250000e-01 : f32}
+      : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64, tensor<16x32xbf16>) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}

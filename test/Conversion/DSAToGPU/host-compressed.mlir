@@ -55,7 +55,20 @@
 // (code 69, IndexerScoresEndOverflow: start_pos > INT64_MAX - s)
 // CHECK: func.call @dsa_cpu_fail(%c21_i32) : (i32) -> ()
 // (code 21, IndexerScoresKeysRows: dsa.indexer_scores: operand 'keys' has fewer rows than width = (start_pos + s) // ratio")
-// CHECK: gpu.launch_func @dsa_kernels::@dsa_indexer_scores {{.*}}, %cst{{.*}} : f32)
+// entry_keys (L2 is a published_slot kv source of ratio 2: a token closing no group reads the slot as it entered,
+// %arg23): code 75 (a chunk at start_pos > 0 is refused: one keys buffer per launch), code 74 (its rows, when the
+// step reads it), then the launch reads entry_keys when start_pos > 0 and (start_pos + 1) % 2 != 0, else the slot
+// as selected above.
+// CHECK: %[[KEYSF:.*]] = memref.collapse_shape %[[SLOT]]
+// CHECK: func.call @dsa_cpu_fail(%c75_i32) : (i32) -> ()
+// CHECK: %[[NEXT:.*]] = arith.addi %arg1, %c1_i64 : i64
+// CHECK: %[[REM:.*]] = arith.remsi %[[NEXT]], %c2_i64 : i64
+// CHECK: %[[OPEN:.*]] = arith.cmpi ne, %[[REM]], %c0_i64 : i64
+// CHECK: %[[USE:.*]] = arith.andi %{{.*}}, %[[OPEN]] : i1
+// CHECK: func.call @dsa_cpu_fail(%c74_i32) : (i32) -> ()
+// CHECK: %[[ENTRYF:.*]] = memref.collapse_shape %arg23
+// CHECK: %[[KEYS:.*]] = arith.select %[[USE]], %[[ENTRYF]], %[[KEYSF]] : memref<?xbf16>
+// CHECK: gpu.launch_func @dsa_kernels::@dsa_indexer_scores {{.*}} args(%{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %[[KEYS]] : memref<?xbf16>, {{.*}}, %cst{{.*}} : f32)
 // visibility's width check (code 25) is gone: its scores are indexer_scores' new buffer of width
 // (start_pos + s) // ratio, so after bufferization canonicalize proves it.
 // CHECK-NOT: call @dsa_cpu_fail(%c25_i32)

@@ -477,7 +477,11 @@ struct CacheWriteLowering : OpConversionPattern<CacheWriteOp> {
 /// scf.forall over (t, chunk of 32 positions) computes blocks of hb heads (4, 2 or 1, dividing IH) x 4 vectors of
 /// positions: per d, 4 kT loads and hb broadcasts of q feed hb x 4 accumulators. Returns [s, wp] f32 (columns >=
 /// width unused).
-Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, int64_t IH, int64_t ihd) {
+/// With `entry` (indexer_scores' entry_keys; `start` its i64 start_pos, `ratio` >= 2): row t closing no group at
+/// start_pos > 0 reads `entry`. A one-token step picks its keys once (one transpose, the decode cost unchanged); a
+/// chunk at start_pos > 0 transposes both and picks per row.
+Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, int64_t IH, int64_t ihd,
+                      Value entry = Value(), Value start = Value(), int64_t ratio = 1) {
   MLIRContext *ctx = e.b.getContext();
   constexpr int64_t kVectors = 4; // position vectors per block
   const int64_t hb = IH % 4 == 0 ? 4 : IH % 2 == 0 ? 2 : 1;
@@ -492,16 +496,42 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
   // kT keeps the keys' element type (bf16: half the bytes written per step; each load is widened, exactly).
   Type keyElem = cast<RankedTensorType>(keys.getType()).getElementType();
   SmallVector<OpFoldResult> ktSizes{chunks, e.b.getIndexAttr(ihd), e.b.getIndexAttr(chunk)};
-  Value kT = generic(e, tensorType(ktSizes, keyElem), {}, e.empty(ktSizes, keyElem), {mapOf(ctx, 3, dimExprs(ctx, 3))},
-                     parallel(3), [&](OpBuilder &b, Location loc, ValueRange) {
-                       Emit t{b, loc};
-                       Value d = t.linalgIndex(1);
-                       Value p = t.add(t.mul(t.linalgIndex(0), t.idx(chunk)), t.linalgIndex(2));
-                       Value in = t.cmpi(P::slt, p, width);
-                       Value v = t.extract(keys, {t.sel(in, p, t.idx(0)), d});
-                       Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(keyElem));
-                       linalg::YieldOp::create(b, loc, t.sel(in, v, zero));
-                     });
+  auto transposed = [&](Emit te, Value src) -> Value {
+    return generic(te, tensorType(ktSizes, keyElem), {}, te.empty(ktSizes, keyElem),
+                   {mapOf(ctx, 3, dimExprs(ctx, 3))}, parallel(3), [&](OpBuilder &b, Location loc, ValueRange) {
+                     Emit t{b, loc};
+                     Value d = t.linalgIndex(1);
+                     Value p = t.add(t.mul(t.linalgIndex(0), t.idx(chunk)), t.linalgIndex(2));
+                     Value in = t.cmpi(P::slt, p, width);
+                     Value v = t.extract(src, {t.sel(in, p, t.idx(0)), d});
+                     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(keyElem));
+                     linalg::YieldOp::create(b, loc, t.sel(in, v, zero));
+                   });
+  };
+  // Row t closes no group: (start + t + 1) % ratio != 0 (i64; start + s fits int64, checked by the caller).
+  auto closesNoGroup = [&](Emit te, Value tI64) {
+    Value r = arith::RemSIOp::create(te.b, te.loc, te.add(te.add(start, tI64), te.c64(1)), te.c64(ratio));
+    return te.cmpi(P::ne, r, te.c64(0));
+  };
+  Value chunkRows; // i1: a step of s > 1 tokens at start_pos > 0 with entry keys (rows pick their keys)
+  Value kT, kTEntry;
+  if (entry) {
+    auto dynKeys = RankedTensorType::get({ShapedType::kDynamic, ihd}, keyElem);
+    Value own = e.castTo(keys, dynKeys), slot = e.castTo(entry, dynKeys);
+    Value positive = e.cmpi(P::sgt, start, e.c64(0));
+    Value sI64 = e.indexToI64(s);
+    Value one = e.cmpi(P::eq, sI64, e.c64(1));
+    chunkRows = e.band(positive, e.cmpi(P::sgt, sI64, e.c64(1)));
+    Value decodeEntry = e.band(e.band(positive, one), closesNoGroup(e, e.c64(0)));
+    kT = transposed(e, e.sel(decodeEntry, slot, own));
+    auto pick = scf::IfOp::create(
+        e.b, e.loc, chunkRows,
+        [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, transposed(Emit{b, loc}, slot)); },
+        [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, kT); });
+    kTEntry = pick.getResult(0);
+  } else {
+    kT = transposed(e, keys);
+  }
   SmallVector<OpFoldResult> qSizes = sizesOf(e, iq);
   SmallVector<AffineMap> qMaps{mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 3))};
   Value qf = generic(e, tensorType(qSizes, e.f32()), ValueRange{iq}, e.empty(qSizes, e.f32()), qMaps, parallel(3),
@@ -517,6 +547,9 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
   Emit f{e.b, e.loc};
   Value t = forall.getInductionVar(0), ci = forall.getInductionVar(1), c0 = f.mul(ci, f.idx(chunk));
   Value shared = forall.getRegionIterArgs()[0];
+  Value kTRow = kT; // the transposed keys row t reads
+  if (entry)
+    kTRow = f.sel(f.band(chunkRows, closesNoGroup(f, f.indexToI64(t))), kTEntry, kT);
   Value len = f.minsi(f.idx(chunk), f.sub(wp, c0)); // a multiple of 8
   SmallVector<OpFoldResult> offsets{t, c0}, sizes{f.b.getIndexAttr(1), len},
       strides{f.b.getIndexAttr(1), f.b.getIndexAttr(1)};
@@ -540,7 +573,7 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
                 Emit x{b2, loc2};
                 SmallVector<Value> kv, next;
                 for (int64_t v = 0; v < nv; ++v)
-                  kv.push_back(readLanes(x, kT, {ci, d}, cols[v]));
+                  kv.push_back(readLanes(x, kTRow, {ci, d}, cols[v]));
                 for (int64_t i = 0; i < hb; ++i) {
                   Value q = x.extract(qf, {t, i ? x.add(h0, x.idx(i)) : h0, d});
                   Value qv = vector::BroadcastOp::create(b2, loc2, laneType, q);
@@ -594,7 +627,8 @@ struct IndexerScoresLowering : OpConversionPattern<IndexerScoresOp> {
   LogicalResult matchAndRewrite(IndexerScoresOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     if (failed(requireStatic(op, op.getIq(), 1, "iq")) || failed(requireStatic(op, op.getIq(), 2, "iq")) ||
-        failed(requireStatic(op, op.getKeys(), 1, "keys")))
+        failed(requireStatic(op, op.getKeys(), 1, "keys")) ||
+        (op.getEntryKeys() && failed(requireStatic(op, op.getEntryKeys(), 1, "entry_keys"))))
       return failure();
     Emit e{rewriter, op.getLoc()};
     MLIRContext *ctx = rewriter.getContext();
@@ -618,7 +652,24 @@ struct IndexerScoresLowering : OpConversionPattern<IndexerScoresOp> {
     Value width = e.sel(e.bor(neg, overflow), e.c64(0), floorDiv(e, e.add(start, e.indexToI64(s)), e.c64(ratio)));
     Value keysShort = e.cmpi(P::slt, n, width);
     reportIf(e, e.band(e.cmpi(P::eq, bad, e.cBool(false)), keysShort), RuntimeError::IndexerScoresKeysRows);
-    Value ok = e.cmpi(P::eq, e.bor(bad, keysShort), e.cBool(false));
+    bad = e.bor(bad, keysShort);
+    // entry_keys (the quirk per token): at ratio 1 every row closes a group, so it is never read.
+    Value entry = ratio >= 2 ? adaptor.getEntryKeys() : Value();
+    if (adaptor.getEntryKeys()) {
+      // Checked when a row reads it (the kernel's rule): start_pos > 0, ratio > 1, and s > 1 or a one-token step
+      // closing no group; a prefill enters with an empty slot.
+      Value entryShort = e.cmpi(P::slt, e.indexToI64(cIndexOr(e, sizesOf(e, adaptor.getEntryKeys())[0])), width);
+      Value readsEntry = e.cBool(false);
+      if (ratio > 1) {
+        Value sI64 = e.indexToI64(s);
+        Value open = e.cmpi(P::ne, arith::RemSIOp::create(e.b, e.loc, e.add(start, e.c64(1)), e.c64(ratio)), e.c64(0));
+        readsEntry = e.band(e.cmpi(P::sgt, start, e.c64(0)), e.bor(e.cmpi(P::sgt, sI64, e.c64(1)), open));
+      }
+      entryShort = e.band(entryShort, readsEntry);
+      reportIf(e, e.band(e.cmpi(P::eq, bad, e.cBool(false)), entryShort), RuntimeError::IndexerScoresEntryKeysRows);
+      bad = e.bor(bad, entryShort);
+    }
+    Value ok = e.cmpi(P::eq, bad, e.cBool(false));
     Type bf16 = rewriter.getBF16Type();
     SmallVector<OpFoldResult> outSizes{s, e.i64ToIndex(width)};
     auto outType = tensorType(outSizes, bf16);
@@ -634,7 +685,7 @@ struct IndexerScoresLowering : OpConversionPattern<IndexerScoresOp> {
                                     Value v = t.fmul(t.toF32(args[0]), t.cf(weightScale));
                                     linalg::YieldOp::create(b, loc, t.toF32(t.toBf16(v)));
                                   });
-          Value sumsPadded = emitIndexerSums(g, iq, keys, wScaled, g.i64ToIndex(width), IH, ihd);
+          Value sumsPadded = emitIndexerSums(g, iq, keys, wScaled, g.i64ToIndex(width), IH, ihd, entry, start, ratio);
           SmallVector<OpFoldResult> zeros{g.b.getIndexAttr(0), g.b.getIndexAttr(0)},
               ones{g.b.getIndexAttr(1), g.b.getIndexAttr(1)};
           Value sums = tensor::ExtractSliceOp::create(g.b, g.loc, tensorType(outSizes, g.f32()), sumsPadded, zeros,

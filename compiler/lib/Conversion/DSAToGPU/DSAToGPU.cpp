@@ -704,12 +704,34 @@ LogicalResult OpLowering::lowerIndexerScores(IndexerScoresOp op) {
   check(endFits(start, s), Err::IndexerScoresEndOverflow);
   Value width = toIndex(arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, toI64(s)), i64c(ratio)));
   check(cmp(arith::CmpIPredicate::uge, n, width), Err::IndexerScoresKeysRows);
+  Value keysRead = flat(keys);
+  if (op.getEntryKeys()) {
+    // The quirk per token: a token closing no group at start_pos > 0 reads entry_keys. The kernel takes one keys
+    // buffer, so a one-token step picks it; a chunk (start_pos > 0, s > 1) is refused, as window_kv refuses it.
+    Value entry = lookup(op.getEntryKeys());
+    checkEq(dim(entry, 1), ihd, Err::IndexerScoresEntryKeysWidth);
+    Value positive = cmp(arith::CmpIPredicate::sgt, start, i64c(0));
+    Value many = cmp(arith::CmpIPredicate::ugt, s, idx(1));
+    Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    if (ratio >= 2) {
+      check(arith::XOrIOp::create(b, loc, arith::AndIOp::create(b, loc, positive, many), yes),
+            Err::IndexerScoresEntryKeysChunk);
+      Value next = arith::AddIOp::create(b, loc, start, i64c(1));
+      Value open = cmp(arith::CmpIPredicate::ne, arith::RemSIOp::create(b, loc, next, i64c(ratio)), i64c(0));
+      Value reads = arith::AndIOp::create(b, loc, positive, open);
+      // Its rows are checked when the step reads it (a prefill enters with an empty slot).
+      check(arith::OrIOp::create(b, loc, arith::XOrIOp::create(b, loc, reads, yes),
+                                 cmp(arith::CmpIPredicate::uge, dim(entry, 0), width)),
+            Err::IndexerScoresEntryKeysRows);
+      keysRead = arith::SelectOp::create(b, loc, reads, flat(entry), keysRead);
+    }
+  }
   auto rt = cast<RankedTensorType>(op.getResult().getType());
   if (!rt.isDynamicDim(1))
     checkEq(width, idx(rt.getDimSize(1)), Err::IndexerScoresResultWidth);
   Value out = allocLike(op.getResult(), {s, width});
   launch1d(Kernel::IndexerScores, mul(s, width),
-           {flat(iq), flat(w), flat(keys), flat(out), s, IH, ihd, width, f32c(scale)});
+           {flat(iq), flat(w), keysRead, flat(out), s, IH, ihd, width, f32c(scale)});
   setResult(op.getResult(), out);
   return success();
 }

@@ -64,9 +64,13 @@ Result<Tensor> cacheWrite(const Tensor &cache, const Tensor &rows, int64_t start
 /// w'[t,h] = bf16(weights[t,h] * weightScale):
 ///   score[t, p] = bf16( sum_h bf16( relu(bf16(iq[t,h] . keys[p])) * w'[t,h] ) ),  p < width = (startPos+s)//ratio,
 /// the dot products and the h-sum accumulated in f32 (h ascending). Result bf16 [s, width] (width may be 0).
-/// Errors: ratio < 1, startPos < 0, dtype/shape mismatch (s, IH, ihd), keys with fewer than width rows.
+/// entryKeys (optional, bf16 [n', ihd]): at startPos > 0, row t with (startPos + t + 1) % ratio != 0 (a token
+/// closing no group) reads entryKeys instead of keys (the index_k quirk per token, section 8); n' >= width is
+/// required when some row reads it.
+/// Errors: ratio < 1, startPos < 0, dtype/shape mismatch (s, IH, ihd), keys (or entryKeys, when read) with fewer than
+/// width rows.
 Result<Tensor> indexerScores(const Tensor &iq, const Tensor &weights, const Tensor &keys, int64_t startPos,
-                             int64_t ratio, float weightScale);
+                             int64_t ratio, float weightScale, const Tensor *entryKeys = nullptr);
 
 /// compress_visibility (section 6 step 5): scores [s, width] (bf16 or f32, width == (startPos+s)//ratio) -> the
 /// same with score[t, p] = -inf for p >= compress_len[t] (prefill; a decode step sees all width positions).

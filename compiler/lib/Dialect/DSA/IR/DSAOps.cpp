@@ -408,6 +408,10 @@ LogicalResult IndexerScoresOp::verify() {
       failed(expectShape(*this, "operand", "keys", "[n, ihd] (ihd from 'iq')", getKeys().getType(), {dyn, ihd})) ||
       failed(expectShape(*this, "result", "result", "[s, width] (s from 'iq')", getResult().getType(), {s, dyn})))
     return failure();
+  if (Value entry = getEntryKeys())
+    if (failed(expectShape(*this, "operand", "entry_keys", "[n, ihd] (ihd from 'iq')",
+                           cast<RankedTensorType>(entry.getType()), {dyn, ihd})))
+      return failure();
   return success();
 }
 

@@ -21,6 +21,8 @@
 //      cast(index_k_cache') every step (own_cache).
 //   2. index source: iq = fp4_quant_e8m0(apply_rope(expand(linear(qr, idx_wq_b)) [s, IH, ihd], pos));
 //      w = linear(x, weights_proj); sc = compress_visibility(indexer_scores(iq, w, index_k slot, start_pos));
+//      a published_slot kv source of ratio >= 2 adds `entry_keys` = the index_k slot as it entered the layer (a
+//      row closing no group reads it: the quirk per token, so a chunk's rows see their decode steps' keys).
 //      candidate source: candidates slot = cast(select_candidate_blocks(sc)); uses_candidates:
 //      sc = apply_candidates(sc, candidates slot); topk = indexer_topk(sc); topk_idxs slot = cast(topk).
 //      With the pass option probe-index-scores: probe L<l>.index_score = sc, the scores topk reads.
@@ -240,6 +242,9 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
       // Section 8 step 1 (kv source): the compressor's latent for the groups completed in this step, then its
       // index keys (section 6 step 1, from the PRE-RoPE latent) and the index_k publication.
       Value latent, groupPos, newIndexCache;
+      // The quirk's per-token keys (published_slot, ratio >= 2): the index_k slot as it entered the layer, which a
+      // token closing no group scores against (dsa.indexer_scores `entry_keys`).
+      Value entryIndexKeys;
       if (kvSource) {
         ValueRange compressor = op.getCompressor();
         ValueRange state = op.getState();
@@ -285,6 +290,8 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
         } else {
           // The reference quirk: the index-key cache is republished only in a step that produced a latent.
           Value previous = slots[kIndexK];
+          if (ratio >= 2)
+            entryIndexKeys = previous;
           publish(kIndexK, newIndexCache);
           Value hasLatent = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt, g, c0);
           slots[kIndexK] = arith::SelectOp::create(rewriter, loc, hasLatent, slots[kIndexK], previous);
@@ -305,6 +312,7 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
                                                      std::pow(static_cast<double>(indexHeads), -0.5));
         Type scoresType = perToken({dyn}, bf16);
         Value scores = IndexerScoresOp::create(rewriter, loc, scoresType, iq, weights, slots[kIndexK], startPos,
+                                               entryIndexKeys,
                                                i64Attr(ratio), rewriter.getF32FloatAttr(weightScale));
         scores = CompressVisibilityOp::create(rewriter, loc, scoresType, scores, startPos, i64Attr(ratio));
         if (compress.getIsCandidateSource().getValue()) {

@@ -370,19 +370,32 @@ def DSA_IndexerScoresOp : DSA_Op<"indexer_scores", [Pure]> {
     `score[t, p] = bf16( sum_h bf16( relu(bf16(iq[t,h] . keys[p])) * w[t,h] ) )`, f32 dot products. Result bf16
     `[s, width]`. `weight_scale` is `f32(ihd^-0.5 * IH^-0.5)` in the model.
 
-    Verified: `ratio` >= 1; `weight_scale` finite and > 0; `iq` rank 3, `weights` `[s, IH]` and `keys` `[n, ihd]`
-    agreeing with `iq`; the result `[s, width]` (width static or dynamic).
+    Optional `entry_keys` `[n', ihd]` bf16 (n' >= width whenever a row reads it): the keys a token that closes no
+    group of `ratio` scores against at `start_pos > 0`. Row t with `(start_pos + t + 1) % ratio != 0` reads `entry_keys` instead of `keys`
+    when `start_pos > 0`; every other row (every row of a prefill at `start_pos == 0`, every row at ratio 1) reads
+    `keys`. This is the reference's index_k quirk (section 8) per token: token by token, a kv + index source with
+    `index_k_source = published_slot` scores a token that produced no latent against the `index_k` slot as it
+    stood (`dsa-decompose-attention` passes the slot as it entered the layer, and `keys` = its own cache once it
+    published it), so a chunk of several tokens (section 13) can give each row its decode step's keys. Without
+    `entry_keys` every row reads `keys`.
+
+    Verified: `ratio` >= 1; `weight_scale` finite and > 0; `iq` rank 3, `weights` `[s, IH]`, `keys` and
+    `entry_keys` `[n, ihd]` agreeing with `iq`; the result `[s, width]` (width static or dynamic).
 
     Example:
     ```mlir
     %sc = dsa.indexer_scores %iq, %w, %keys, %start_pos {ratio = 1 : i64, weight_scale = 1.250000e-01 : f32}
         : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64) -> tensor<?x?xbf16>
+    %sq = dsa.indexer_scores %iq, %w, %own, %start_pos entry_keys %slot
+        {ratio = 4 : i64, weight_scale = 1.250000e-01 : f32}
+        : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<64x32xbf16>, i64, tensor<64x32xbf16>) -> tensor<?x?xbf16>
     ```
   }];
   let arguments = (ins DSA_BF16Tensor:$iq, DSA_BF16Tensor:$weights, DSA_BF16Tensor:$keys, I64:$start_pos,
-                       I64Attr:$ratio, F32Attr:$weight_scale);
+                       Optional<DSA_BF16Tensor>:$entry_keys, I64Attr:$ratio, F32Attr:$weight_scale);
   let results = (outs DSA_BF16Tensor:$result);
-  let assemblyFormat = "$iq `,` $weights `,` $keys `,` $start_pos attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$iq `,` $weights `,` $keys `,` $start_pos (`entry_keys` $entry_keys^)? attr-dict `:` "
+                       "functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
