@@ -223,7 +223,7 @@ void Sequence::reset() {
 
 Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_t position,
                                       dsa::ElementType xType, const std::vector<int64_t> &xShape,
-                                      int64_t startPos, int64_t sharedGiven) {
+                                      int64_t startPos, int64_t sharedGiven, bool stackChunk) {
   const std::string where = "sequence @" + signature.name + ": ";
   const StepRoles &roles = signature.step;
   if (!roles.present())
@@ -259,7 +259,7 @@ Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_
                      " positions (max_seq_len)");
   // A multi-token step at start_pos > 0 is one call when the compiled code runs chunks (StepRoles::chunked), else
   // the tokens one at a time.
-  const bool split = startPos > 0 && s > 1 && !roles.chunked;
+  const bool split = startPos > 0 && s > 1 && !roles.chunked && !(stackChunk && !roles.shared.empty());
   if (!roles.shared.empty()) {
     if (sharedGiven < 0)
       return makeError(where + "shared: the layer reads and publishes " + std::to_string(roles.shared.size()) +
@@ -292,10 +292,20 @@ Result<std::vector<dsa::Tensor>> Sequence::run(const dsa::Tensor &x, int64_t sta
 
 Result<std::vector<HostValue>> Sequence::runValues(const dsa::Tensor &x, int64_t startPos, SlotSet *shared,
                                                      std::vector<NamedTensor> *probes) {
+  return runPlanned(x, startPos, shared, probes, false);
+}
+
+Result<std::vector<HostValue>> Sequence::runStackChunkValues(const dsa::Tensor &x, int64_t startPos,
+                                                               SlotSet &shared, std::vector<NamedTensor> *probes) {
+  return runPlanned(x, startPos, &shared, probes, true);
+}
+
+Result<std::vector<HostValue>> Sequence::runPlanned(const dsa::Tensor &x, int64_t startPos, SlotSet *shared,
+                                                      std::vector<NamedTensor> *probes, bool stackChunk) {
   const std::string where = "cpu sequence @" + signature_.name + ": ";
   Result<std::vector<SubStep>> plan =
       planStep(signature_, position_, x.elementType(), x.shape(), startPos,
-               shared ? static_cast<int64_t>(shared->size()) : -1);
+               shared ? static_cast<int64_t>(shared->size()) : -1, stackChunk);
   if (!plan)
     return makeError("cpu " + plan.error());
   const StepRoles &roles = signature_.step;

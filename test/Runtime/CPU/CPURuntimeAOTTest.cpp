@@ -16,6 +16,7 @@
 #include "dsa/Runtime/CPU/HostFeatures.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 #include "dsa/Runtime/Host/Batch.h"
+#include "dsa/Runtime/Host/StackChunk.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1372,6 +1373,207 @@ TEST_F(CPURuntimeSoakTest, RatioTwoReaderOfAnotherLayersCacheAndTopkSharesSlotsE
   b.compress->isIndexSource = false;
   b.compress->maxSeqLen = end;
   EXPECT_EQ(soak({{a, 61}, {b, 62}}, 63, end), end);
+}
+
+/// Chunks through a stack of layers sharing slots (runtime::planStackChunk), run layer-major on the interpreter and
+/// on the step libraries (one call per layer per sub-chunk), against the interpreter stepped token by token through
+/// every layer.
+class CPURuntimeStackChunkTest : public CPURuntimeSoakTest {
+protected:
+  /// One layer's step on `args` (its weights and state; x, start_pos and the slots set here): the interpreter's or,
+  /// with `library`, the compiled step library's (Tensors in, Tensors out). The state is threaded in `args`, the
+  /// slots in `slots` (index_k as given: the caller routes it). Returns the output, empty on a failure (recorded).
+  Tensor step(SoakLayer &layer, std::vector<Tensor> &args, const Tensor &x, int64_t pos, std::vector<Tensor> &slots,
+              bool library) {
+    const runtime::FunctionSignature &sig = *layer.sig;
+    args[static_cast<size_t>(sig.step.x)] = x;
+    args[static_cast<size_t>(sig.step.startPos)] = Tensor::scalarI64(pos);
+    for (size_t i = 0; i < sig.step.shared.size(); ++i)
+      args[static_cast<size_t>(sig.step.shared[i].arg)] = slots[i];
+    std::vector<Tensor> results;
+    if (library) {
+      std::vector<runtime::HostValue> in(args.begin(), args.end());
+      auto got = layer.library->run(layer.name, in, nullptr);
+      if (!got.ok()) {
+        ADD_FAILURE() << layer.name << " at " << pos << ": " << got.error();
+        return Tensor();
+      }
+      results = got.take();
+    } else {
+      func::FuncOp fn = layer.decomposed->lookupSymbol<func::FuncOp>(layer.name);
+      FailureOr<std::vector<Tensor>> got = interp::interpretFunction(fn, args, nullptr);
+      if (failed(got)) {
+        ADD_FAILURE() << layer.name << " at " << pos << " (interpreter): " << diagnostics;
+        return Tensor();
+      }
+      results = std::move(*got);
+    }
+    for (const runtime::StateBinding &b : sig.state)
+      args[static_cast<size_t>(b.arg)] = results[static_cast<size_t>(b.result)];
+    for (size_t i = 0; i < sig.step.shared.size(); ++i)
+      slots[i] = results[static_cast<size_t>(sig.step.shared[i].result)];
+    return results[static_cast<size_t>(sig.step.output)];
+  }
+};
+
+/// The golden's stack with a second ratio-2 source (as V4.1-Flash's layers 2 and 8) on tiny layers: a window-only
+/// layer; a ratio-2 kv + index source and its reader (the golden's L2, L3); a second ratio-2 kv + index source; a
+/// ratio-1 kv + index + candidate source and the index source using its candidates (L4, L5); index_k_source
+/// published_slot, the quirk: a ratio-2 source at a token closing no group scores against the ratio-1 source's keys
+/// of the previous token, which for the second one is not the slot threaded to it layer-major (the first one's new
+/// keys) but the slot as it entered the chunk (the plan routes it). After a prefill of 6, steps of 2 .. 11 tokens at
+/// start_pos > 0, each cut by planStackChunk and run layer-major with its index_k routing, on the interpreter, on
+/// the step libraries, and through the layers' resident sequences (runStackChunkValues): every layer's output,
+/// state and the cache slots bit for bit the interpreter's token by token (candidates: the last token's row).
+TEST_F(CPURuntimeStackChunkTest, ChunksThroughTheGoldensStackEqualTokenByTokenDecode) {
+  std::vector<mlir::dsa::AttentionLayerConfig> configs;
+  const int64_t ratios[] = {0, 2, 2, 2, 1, 1}, ids[] = {0, 2, 3, 8, 4, 5};
+  for (size_t l = 0; l < 6; ++l) {
+    mlir::dsa::AttentionLayerConfig c = tinyLayer(ratios[l]);
+    c.layerId = ids[l];
+    if (c.compress) {
+      c.compress->maxSeqLen = 48;
+      c.compress->isKvSource = l != 2 && l != 5;
+      c.compress->isIndexSource = l != 2;
+      c.compress->isCandidateSource = l == 4;
+      c.compress->usesCandidates = l == 5;
+    }
+    configs.push_back(c);
+  }
+  std::vector<SoakLayer> layers(configs.size());
+  std::vector<runtime::StackLayerRoles> roles;
+  for (size_t l = 0; l < configs.size(); ++l) {
+    ASSERT_TRUE(startLayer(configs[l], 70 + l, layers[l]));
+    auto r = runtime::stackLayerRoles(*layers[l].sig);
+    ASSERT_TRUE(r.ok()) << r.error();
+    roles.push_back(*r);
+  }
+  EXPECT_FALSE(layers[1].sig->step.chunked) << "alone, a ratio-2 source refuses chunks (it reads L4's keys)";
+  // Three runs of the stack: token by token (the oracle), layer-major on the interpreter, layer-major on the
+  // libraries; each with its own state and slots.
+  constexpr int kRuns = 3;
+  std::vector<std::vector<Tensor>> args[kRuns];
+  std::vector<Tensor> slots[kRuns];
+  for (int run = 0; run < kRuns; ++run) {
+    for (SoakLayer &layer : layers)
+      args[run].push_back(layer.args);
+    auto initial = runtime::Sequence::initialSlots(*layers[1].sig);
+    ASSERT_TRUE(initial.ok()) << initial.error();
+    for (const runtime::HostValue &v : *initial)
+      slots[run].push_back(v.toTensor());
+  }
+  auto initialSequenceSlots = runtime::Sequence::initialSlots(*layers[1].sig);
+  ASSERT_TRUE(initialSequenceSlots.ok()) << initialSequenceSlots.error();
+  runtime::Sequence::SlotSet sequenceSlots = initialSequenceSlots.take();
+  std::mt19937_64 rng(77);
+  const int64_t prefill = 6;
+  int64_t pos = 0, cut = 0, routed = 0;
+  // 9 at 6 is cut (position 14 would see (14 + 1) // 2 = 7 rows of L4's keys, layer-major only the 6 it had).
+  for (int64_t tokens : {prefill, int64_t{9}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, int64_t{4},
+                         int64_t{11}}) {
+    SCOPED_TRACE(std::to_string(tokens) + " tokens at " + std::to_string(pos));
+    const Tensor x = randomTensor(rng, ElementType::BF16, {tokens, 64}, 1.0f);
+    // The oracle: the prefill as one step, every later token one decode step through every layer.
+    std::vector<Tensor> want(layers.size());
+    std::vector<std::vector<float>> wantRows(layers.size());
+    for (int64_t t = 0; t < (pos == 0 ? 1 : tokens); ++t) {
+      Tensor in = pos == 0 ? x : rows(x, t, 1);
+      for (size_t l = 0; l < layers.size(); ++l) {
+        in = step(layers[l], args[0][l], in, pos + t, slots[0], false);
+        ASSERT_GT(in.numElements(), 0);
+        wantRows[l].insert(wantRows[l].end(), in.floats(), in.floats() + in.numElements());
+      }
+    }
+    for (size_t l = 0; l < layers.size(); ++l)
+      want[l] = Tensor::fromFloats(ElementType::BF16, {tokens, 64}, wantRows[l]);
+    // Layer-major by the plan (the prefill: one step, nothing to plan).
+    std::vector<runtime::StackSubChunk> plan{runtime::StackSubChunk{0, tokens, {}, -1}};
+    if (pos > 0) {
+      auto planned = runtime::planStackChunk(roles, prefill, pos, tokens);
+      ASSERT_TRUE(planned.ok()) << planned.error();
+      plan = planned.take();
+      cut += plan.size() > 1;
+    }
+    for (int run = 1; run < kRuns; ++run) {
+      std::vector<std::vector<float>> got(layers.size());
+      for (const runtime::StackSubChunk &sub : plan) {
+        Tensor in = rows(x, sub.first, sub.count);
+        const Tensor entering = slots[run][1];
+        std::vector<Tensor> returned(layers.size());
+        for (size_t l = 0; l < layers.size(); ++l) {
+          if (!sub.indexKFrom.empty() && roles[l].ratio > 0) {
+            const int64_t from = sub.indexKFrom[l];
+            slots[run][1] = from < 0 ? entering : returned[static_cast<size_t>(from)];
+            if (l > 1 && from != static_cast<int64_t>(l) - 1)
+              ++routed;
+          }
+          in = step(layers[l], args[run][l], in, pos + sub.first, slots[run], run == 2);
+          ASSERT_GT(in.numElements(), 0);
+          returned[l] = slots[run][1];
+          got[l].insert(got[l].end(), in.floats(), in.floats() + in.numElements());
+        }
+        if (!sub.indexKFrom.empty())
+          slots[run][1] = sub.indexKAfter < 0 ? entering : returned[static_cast<size_t>(sub.indexKAfter)];
+      }
+      const char *who = run == 1 ? "interpreter" : "libraries";
+      for (size_t l = 0; l < layers.size(); ++l) {
+        EXPECT_TRUE(sameBits(Tensor::fromFloats(ElementType::BF16, {tokens, 64}, got[l]), want[l]))
+            << who << ": layer " << l << "'s output";
+        for (const runtime::StateBinding &b : layers[l].sig->state)
+          EXPECT_TRUE(sameBits(args[run][l][static_cast<size_t>(b.arg)], args[0][l][static_cast<size_t>(b.arg)]))
+              << who << ": layer " << l << "'s state argument " << b.arg;
+      }
+      for (size_t i = 0; i < 2; ++i)
+        EXPECT_TRUE(sameBits(slots[run][i], slots[0][i])) << who << ": slot " << i;
+      for (size_t i = 2; i < 4; ++i) { // topk_idxs, candidates: the last token's row (a chunk's top-k rows point
+        const Tensor &g = slots[run][i], &w = slots[0][i]; // past W + s window rows: compare candidates only)
+        ASSERT_EQ(g.dim(1) >= w.dim(1), true) << who << ": slot " << i;
+        if (i == 3) {
+          for (int64_t p = 0; p < w.dim(1); ++p)
+            EXPECT_EQ(g.intVector()[(g.dim(0) - 1) * g.dim(1) + p], w.intVector()[(w.dim(0) - 1) * w.dim(1) + p])
+                << who << ": candidates of the last token, column " << p;
+        }
+      }
+    }
+    // The runtime's way: each layer's resident sequence (state kept as the libraries' buffers, caches in place),
+    // runStackChunkValues for the layers with slots, the HostValue slots routed by the plan.
+    std::vector<std::vector<float>> viaSequences(layers.size());
+    for (const runtime::StackSubChunk &sub : plan) {
+      Tensor in = rows(x, sub.first, sub.count);
+      const runtime::HostValue entering = sequenceSlots[1];
+      std::vector<runtime::HostValue> returned(layers.size(), entering);
+      for (size_t l = 0; l < layers.size(); ++l) {
+        const bool shares = roles[l].ratio > 0;
+        if (shares && !sub.indexKFrom.empty()) {
+          const int64_t from = sub.indexKFrom[l];
+          sequenceSlots[1] = from < 0 ? entering : returned[static_cast<size_t>(from)];
+        }
+        auto got = !shares ? layers[l].seq->runValues(in, pos + sub.first, nullptr)
+                   : pos == 0 ? layers[l].seq->runValues(in, pos, &sequenceSlots)
+                              : layers[l].seq->runStackChunkValues(in, pos + sub.first, sequenceSlots);
+        ASSERT_TRUE(got.ok()) << "sequence of layer " << l << ": " << got.error();
+        returned[l] = sequenceSlots[1];
+        in = (*got)[static_cast<size_t>(layers[l].sig->step.output)].toTensor();
+        viaSequences[l].insert(viaSequences[l].end(), in.floats(), in.floats() + in.numElements());
+      }
+      if (!sub.indexKFrom.empty())
+        sequenceSlots[1] = sub.indexKAfter < 0 ? entering : returned[static_cast<size_t>(sub.indexKAfter)];
+    }
+    for (size_t l = 0; l < layers.size(); ++l) {
+      EXPECT_TRUE(sameBits(Tensor::fromFloats(ElementType::BF16, {tokens, 64}, viaSequences[l]), want[l]))
+          << "sequences: layer " << l << "'s output";
+      EXPECT_EQ(layers[l].seq->position(), pos + tokens);
+      for (const runtime::StateBinding &b : layers[l].sig->state)
+        EXPECT_TRUE(sameBits(layers[l].seq->state(static_cast<size_t>(b.arg))->toTensor(),
+                             args[0][l][static_cast<size_t>(b.arg)]))
+            << "sequences: layer " << l << "'s state argument " << b.arg;
+    }
+    for (size_t i = 0; i < 2; ++i) // the caches (resident: the live buffers): the visible rows
+      EXPECT_TRUE(sameBits(sequenceSlots[i].toTensor(), slots[0][i])) << "sequences: slot " << i;
+    pos += tokens;
+  }
+  EXPECT_GT(cut, 0) << "some step should be cut in sub-chunks";
+  EXPECT_GT(routed, 0) << "some layer should get index_k other than by plain threading";
 }
 
 } // namespace

@@ -27,9 +27,13 @@ struct SubStep {
 /// `sharedGiven` shared slots (-1: none given), and returns the calls to make: one {0, s, start_pos}, or s 1-token
 /// calls for a multi-token step at start_pos > 0 of a function that does not run chunks (StepRoles::chunked). Errors: those listed at Sequence::run (naming x, start_pos,
 /// max_seq_len, shared), prefixed "sequence @<name>: ".
+/// `stackChunk`: the step is a sub-chunk of runtime::planStackChunk (StackChunk.h) that the model driver runs
+/// layer-major through the whole stack: a multi-token step at start_pos > 0 of a layer with shared slots is then one
+/// call instead of the "shared:" refusal (the plan, which sees the stack, vouches for the bits; the compiled code
+/// refuses a chunk it cannot run with its own run-time error: the GPU libraries).
 Result<std::vector<SubStep>> planStep(const FunctionSignature &signature, int64_t position,
                                       dsa::ElementType xType, const std::vector<int64_t> &xShape,
-                                      int64_t startPos, int64_t sharedGiven);
+                                      int64_t startPos, int64_t sharedGiven, bool stackChunk = false);
 
 /// One sequence's steps through one function whose signature has state bindings (FunctionSignature::state): the
 /// state arguments of each step are the bound results of the previous one. `runner` runs the function (a
@@ -96,7 +100,8 @@ public:
   ///   "shared: ..."     missing or wrong number of slots; a multi-token step at start_pos > 0 of a layer with
   ///                     shared slots (token-by-token decode of a stack reads, for token t, slots published by
   ///                     LATER layers at token t - 1 (the index_k quirk), so such a step must be split by the
-  ///                     model driver, one token through every layer at a time);
+  ///                     model driver: one token through every layer at a time, or the pieces of
+  ///                     runtime::planStackChunk through runStackChunkValues);
   ///   "token k (position p): ..." the function's own error on a sub-step of a split step;
   ///   the function's error (a failed run-time check) otherwise.
   Result<std::vector<dsa::Tensor>> run(const dsa::Tensor &x, int64_t startPos, SlotSet *shared = nullptr,
@@ -105,6 +110,15 @@ public:
   /// state (the sequence's own buffers: read them, do not hand them to other calls as inPlace), the rest.
   Result<std::vector<HostValue>> runValues(const dsa::Tensor &x, int64_t startPos, SlotSet *shared = nullptr,
                                           std::vector<NamedTensor> *probes = nullptr);
+  /// runValues() for one sub-chunk of runtime::planStackChunk (StackChunk.h) of a layer with shared slots: a
+  /// multi-token step at start_pos > 0 is ONE call, not refused (planStep's `stackChunk`). The model driver runs the
+  /// sub-chunk through every layer in stack order, giving each layer the index_k slot the plan names
+  /// (StackSubChunk::indexKFrom: the slot as it entered the sub-chunk or what an earlier layer's call returned) and
+  /// leaving the one it names after the last layer (indexKAfter); then every layer's results equal its tokens fed
+  /// one decode step at a time through the stack (CPURuntimeAOTTest.ChunksThroughTheGoldensStack...). Errors: those
+  /// of run(), state, position and slots unchanged.
+  Result<std::vector<HostValue>> runStackChunkValues(const dsa::Tensor &x, int64_t startPos, SlotSet &shared,
+                                                     std::vector<NamedTensor> *probes = nullptr);
   /// The next position run() accepts (tokens consumed so far).
   int64_t position() const { return position_; }
   /// Back to the initial state at its position (0 unless create() was given one).
@@ -119,6 +133,8 @@ public:
   const FunctionSignature &signature() const { return signature_; }
 
 private:
+  Result<std::vector<HostValue>> runPlanned(const dsa::Tensor &x, int64_t startPos, SlotSet *shared,
+                                            std::vector<NamedTensor> *probes, bool stackChunk);
   FunctionSignature signature_;
   ValueRunner runner_;
   std::vector<HostValue> args_, initialArgs_;
