@@ -15,6 +15,17 @@ layer before sending a chunk through a model: a refusal half-way leaves the earl
 shared slots (compress_ratio > 0) takes slots= (lib.initial_slots(), passed from layer to layer). Errors raise dsa.Error naming the argument ("x: ...", "start_pos: ...", "weights[3] ...",
 "shared: ...", "max_seq_len: ..."); after an error the state, the position and the slots are as before the call.
 
+A chunk through a whole stack of layers sharing slots (dsa/Runtime/Host/StackChunk.h): plan_stack_chunk cuts it into
+pieces that run LAYER-MAJOR (each layer once over the piece's tokens) with the bits of token-by-token decode through
+every layer, and routes the index_k slot per layer (the reference's quirk reads, at a token closing no group, keys
+another layer published at the previous token); step_stack drives it:
+
+    y = dsa.runtime.step_stack(seqs, x, start_pos, slots, prefill_tokens, between=lambda l, y: y)
+
+seqs: one Sequence per layer in stack order (window-only layers too); prefill_tokens: the length of the sequence's
+prefill (the slots' history); between(l, y): the model's computation from layer l's output rows to layer l + 1's
+input (default: the output itself). Returns the last layer's output rows.
+
 Batched decode (dsa/Runtime/Host/Batch.h): a library of a batched step function (start_pos tensor<B x i64>, x
 [B, 1, dim], ring [B, W, hd]; window-only layers) runs many sequences' decode steps as one call:
 
@@ -75,6 +86,15 @@ class Sequence:
             return from_raw(out), [(name, from_raw(r)) for name, r in probed]
         return from_raw(out)
 
+    def step_piece(self, x, start_pos, slots, piece, layer):
+        """Layer `layer` (its index in the plan's stack) of one piece of plan_stack_chunk: the piece's rows x at
+        start_pos as ONE call (a layer with shared slots: index_k routed as the piece says), returns the output rows.
+        Call piece.begin(slots) before the piece's first layer and piece.finish(slots) after its last."""
+        if not isinstance(slots, Slots):
+            raise Error(f"slots: must be dsa.runtime.Slots (StepLibrary.initial_slots()), got {type(slots).__name__}")
+        return from_raw(self._seq.step_piece(to_raw(x, "x"), _integer(start_pos, "start_pos"), slots._raw,
+                                             piece._raw, _integer(layer, "layer")))
+
     def state(self):
         """The state after the last successful step: {argument index: array} (ring, compressor state, caches)."""
         return {arg: from_raw(r) for arg, r in self._seq.state()}
@@ -88,6 +108,67 @@ def _integer(value, what):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise Error(f"{what}: must be an integer, got {type(value).__name__}")
     return int(value)
+
+
+class StackPiece:
+    """One piece of plan_stack_chunk: tokens [first, first + count) of the chunk, run layer-major."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    @property
+    def first(self):
+        return self._raw.first
+
+    @property
+    def count(self):
+        return self._raw.count
+
+    @property
+    def index_k_from(self):
+        """Per layer: -1 (index_k as it entered the piece) or the layer whose returned index_k this layer gets."""
+        return list(self._raw.index_k_from)
+
+    def begin(self, slots):
+        self._raw.begin(slots._raw)
+
+    def finish(self, slots):
+        self._raw.finish(slots._raw)
+
+
+def plan_stack_chunk(layers, prefill_tokens, start_pos, s):
+    """The pieces of s tokens at start_pos through `layers` (Sequences or Signatures, stack order) that run
+    layer-major with token-by-token decode's bits, for a sequence whose prefill was prefill_tokens tokens. Raises
+    dsa.Error: s < 1, prefill_tokens outside 1 .. start_pos, a layer without a recorded attention config, a layer
+    reading topk_idxs or candidates no earlier layer publishes."""
+    sigs = [l.signature if isinstance(l, Sequence) else l for l in layers]
+    return [StackPiece(p) for p in _dsa.plan_stack_chunk(sigs, _integer(prefill_tokens, "prefill_tokens"),
+                                                         _integer(start_pos, "start_pos"), _integer(s, "s"))]
+
+
+def step_stack(sequences, x, start_pos, slots, prefill_tokens, between=None):
+    """s = len(x) tokens at start_pos through every layer (module docstring): a prefill (start_pos 0) or a decode step
+    layer by layer, a chunk at start_pos > 0 by plan_stack_chunk's pieces. Returns the last layer's output rows."""
+    start_pos = _integer(start_pos, "start_pos")
+    between = between or (lambda layer, y: y)
+    if start_pos == 0 or len(x) == 1:
+        h = x
+        for l, seq in enumerate(sequences):
+            h = seq.step(h, start_pos, slots=slots if seq.signature.has_shared_slots else None)
+            if l + 1 < len(sequences):
+                h = between(l, h)
+        return h
+    outs = []
+    for piece in plan_stack_chunk(sequences, prefill_tokens, start_pos, len(x)):
+        piece.begin(slots)
+        h = x[piece.first:piece.first + piece.count]
+        for l, seq in enumerate(sequences):
+            h = seq.step_piece(h, start_pos + piece.first, slots, piece, l)
+            if l + 1 < len(sequences):
+                h = between(l, h)
+        piece.finish(slots)
+        outs.append(h)
+    return np.concatenate(outs, axis=0)
 
 
 class Batch:

@@ -25,6 +25,7 @@
 #include "dsa/Runtime/CPU/StepLibrary.h"
 #include "dsa/Runtime/Host/Batch.h"
 #include "dsa/Runtime/Host/Sequence.h"
+#include "dsa/Runtime/Host/StackChunk.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -439,6 +440,11 @@ std::map<size_t, runtime::HostValue> fixedWeights(const runtime::FunctionSignatu
   return fixed;
 }
 
+/// One piece of runtime::planStackChunk's plan with its index_k router (StackChunk.h).
+struct StackPiece {
+  runtime::StackChunkRouter router;
+};
+
 /// One sequence: runtime::Sequence over a compiled step library or over the reference interpreter.
 struct PySequence {
   runtime::FunctionSignature sig;
@@ -477,6 +483,35 @@ struct PySequence {
     for (const runtime::NamedTensor &p : probes)
       named.emplace_back(p.name, rawFromTensor(p.value));
     return {rawFromTensor((*r)[static_cast<size_t>(sig.step.output)].toTensor()), std::move(named)};
+  }
+
+  /// Layer `layer` of a stack chunk's piece (runtime::Sequence::runStackChunkValues with the piece's index_k route;
+  /// a layer without shared slots: a plain step). Returns the output rows.
+  Raw stepPiece(const std::pair<std::string, InArray> &x, int64_t startPos, SlotSet &slots, StackPiece &piece,
+                size_t layer) {
+    Tensor xt = tensorFromPair("x", x);
+    if (sig.step.shared.empty()) {
+      dsa::Result<std::vector<runtime::HostValue>> r = [&] {
+        nb::gil_scoped_release release;
+        return seq->runValues(xt, startPos, nullptr, nullptr);
+      }();
+      if (!r)
+        throwError(r.error());
+      return rawFromTensor((*r)[static_cast<size_t>(sig.step.output)].toTensor());
+    }
+    runtime::Sequence::SlotSet routed = slots.slots;
+    if (dsa::Status st = piece.router.beforeLayer(layer, routed); !st)
+      throwError(st.error());
+    dsa::Result<std::vector<runtime::HostValue>> r = [&] {
+      nb::gil_scoped_release release;
+      return seq->runStackChunkValues(xt, startPos, routed, nullptr);
+    }();
+    if (!r)
+      throwError(r.error());
+    if (dsa::Status st = piece.router.afterLayer(layer, routed); !st)
+      throwError(st.error());
+    slots.slots = std::move(routed);
+    return rawFromTensor((*r)[static_cast<size_t>(sig.step.output)].toTensor());
   }
 
   std::vector<std::pair<int64_t, Raw>> state() const {
@@ -697,7 +732,27 @@ NB_MODULE(_dsa, m) {
       .def_prop_ro("position", [](const PySequence &s) { return s.seq->position(); })
       .def("reset", [](PySequence &s) { s.seq->reset(); })
       .def("state", &PySequence::state)
-      .def_prop_ro("signature", [](const PySequence &s) { return Signature{s.sig}; });
+      .def_prop_ro("signature", [](const PySequence &s) { return Signature{s.sig}; })
+      .def("step_piece", &PySequence::stepPiece, nb::arg("x"), nb::arg("start_pos"), nb::arg("slots"),
+           nb::arg("piece"), nb::arg("layer"));
+
+  nb::class_<StackPiece>(m, "StackPiece")
+      .def_prop_ro("first", [](const StackPiece &p) { return p.router.piece().first; })
+      .def_prop_ro("count", [](const StackPiece &p) { return p.router.piece().count; })
+      .def_prop_ro("index_k_from", [](const StackPiece &p) { return p.router.piece().indexKFrom; })
+      .def_prop_ro("index_k_after", [](const StackPiece &p) { return p.router.piece().indexKAfter; })
+      .def("begin", [](StackPiece &p, const SlotSet &slots) { check(p.router.begin(slots.slots)); })
+      .def("finish", [](StackPiece &p, SlotSet &slots) { check(p.router.finish(slots.slots)); });
+  m.def("plan_stack_chunk", [](const std::vector<Signature> &layers, int64_t prefillTokens, int64_t startPos,
+                               int64_t s) {
+    std::vector<runtime::StackLayerRoles> roles;
+    for (const Signature &l : layers)
+      roles.push_back(check(runtime::stackLayerRoles(l.sig), "layers: "));
+    std::vector<StackPiece> out;
+    for (runtime::StackSubChunk &piece : check(runtime::planStackChunk(roles, prefillTokens, startPos, s)))
+      out.push_back(StackPiece{runtime::StackChunkRouter(std::move(piece))});
+    return out;
+  }, nb::arg("layers"), nb::arg("prefill_tokens"), nb::arg("start_pos"), nb::arg("s"));
 
   nb::class_<PyBatch>(m, "Batch")
       .def("join", &PyBatch::join, nb::arg("ring"), nb::arg("position"))

@@ -320,4 +320,63 @@ Result<std::vector<StackSubChunk>> planStackChunk(const std::vector<StackLayerRo
   return plan;
 }
 
+StackChunkRouter::StackChunkRouter(StackSubChunk piece, size_t indexK)
+    : piece_(std::move(piece)), indexK_(indexK), returned_(piece_.indexKFrom.size()) {}
+
+Status StackChunkRouter::begin(const std::vector<HostValue> &slots) {
+  if (slots.size() <= indexK_)
+    return makeError("stack chunk: " + std::to_string(slots.size()) + " slots, expected index_k at " +
+                     std::to_string(indexK_));
+  entering_ = slots[indexK_];
+  returned_.assign(piece_.indexKFrom.size(), std::nullopt);
+  return Status();
+}
+
+Result<HostValue> StackChunkRouter::routed(int64_t from) const {
+  if (!entering_)
+    return makeError("stack chunk: begin() was not called");
+  if (from < 0)
+    return *entering_;
+  if (static_cast<size_t>(from) >= returned_.size() || !returned_[static_cast<size_t>(from)])
+    return makeError("stack chunk: the route names layer " + std::to_string(from) + ", whose call was not recorded "
+                     "(afterLayer)");
+  return *returned_[static_cast<size_t>(from)];
+}
+
+Status StackChunkRouter::beforeLayer(size_t layer, std::vector<HostValue> &slots) const {
+  if (layer >= piece_.indexKFrom.size())
+    return makeError("stack chunk: layer " + std::to_string(layer) + " is not in the plan's stack of " +
+                     std::to_string(piece_.indexKFrom.size()) + " layers");
+  if (slots.size() <= indexK_)
+    return makeError("stack chunk: " + std::to_string(slots.size()) + " slots, expected index_k at " +
+                     std::to_string(indexK_));
+  Result<HostValue> v = routed(piece_.indexKFrom[layer]);
+  if (!v)
+    return makeError(v.error());
+  slots[indexK_] = v.take();
+  return Status();
+}
+
+Status StackChunkRouter::afterLayer(size_t layer, const std::vector<HostValue> &slots) {
+  if (layer >= returned_.size())
+    return makeError("stack chunk: layer " + std::to_string(layer) + " is not in the plan's stack of " +
+                     std::to_string(returned_.size()) + " layers");
+  if (slots.size() <= indexK_)
+    return makeError("stack chunk: " + std::to_string(slots.size()) + " slots, expected index_k at " +
+                     std::to_string(indexK_));
+  returned_[layer] = slots[indexK_];
+  return Status();
+}
+
+Status StackChunkRouter::finish(std::vector<HostValue> &slots) const {
+  if (slots.size() <= indexK_)
+    return makeError("stack chunk: " + std::to_string(slots.size()) + " slots, expected index_k at " +
+                     std::to_string(indexK_));
+  Result<HostValue> v = routed(piece_.indexKAfter);
+  if (!v)
+    return makeError(v.error());
+  slots[indexK_] = v.take();
+  return Status();
+}
+
 } // namespace dsa::runtime

@@ -1536,28 +1536,31 @@ TEST_F(CPURuntimeStackChunkTest, ChunksThroughTheGoldensStackEqualTokenByTokenDe
       }
     }
     // The runtime's way: each layer's resident sequence (state kept as the libraries' buffers, caches in place),
-    // runStackChunkValues for the layers with slots, the HostValue slots routed by the plan.
+    // runStackChunkValues for the layers with slots, the HostValue slots routed by a StackChunkRouter.
     std::vector<std::vector<float>> viaSequences(layers.size());
     for (const runtime::StackSubChunk &sub : plan) {
       Tensor in = rows(x, sub.first, sub.count);
-      const runtime::HostValue entering = sequenceSlots[1];
-      std::vector<runtime::HostValue> returned(layers.size(), entering);
+      const bool routing = !sub.indexKFrom.empty();
+      runtime::StackChunkRouter router(sub);
+      if (routing)
+        ASSERT_TRUE(router.begin(sequenceSlots).ok());
       for (size_t l = 0; l < layers.size(); ++l) {
         const bool shares = roles[l].ratio > 0;
-        if (shares && !sub.indexKFrom.empty()) {
-          const int64_t from = sub.indexKFrom[l];
-          sequenceSlots[1] = from < 0 ? entering : returned[static_cast<size_t>(from)];
+        if (shares && routing) {
+          dsa::Status st = router.beforeLayer(l, sequenceSlots);
+          ASSERT_TRUE(st.ok()) << st.error();
         }
         auto got = !shares ? layers[l].seq->runValues(in, pos + sub.first, nullptr)
                    : pos == 0 ? layers[l].seq->runValues(in, pos, &sequenceSlots)
                               : layers[l].seq->runStackChunkValues(in, pos + sub.first, sequenceSlots);
         ASSERT_TRUE(got.ok()) << "sequence of layer " << l << ": " << got.error();
-        returned[l] = sequenceSlots[1];
+        if (shares && routing)
+          ASSERT_TRUE(router.afterLayer(l, sequenceSlots).ok());
         in = (*got)[static_cast<size_t>(layers[l].sig->step.output)].toTensor();
         viaSequences[l].insert(viaSequences[l].end(), in.floats(), in.floats() + in.numElements());
       }
-      if (!sub.indexKFrom.empty())
-        sequenceSlots[1] = sub.indexKAfter < 0 ? entering : returned[static_cast<size_t>(sub.indexKAfter)];
+      if (routing)
+        ASSERT_TRUE(router.finish(sequenceSlots).ok());
     }
     for (size_t l = 0; l < layers.size(); ++l) {
       EXPECT_TRUE(sameBits(Tensor::fromFloats(ElementType::BF16, {tokens, 64}, viaSequences[l]), want[l]))

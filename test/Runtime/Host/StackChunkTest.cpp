@@ -161,4 +161,35 @@ TEST(StackChunk, Errors) {
       << candidates.error();
 }
 
+TEST(StackChunk, TheRouterSetsIndexKAsThePlanSays) {
+  // The Flash-like plan above, slots as host values whose index_k tells who set it.
+  const std::vector<StackLayerRoles> flash = {window(), window(), source(2), reader(2), source(2), reader(2),
+                                              source(1, true), candidateUser(1)};
+  auto plan = runtime::planStackChunk(flash, 4096, 4096, 512);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  auto tagged = [](float v) { return runtime::HostValue(dsa::Tensor::fromFloats(dsa::ElementType::F32, {1}, {v})); };
+  std::vector<runtime::HostValue> slots = {tagged(0), tagged(-1), tagged(0), tagged(0)};
+  runtime::StackChunkRouter router((*plan)[0]);
+  EXPECT_FALSE(router.beforeLayer(2, slots).ok()) << "before begin()";
+  ASSERT_TRUE(router.begin(slots).ok());
+  for (size_t l = 2; l < flash.size(); ++l) {
+    ASSERT_TRUE(router.beforeLayer(l, slots).ok());
+    const float want = l == 2 || l == 4 ? -1.0f : static_cast<float>(l - 1); // entering, or the previous layer's
+    EXPECT_EQ(slots[1].toTensor().floats()[0], want) << "layer " << l;
+    slots[1] = tagged(static_cast<float>(l)); // what layer l's call returned
+    ASSERT_TRUE(router.afterLayer(l, slots).ok());
+  }
+  ASSERT_TRUE(router.finish(slots).ok());
+  EXPECT_EQ(slots[1].toTensor().floats()[0], 7.0f);
+  // Errors: a layer outside the stack, slots without index_k; a route to a layer whose call was not recorded.
+  EXPECT_NE(router.beforeLayer(8, slots).error().find("layer 8 is not in the plan's stack of 8 layers"),
+            std::string::npos);
+  std::vector<runtime::HostValue> one = {tagged(0)};
+  EXPECT_FALSE(router.begin(one).ok());
+  runtime::StackChunkRouter fresh((*plan)[0]);
+  ASSERT_TRUE(fresh.begin(slots).ok());
+  EXPECT_NE(fresh.beforeLayer(3, slots).error().find("names layer 2, whose call was not recorded"),
+            std::string::npos);
+}
+
 } // namespace

@@ -26,6 +26,7 @@
 #include "dsa/Runtime/Host/Values.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,29 @@ bool layerMajorIsExact(const std::vector<StackLayerRoles> &stack, int64_t prefil
 /// time instead, which the error says).
 Result<std::vector<StackSubChunk>> planStackChunk(const std::vector<StackLayerRoles> &stack, int64_t prefillTokens,
                                                   int64_t startPos, int64_t s);
+
+/// A model driver's routing of index_k through one piece of the plan, over the shared slots it threads from layer
+/// to layer (Sequence::SlotSet, slot `indexK` = 1 for dsa.attention): begin() before the first layer,
+/// beforeLayer(l) before layer l's Sequence::runStackChunkValues (it sets index_k to the route), afterLayer(l)
+/// after it (it records what the layer returned), finish() after the last layer (index_k as the piece leaves it).
+/// Window-only layers (no slots) need neither call. Errors: a layer index outside the piece's routes, a route to a
+/// layer whose call was not recorded, slots without an index_k entry; the slots are then unchanged.
+class StackChunkRouter {
+public:
+  explicit StackChunkRouter(StackSubChunk piece, size_t indexK = 1);
+  Status begin(const std::vector<HostValue> &slots);
+  Status beforeLayer(size_t layer, std::vector<HostValue> &slots) const;
+  Status afterLayer(size_t layer, const std::vector<HostValue> &slots);
+  Status finish(std::vector<HostValue> &slots) const;
+  const StackSubChunk &piece() const { return piece_; }
+
+private:
+  Result<HostValue> routed(int64_t from) const;
+  StackSubChunk piece_;
+  size_t indexK_;
+  std::optional<HostValue> entering_;
+  std::vector<std::optional<HostValue>> returned_;
+};
 
 } // namespace dsa::runtime
 
