@@ -1542,25 +1542,28 @@ TEST_F(CPURuntimeStackChunkTest, ChunksThroughTheGoldensStackEqualTokenByTokenDe
       Tensor in = rows(x, sub.first, sub.count);
       const bool routing = !sub.indexKFrom.empty();
       runtime::StackChunkRouter router(sub);
-      if (routing)
+      if (routing) {
         ASSERT_TRUE(router.begin(sequenceSlots).ok());
+      }
       for (size_t l = 0; l < layers.size(); ++l) {
         const bool shares = roles[l].ratio > 0;
         if (shares && routing) {
-          dsa::Status st = router.beforeLayer(l, sequenceSlots);
+          ::dsa::Status st = router.beforeLayer(l, sequenceSlots);
           ASSERT_TRUE(st.ok()) << st.error();
         }
         auto got = !shares ? layers[l].seq->runValues(in, pos + sub.first, nullptr)
                    : pos == 0 ? layers[l].seq->runValues(in, pos, &sequenceSlots)
                               : layers[l].seq->runStackChunkValues(in, pos + sub.first, sequenceSlots);
         ASSERT_TRUE(got.ok()) << "sequence of layer " << l << ": " << got.error();
-        if (shares && routing)
+        if (shares && routing) {
           ASSERT_TRUE(router.afterLayer(l, sequenceSlots).ok());
+        }
         in = (*got)[static_cast<size_t>(layers[l].sig->step.output)].toTensor();
         viaSequences[l].insert(viaSequences[l].end(), in.floats(), in.floats() + in.numElements());
       }
-      if (routing)
+      if (routing) {
         ASSERT_TRUE(router.finish(sequenceSlots).ok());
+      }
     }
     for (size_t l = 0; l < layers.size(); ++l) {
       EXPECT_TRUE(sameBits(Tensor::fromFloats(ElementType::BF16, {tokens, 64}, viaSequences[l]), want[l]))
