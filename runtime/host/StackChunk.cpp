@@ -33,9 +33,9 @@ struct Read {
 bool closes(int64_t pos, int64_t ratio) { return (pos + 1) % ratio == 0; }
 
 /// Layer `l`'s step over positions [a, b): its reads (appended to `reads`, per position when `reads` is given:
-/// reads->at(p - a)) and its publications into `slots`. `entryRead`: the index keys a row closing no group reads
-/// (true: the slot as it entered the layer, dsa.indexer_scores' entry_keys, the layer-major call; token by token the
-/// slot as it stands, the same thing within one decode step).
+/// reads->at(p - a)) and its publications into `slots`. A published_slot kv source's row closing no group reads the
+/// index_k slot as it entered the layer (dsa.indexer_scores' entry_keys; within one decode step, the slot as it
+/// stands).
 void stepLayer(const std::vector<StackLayerRoles> &stack, size_t l, int64_t a, int64_t b, int64_t stamp, Slots &slots,
                std::vector<std::vector<Read>> *reads) {
   const StackLayerRoles &r = stack[l];
