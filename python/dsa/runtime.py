@@ -60,6 +60,12 @@ class Slots:
         return [from_raw(t) for t in self._raw.tensors()]
 
 
+def _slots_raw(slots):
+    if not isinstance(slots, Slots):
+        raise Error(f"slots: must be dsa.runtime.Slots (StepLibrary.initial_slots()), got {type(slots).__name__}")
+    return slots._raw
+
+
 class Sequence:
     def __init__(self, raw):
         self._seq = raw
@@ -78,10 +84,8 @@ class Sequence:
         with probes=True also the kept probes [(name, array)]."""
         if isinstance(start_pos, bool) or not isinstance(start_pos, (int, np.integer)):
             raise Error(f"start_pos: must be an integer, got {type(start_pos).__name__}")
-        if slots is not None and not isinstance(slots, Slots):
-            raise Error(f"slots: must be dsa.runtime.Slots (StepLibrary.initial_slots()), got {type(slots).__name__}")
-        out, probed = self._seq.step(to_raw(x, "x"), int(start_pos), slots._raw if slots is not None else None,
-                                     probes)
+        out, probed = self._seq.step(to_raw(x, "x"), int(start_pos),
+                                     _slots_raw(slots) if slots is not None else None, probes)
         if probes:
             return from_raw(out), [(name, from_raw(r)) for name, r in probed]
         return from_raw(out)
@@ -90,9 +94,7 @@ class Sequence:
         """Layer `layer` (its index in the plan's stack) of one piece of plan_stack_chunk: the piece's rows x at
         start_pos as ONE call (a layer with shared slots: index_k routed as the piece says), returns the output rows.
         Call piece.begin(slots) before the piece's first layer and piece.finish(slots) after its last."""
-        if not isinstance(slots, Slots):
-            raise Error(f"slots: must be dsa.runtime.Slots (StepLibrary.initial_slots()), got {type(slots).__name__}")
-        return from_raw(self._seq.step_piece(to_raw(x, "x"), _integer(start_pos, "start_pos"), slots._raw,
+        return from_raw(self._seq.step_piece(to_raw(x, "x"), _integer(start_pos, "start_pos"), _slots_raw(slots),
                                              piece._raw, _integer(layer, "layer")))
 
     def state(self):
@@ -130,10 +132,10 @@ class StackPiece:
         return list(self._raw.index_k_from)
 
     def begin(self, slots):
-        self._raw.begin(slots._raw)
+        self._raw.begin(_slots_raw(slots))
 
     def finish(self, slots):
-        self._raw.finish(slots._raw)
+        self._raw.finish(_slots_raw(slots))
 
 
 def plan_stack_chunk(layers, prefill_tokens, start_pos, s):

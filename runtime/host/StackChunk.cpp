@@ -32,6 +32,16 @@ struct Read {
 
 bool closes(int64_t pos, int64_t ratio) { return (pos + 1) % ratio == 0; }
 
+/// Whether an index source `r` reads index_k through the slot at position p, not its own keys (a kv source closing a
+/// group at p, then it published this step; with own_cache; at ratio 1).
+bool readsIndexKSlot(const StackLayerRoles &r, int64_t p) {
+  if (r.ratio <= 0 || !r.indexSource)
+    return false;
+  if (!r.kvSource)
+    return true;
+  return !(r.ownIndexKeys || r.ratio == 1 || closes(p, r.ratio));
+}
+
 /// Layer `l`'s step over positions [a, b): its reads (appended to `reads`, per position when `reads` is given:
 /// reads->at(p - a)) and its publications into `slots`. A published_slot kv source's row closing no group reads the
 /// index_k slot as it entered the layer (dsa.indexer_scores' entry_keys; within one decode step, the slot as it
@@ -52,9 +62,9 @@ void stepLayer(const std::vector<StackLayerRoles> &stack, size_t l, int64_t a, i
   for (int64_t p = a; reads && p < b; ++p) {
     std::vector<Read> &at = (*reads)[static_cast<size_t>(p - a)];
     if (r.indexSource) {
-      // Own keys: a kv source closing a group at p (then it published this step), with own_cache, or at ratio 1.
-      const bool own = r.kvSource && (r.ownIndexKeys || r.ratio == 1 || closes(p, r.ratio));
-      at.push_back(Read{kIndexK, own ? slots[kIndexK] : r.kvSource ? entering[kIndexK] : slots[kIndexK]});
+      // Through the slot, a kv source's row reads it as it entered the layer (it published nothing at p).
+      const bool viaSlot = readsIndexKSlot(r, p);
+      at.push_back(Read{kIndexK, viaSlot && r.kvSource ? entering[kIndexK] : slots[kIndexK]});
       if (r.usesCandidates)
         at.push_back(Read{kCandidates, slots[kCandidates]});
     }
@@ -128,15 +138,6 @@ Result<StackLayerRoles> stackLayerRoles(const FunctionSignature &signature) {
 }
 
 namespace {
-
-/// Whether layer `stack[l]` reads index_k through the slot (not its own cache) at position p.
-bool readsIndexKSlot(const StackLayerRoles &r, int64_t p) {
-  if (r.ratio <= 0 || !r.indexSource)
-    return false;
-  if (!r.kvSource)
-    return true;
-  return !(r.ownIndexKeys || r.ratio == 1 || closes(p, r.ratio));
-}
 
 /// The layer-major run of [a, b) with index_k routed (StackSubChunk::indexKFrom); false with `why` on the first
 /// read or final slot that differs from token-by-token decode.
@@ -323,10 +324,16 @@ Result<std::vector<StackSubChunk>> planStackChunk(const std::vector<StackLayerRo
 StackChunkRouter::StackChunkRouter(StackSubChunk piece, size_t indexK)
     : piece_(std::move(piece)), indexK_(indexK), returned_(piece_.indexKFrom.size()) {}
 
-Status StackChunkRouter::begin(const std::vector<HostValue> &slots) {
+Status StackChunkRouter::checkSlots(const std::vector<HostValue> &slots) const {
   if (slots.size() <= indexK_)
     return makeError("stack chunk: " + std::to_string(slots.size()) + " slots, expected index_k at " +
                      std::to_string(indexK_));
+  return Status();
+}
+
+Status StackChunkRouter::begin(const std::vector<HostValue> &slots) {
+  if (Status st = checkSlots(slots); !st)
+    return st;
   entering_ = slots[indexK_];
   returned_.assign(piece_.indexKFrom.size(), std::nullopt);
   return Status();
@@ -347,9 +354,8 @@ Status StackChunkRouter::beforeLayer(size_t layer, std::vector<HostValue> &slots
   if (layer >= piece_.indexKFrom.size())
     return makeError("stack chunk: layer " + std::to_string(layer) + " is not in the plan's stack of " +
                      std::to_string(piece_.indexKFrom.size()) + " layers");
-  if (slots.size() <= indexK_)
-    return makeError("stack chunk: " + std::to_string(slots.size()) + " slots, expected index_k at " +
-                     std::to_string(indexK_));
+  if (Status st = checkSlots(slots); !st)
+    return st;
   Result<HostValue> v = routed(piece_.indexKFrom[layer]);
   if (!v)
     return makeError(v.error());
@@ -361,17 +367,15 @@ Status StackChunkRouter::afterLayer(size_t layer, const std::vector<HostValue> &
   if (layer >= returned_.size())
     return makeError("stack chunk: layer " + std::to_string(layer) + " is not in the plan's stack of " +
                      std::to_string(returned_.size()) + " layers");
-  if (slots.size() <= indexK_)
-    return makeError("stack chunk: " + std::to_string(slots.size()) + " slots, expected index_k at " +
-                     std::to_string(indexK_));
+  if (Status st = checkSlots(slots); !st)
+    return st;
   returned_[layer] = slots[indexK_];
   return Status();
 }
 
 Status StackChunkRouter::finish(std::vector<HostValue> &slots) const {
-  if (slots.size() <= indexK_)
-    return makeError("stack chunk: " + std::to_string(slots.size()) + " slots, expected index_k at " +
-                     std::to_string(indexK_));
+  if (Status st = checkSlots(slots); !st)
+    return st;
   Result<HostValue> v = routed(piece_.indexKAfter);
   if (!v)
     return makeError(v.error());

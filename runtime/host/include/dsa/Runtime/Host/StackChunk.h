@@ -91,6 +91,7 @@ public:
 
 private:
   Result<HostValue> routed(int64_t from) const;
+  Status checkSlots(const std::vector<HostValue> &slots) const;
   StackSubChunk piece_;
   size_t indexK_;
   std::optional<HostValue> entering_;
