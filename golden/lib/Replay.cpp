@@ -110,6 +110,109 @@ CaptureRules captureRules(const Fixture &f, const Regime &regime, const std::str
   return rules;
 }
 
+bool isStepStateCapture(const std::string &name) {
+  bool shared = false;
+  const auto [layer, capture] = splitLayerName(name, shared);
+  return layer >= 0 && shared && (capture == "compress_kv" || capture == "index_k");
+}
+
+Result<std::optional<dsa::Tensor>> decodeRowOfChunkCapture(const Fixture &f, const std::string &name,
+                                                           const dsa::Tensor &v, int64_t start, int64_t s,
+                                                           int64_t t) {
+  auto bad = [&](const std::string &why) -> Result<std::optional<dsa::Tensor>> {
+    return makeError("capture " + name + " " + v.typeString() + " of the " + std::to_string(s) +
+                     "-token chunk at start_pos " + std::to_string(start) + ": " + why);
+  };
+  if (isStepStateCapture(name))
+    return std::optional<dsa::Tensor>();
+  if (start <= 0 || s < 1 || t < 0 || t >= s)
+    return bad("token " + std::to_string(t) + " is not one of a chunk's at start_pos > 0");
+  bool shared = false;
+  const auto [layer, capture] = splitLayerName(name, shared);
+  const int64_t W = f.windowSize, p = start + t;
+  const int64_t ratio = layer >= 0 && layer < f.nLayers ? f.compressRatios[static_cast<size_t>(layer)] : 0;
+  const int64_t rank = v.rank();
+  const int64_t width = rank >= 1 && v.dim(0) > 0 ? v.numElements() / v.dim(0) : 0;
+  // Row t of a per-token [s, ...] tensor, as [1, ...].
+  auto row = [&](const dsa::Tensor &x) {
+    std::vector<int64_t> shape = x.shape();
+    shape[0] = 1;
+    dsa::Tensor out(x.elementType(), shape);
+    if (x.isFloat())
+      std::copy(x.floats() + t * width, x.floats() + (t + 1) * width, out.floats());
+    else
+      std::copy(x.ints() + t * width, x.ints() + (t + 1) * width, out.ints());
+    return out;
+  };
+  // A kv row index of the chunk as the decode at p numbers it (-2: it has none).
+  auto decodeIndex = [&](int64_t c) -> int64_t {
+    if (c == -1)
+      return -1;
+    if (c < 0)
+      return -2;
+    if (c < W) { // the entering ring's slot c: its newest position q < start, which p must still see
+      const int64_t q = (start - 1) - (((start - 1 - c) % W) + W) % W;
+      return q >= 0 && q > p - W ? c : -2;
+    }
+    if (c < W + s) // chunk row j: position start + j, written by then when j <= t
+      return c - W <= t ? (start + c - W) % W : -2;
+    // Compressed row c - W - s, which p sees when it is one of its (p + 1) / ratio.
+    return ratio > 0 && c - W - s < (p + 1) / ratio ? c - s : -2;
+  };
+  auto mapIndices = [&](bool compressedOnly) -> Result<std::optional<dsa::Tensor>> {
+    if (v.isFloat() || rank != 2 || v.dim(0) != s)
+      return bad("expected [" + std::to_string(s) + ", k] indices");
+    dsa::Tensor out = row(v);
+    for (int64_t i = 0; i < width; ++i) {
+      const int64_t c = out.ints()[i];
+      const int64_t d = compressedOnly && c >= 0 && c < W + s ? -2 : decodeIndex(c);
+      if (d == -2)
+        return bad("token " + std::to_string(t) + " (position " + std::to_string(p) + "), column " +
+                   std::to_string(i) + ": index " + std::to_string(c) + " is no row a decode at " +
+                   std::to_string(p) + " reads");
+      out.ints()[i] = d;
+    }
+    return std::optional<dsa::Tensor>(std::move(out));
+  };
+  if (!shared && capture == "sa_kv") {
+    const int64_t chunkCompressed = ratio > 0 ? (start + s) / ratio : 0;
+    const int64_t visible = ratio > 0 ? (p + 1) / ratio : 0;
+    if (!v.isFloat() || rank != 2 || v.dim(0) != W + s + chunkCompressed)
+      return bad("expected [" + std::to_string(W + s + chunkCompressed) +
+                 ", head_dim] (the entering ring, the chunk's rows, the compressed rows)");
+    dsa::Tensor out(v.elementType(), {W + visible, width});
+    for (int64_t i = 0; i < W + visible; ++i) {
+      int64_t src = i < W ? i : W + s + (i - W);
+      for (int64_t j = 0; i < W && j <= t; ++j)
+        if ((start + j) % W == i)
+          src = W + j;
+      std::copy(v.floats() + src * width, v.floats() + (src + 1) * width, out.floats() + i * width);
+    }
+    return std::optional<dsa::Tensor>(std::move(out));
+  }
+  if (!shared && capture == "sa_topk_idxs")
+    return mapIndices(false);
+  if (shared && capture == "topk_idxs")
+    return mapIndices(true);
+  if (shared && capture == "candidates") {
+    const int64_t src = f.candidateSourceLayer;
+    const int64_t r = src >= 0 && src < f.nLayers ? f.compressRatios[static_cast<size_t>(src)] : 0;
+    const int64_t visible = r > 0 ? (p + 1) / r : 0;
+    if (v.isFloat() || rank != 2 || v.dim(0) != s || width < visible)
+      return bad("expected [" + std::to_string(s) + ", C >= " + std::to_string(visible) + "] (a mask per token)");
+    for (int64_t c = visible; c < width; ++c)
+      if (v.ints()[t * width + c] != 0)
+        return bad("token " + std::to_string(t) + " (position " + std::to_string(p) + ") has column " +
+                   std::to_string(c) + " set, which a decode at " + std::to_string(p) + " does not see");
+    dsa::Tensor out(v.elementType(), {1, visible});
+    std::copy(v.ints() + t * width, v.ints() + t * width + visible, out.ints());
+    return std::optional<dsa::Tensor>(std::move(out));
+  }
+  if (rank < 1 || v.dim(0) != s)
+    return bad("expected one row per token ([" + std::to_string(s) + ", ...])");
+  return std::optional<dsa::Tensor>(row(v));
+}
+
 std::string wholeModelSkipReason(const Fixture &fixture, const Regime &regime, const std::string &name) {
   const std::string prefix = "shared.L", suffix = ".candidates";
   if (regime.startPos <= 0 || name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||

@@ -163,5 +163,117 @@ TEST(GoldenReplayRules, NearTieThroughTheJudgingRule) {
   EXPECT_EQ(v->status, Verdict::Fail) << formatVerdict(*v);
 }
 
+// decodeRowOfChunkCapture on a hand-made fixture (W = 4; ratios 0, 2, 1; candidate source layer 2), a chunk of 3
+// tokens at start_pos 5 (positions 5, 6, 7). Worked by hand from attention-semantics.md section 4: the ring as it
+// entered holds slot 0 = position 4, 1 = 1, 2 = 2, 3 = 3 (slot q % 4); the chunk's rows 4, 5, 6 are positions 5, 6,
+// 7; a decode at p reads the ring after writing p, oldest first (slot p % 4 + 1 first).
+TEST(GoldenReplayRules, DecodeRowsOfAChunksCaptures) {
+  using dsa::ElementType;
+  using dsa::Tensor;
+  Fixture f;
+  f.nLayers = 3;
+  f.windowSize = 4;
+  f.compressRatios = {0, 2, 1};
+  f.candidateSourceLayer = 2;
+  auto row = [&](const std::string &name, const Tensor &v, int64_t t) {
+    Result<std::optional<Tensor>> r = decodeRowOfChunkCapture(f, name, v, 5, 3, t);
+    EXPECT_TRUE(r) << r.error();
+    EXPECT_TRUE(r && r->has_value()) << name;
+    return r && r->has_value() ? **r : Tensor();
+  };
+  auto error = [&](const std::string &name, const Tensor &v, int64_t t) {
+    Result<std::optional<Tensor>> r = decodeRowOfChunkCapture(f, name, v, 5, 3, t);
+    EXPECT_FALSE(r) << name << " row " << t;
+    return r ? std::string() : r.error();
+  };
+  auto floats = [](const Tensor &t) { return std::vector<float>(t.floats(), t.floats() + t.numElements()); };
+  auto ints = [](const Tensor &t) { return std::vector<int64_t>(t.ints(), t.ints() + t.numElements()); };
+
+  // sa_kv of the window-only layer 0: [W + s, 1], the entering ring (slot 0..3 = positions 4, 1, 2, 3), then
+  // positions 5, 6, 7; each value is 10 x its position.
+  const Tensor kv0 = Tensor::fromFloats(ElementType::BF16, {7, 1}, {40, 10, 20, 30, 50, 60, 70});
+  EXPECT_EQ(floats(row("L0.sa_kv", kv0, 0)), (std::vector<float>{40, 50, 20, 30})); // position 5 in slot 1
+  EXPECT_EQ(floats(row("L0.sa_kv", kv0, 1)), (std::vector<float>{40, 50, 60, 30})); // 6 in slot 2
+  EXPECT_EQ(floats(row("L0.sa_kv", kv0, 2)), (std::vector<float>{40, 50, 60, 70})); // 7 in slot 3
+  EXPECT_EQ(row("L0.sa_kv", kv0, 2).shape(), (std::vector<int64_t>{4, 1}));
+  // Layer 1 (ratio 2): the chunk's kv also has its (5 + 3) / 2 = 4 compressed rows (100..103); position 5 sees
+  // (5 + 1) / 2 = 3 of them, position 7 all 4.
+  const Tensor kv1 =
+      Tensor::fromFloats(ElementType::BF16, {11, 1}, {40, 10, 20, 30, 50, 60, 70, 100, 101, 102, 103});
+  EXPECT_EQ(floats(row("L1.sa_kv", kv1, 0)), (std::vector<float>{40, 50, 20, 30, 100, 101, 102}));
+  EXPECT_EQ(floats(row("L1.sa_kv", kv1, 2)), (std::vector<float>{40, 50, 60, 70, 100, 101, 102, 103}));
+  EXPECT_NE(error("L1.sa_kv", kv0, 0).find("expected [11, head_dim]"), std::string::npos);
+
+  // Window indices, chunk coordinates -> the decode's: at position 6 the decode reads slots 3, 0, 1, 2 (positions
+  // 3, 4, 5, 6), which the chunk numbers 3 (ring slot 3), 0 (ring slot 0), 4 and 5 (its rows of 5 and 6); at 5
+  // slots 2, 3, 0, 1 (positions 2 .. 5), at 7 slots 0 .. 3 (positions 4 .. 7).
+  const Tensor idx0 = Tensor::fromInts(ElementType::I32, {3, 4}, {2, 3, 0, 4, 3, 0, 4, 5, 0, 4, 5, 6});
+  EXPECT_EQ(ints(row("L0.sa_topk_idxs", idx0, 0)), (std::vector<int64_t>{2, 3, 0, 1}));
+  EXPECT_EQ(ints(row("L0.sa_topk_idxs", idx0, 1)), (std::vector<int64_t>{3, 0, 1, 2}));
+  EXPECT_EQ(ints(row("L0.sa_topk_idxs", idx0, 2)), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(row("L0.sa_topk_idxs", idx0, 1).shape(), (std::vector<int64_t>{1, 4}));
+  // Rows a decode at p does not read: the chunk's row of position 6 at position 5; the entering ring's slot 2
+  // (position 2) at position 6 (its window is 3 .. 6); slot 1 (position 1) at position 5 (window 2 .. 5).
+  EXPECT_NE(error("L0.sa_topk_idxs", Tensor::fromInts(ElementType::I32, {3, 4}, {0, 2, 3, 5, 3, 0, 4, 5, 0, 4, 5, 6}),
+                  0)
+                .find("column 3: index 5 is no row a decode at 5 reads"),
+            std::string::npos);
+  EXPECT_FALSE(decodeRowOfChunkCapture(f, "L0.sa_topk_idxs",
+                                       Tensor::fromInts(ElementType::I32, {3, 4}, {0, 2, 3, 4, 2, 0, 4, 5, 0, 4, 5, 6}),
+                                       5, 3, 1));
+  EXPECT_FALSE(decodeRowOfChunkCapture(f, "L0.sa_topk_idxs",
+                                       Tensor::fromInts(ElementType::I32, {3, 4}, {1, 2, 3, 4, 3, 0, 4, 5, 0, 4, 5, 6}),
+                                       5, 3, 0));
+  // Layer 1's indices: the window's, then compressed rows (chunk row 7 + c -> decode row 4 + c; -1 kept), of those
+  // visible at p: (p + 1) / 2 = 3 at 5 and 6, 4 at 7.
+  const Tensor idx1 = Tensor::fromInts(ElementType::I32, {3, 6}, {2, 3, 0, 4, 7, 9, 3, 0, 4, 5, 8, -1,
+                                                                   0, 4, 5, 6, 10, 7});
+  EXPECT_EQ(ints(row("L1.sa_topk_idxs", idx1, 0)), (std::vector<int64_t>{2, 3, 0, 1, 4, 6}));
+  EXPECT_EQ(ints(row("L1.sa_topk_idxs", idx1, 1)), (std::vector<int64_t>{3, 0, 1, 2, 5, -1}));
+  EXPECT_EQ(ints(row("L1.sa_topk_idxs", idx1, 2)), (std::vector<int64_t>{0, 1, 2, 3, 7, 4}));
+  EXPECT_NE(error("L1.sa_topk_idxs", Tensor::fromInts(ElementType::I32, {3, 6}, {2, 3, 0, 4, 7, 10, 3, 0, 4, 5, 8,
+                                                                                  -1, 0, 4, 5, 6, 10, 7}),
+                  0)
+                .find("column 5: index 10 is no row a decode at 5 reads"),
+            std::string::npos);
+  // shared topk_idxs: compressed rows only, offset by the chunk's W + s = 7 rows, the decode's W = 4.
+  const Tensor shared1 = Tensor::fromInts(ElementType::I32, {3, 2}, {7, 9, 8, -1, 10, 7});
+  EXPECT_EQ(ints(row("shared.L1.topk_idxs", shared1, 1)), (std::vector<int64_t>{5, -1}));
+  EXPECT_EQ(ints(row("shared.L1.topk_idxs", shared1, 2)), (std::vector<int64_t>{7, 4}));
+  EXPECT_NE(error("shared.L1.topk_idxs", Tensor::fromInts(ElementType::I32, {3, 2}, {7, 9, 4, -1, 10, 7}), 1)
+                .find("index 4 is no row"),
+            std::string::npos);
+
+  // Candidates of the ratio-1 source: [s, (5 + 3) / 1 = 8] masks; position 5 sees 6 columns, 7 all 8.
+  const Tensor cand = Tensor::fromInts(ElementType::I1, {3, 8}, {1, 0, 1, 0, 0, 1, 0, 0, //
+                                                                 0, 1, 1, 0, 0, 0, 1, 0, //
+                                                                 1, 1, 0, 0, 0, 0, 0, 1});
+  EXPECT_EQ(ints(row("shared.L2.candidates", cand, 0)), (std::vector<int64_t>{1, 0, 1, 0, 0, 1}));
+  EXPECT_EQ(ints(row("shared.L2.candidates", cand, 1)), (std::vector<int64_t>{0, 1, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(ints(row("shared.L2.candidates", cand, 2)), (std::vector<int64_t>{1, 1, 0, 0, 0, 0, 0, 1}));
+  Tensor late = cand;
+  late.ints()[6] = 1; // position 5 with column 6 set
+  EXPECT_NE(error("shared.L2.candidates", late, 0).find("column 6 set"), std::string::npos);
+
+  // Any other capture: row t of [s, ...]; the shared caches are no rows of a token (nullopt).
+  const Tensor out = Tensor::fromFloats(ElementType::BF16, {3, 2}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(floats(row("L0.attn_out", out, 1)), (std::vector<float>{3, 4}));
+  EXPECT_EQ(row("L0.attn_out", out, 1).shape(), (std::vector<int64_t>{1, 2}));
+  EXPECT_NE(error("L0.attn_out", Tensor::fromFloats(ElementType::BF16, {2, 2}, {1, 2, 3, 4}), 0)
+                .find("one row per token ([3, ...])"),
+            std::string::npos);
+  for (const char *cache : {"shared.L1.compress_kv", "shared.L1.index_k"}) {
+    Result<std::optional<Tensor>> r = decodeRowOfChunkCapture(f, cache, kv1, 5, 3, 0);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_FALSE(r->has_value()) << cache;
+    EXPECT_TRUE(isStepStateCapture(cache));
+  }
+  EXPECT_FALSE(isStepStateCapture("L1.sa_kv"));
+  EXPECT_FALSE(isStepStateCapture("shared.L1.topk_idxs"));
+  // Not a chunk's token: start_pos 0 (a prefill), a row past s.
+  EXPECT_FALSE(decodeRowOfChunkCapture(f, "L0.attn_out", out, 0, 3, 0));
+  EXPECT_FALSE(decodeRowOfChunkCapture(f, "L0.attn_out", out, 5, 3, 3));
+}
+
 } // namespace
 } // namespace dsa::golden

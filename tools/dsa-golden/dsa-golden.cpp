@@ -1,6 +1,6 @@
 //===- dsa-golden.cpp - replay a DeepSeek golden on AOT CPU or GPU step libraries, without MLIR ===//
 //
-//   dsa-golden --golden FILE --libraries DIR [--verbose] [--force]
+//   dsa-golden --golden FILE --libraries DIR [--verbose] [--force | --chunk-decodes]
 //
 // The MLIR-free counterpart of `dsa-run --golden FILE --backend=cpu`: the whole model of FILE (the tiny-model harness,
 // dsa::golden::TinyModel) with every layer's attention run by the CPU step library that
@@ -30,12 +30,22 @@
 // so a flip inside a layer's ring or caches still propagates here. Exit status: 0 all passed, 1 a capture failed, 2 an error stopped the replay (bad
 // arguments, golden, manifest, library, or a step's error).
 //
+// --chunk-decodes runs the regimes after the prefill whose positions continue one another (the golden's decode12 and
+// decode13) as ONE multi-token step at start_pos > 0 (attention-semantics.md section 13: defined as its tokens fed
+// one decode step at a time, which is what the golden captured): the model (TinyModel) steps once over the chunk's
+// tokens, every layer's sequence once over its rows, a layer with shared slots through
+// Sequence::runStackChunkValues with index_k routed per runtime::planStackChunk's piece (StackChunk.h; a chunk the
+// plan cuts runs as one model step per piece). Each regime is judged on its rows of the per-token captures by the
+// same rules; the captures of the state a step leaves behind (golden::isStepStateCapture: sa_kv, the shared caches)
+// after the chunk's last token only, those of the regimes before it reported as not compared.
+//
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Golden/Golden.h"
 #include "dsa/Golden/ModelConfig.h"
 #include "dsa/Golden/Replay.h"
 #include "dsa/Golden/TinyModel.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
+#include "dsa/Runtime/Host/StackChunk.h"
 #include "dsa/Runtime/Cuda/GpuStepLibrary.h"
 
 #include <nlohmann/json.hpp>
@@ -66,13 +76,16 @@ int fail(const std::string &message) {
 }
 
 const char *const kUsage =
-    "usage: dsa-golden --golden FILE --libraries DIR [--verbose] [--force]\n"
+    "usage: dsa-golden --golden FILE --libraries DIR [--verbose] [--force | --chunk-decodes]\n"
     "  Replays the golden FILE's whole model with each layer's attention run by the step libraries in DIR, CPU or\n"
     "  GPU (written by `dsa-run --golden FILE --emit-libraries=DIR [--backend=gpu]`; GPU ones on CUDA device 0),\n"
     "  without MLIR, and prints one verdict per capture.\n"
     "  --verbose  print each layer's library and step roles first\n"
     "  --force    after comparing each harness capture the golden stores in full, continue with the golden's value\n"
-    "             (the layers' rings, caches and shared slots stay the libraries' own)\n";
+    "             (the layers' rings, caches and shared slots stay the libraries' own)\n"
+    "  --chunk-decodes  run the regimes after the prefill whose positions continue one another (decode12,\n"
+    "             decode13) as ONE multi-token step through the whole stack, layer-major (runtime::planStackChunk),\n"
+    "             and judge each regime's rows of it; the state captures only after the chunk's last token\n";
 
 /// One layer: its loaded library and its sequence.
 struct LayerRun {
@@ -507,7 +520,7 @@ dsa::Result<std::vector<LayerRun>> loadLayers(const golden::GoldenFile &file, co
 
 int main(int argc, char **argv) {
   std::string goldenPath, dir;
-  bool verbose = false, force = false;
+  bool verbose = false, force = false, chunkDecodes = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string &flag, std::string &into) {
@@ -529,11 +542,16 @@ int main(int argc, char **argv) {
       verbose = true;
     else if (a == "--force")
       force = true;
+    else if (a == "--chunk-decodes")
+      chunkDecodes = true;
     else if (!value("--golden", goldenPath) && !value("--libraries", dir))
       return fail("unknown argument '" + a + "'\n" + kUsage);
   }
   if (goldenPath.empty() || dir.empty())
     return fail(std::string("--golden and --libraries are required\n") + kUsage);
+  if (force && chunkDecodes)
+    return fail("--force continues each regime with the golden's values, which a chunk of several regimes cannot "
+                "take row by row: use --force or --chunk-decodes, not both");
 
   dsa::Result<golden::GoldenFile> loaded = golden::GoldenFile::load(goldenPath);
   if (!loaded)
@@ -558,36 +576,179 @@ int main(int argc, char **argv) {
   if (!model)
     return fail(model.error());
 
+  // The steps: one per regime, or with --chunk-decodes the regimes after the prefill whose positions continue one
+  // another as ONE multi-token step (a chunk).
+  const std::vector<golden::Regime> &regimes = file.regimes();
+  std::vector<std::vector<size_t>> steps;
+  for (size_t r = 0; r < regimes.size(); ++r) {
+    if (chunkDecodes && !steps.empty() && regimes[r].startPos > 0 && regimes[r].numTokens == 1) {
+      const golden::Regime &prev = regimes[steps.back().back()];
+      if (prev.startPos > 0 && prev.numTokens == 1 && prev.startPos + 1 == regimes[r].startPos) {
+        steps.back().push_back(r);
+        continue;
+      }
+    }
+    steps.push_back({r});
+  }
+  std::vector<runtime::StackLayerRoles> stack;
+  if (chunkDecodes)
+    for (const LayerRun &run : *layers) {
+      dsa::Result<runtime::StackLayerRoles> roles = runtime::stackLayerRoles(run.sequence->signature());
+      if (!roles)
+        return fail("--chunk-decodes: layer " + std::to_string(run.layer) + ": " + roles.error());
+      stack.push_back(*roles);
+    }
+
   std::vector<golden::Verdict> verdicts;
-  for (const golden::Regime &regime : file.regimes()) {
-    dsa::Result<std::vector<int64_t>> ids = golden::regimeInputIds(fixture, regime);
-    if (!ids)
-      return fail(ids.error());
-    golden::CaptureMap produced;
-    golden::AttentionFn attention = [&](int64_t l, const Tensor &attnIn, int64_t startPos) -> dsa::Result<Tensor> {
-      LayerRun &run = (*layers)[static_cast<size_t>(l)];
-      std::vector<runtime::NamedTensor> probes;
-      dsa::Result<std::vector<Tensor>> r =
-          run.sequence->run(attnIn, startPos, run.hasShared ? &slots : nullptr, &probes);
-      if (!r)
-        return dsa::makeError(r.error());
-      for (runtime::NamedTensor &p : probes)
-        produced[p.name] = std::move(p.value);
-      return (*r)[static_cast<size_t>(run.sequence->signature().step.output)];
-    };
-    golden::CaptureOverride forced;
-    if (force)
-      forced = [&](const std::string &name, Tensor &value) { golden::forceFromGolden(file, regime, name, value); };
-    dsa::Result<golden::StepOutputs> step =
-        model->step(*ids, regime.startPos, attention, golden::recordInto(produced), forced);
-    if (!step)
-      return fail("regime '" + regime.name + "': " + step.error());
-    for (const std::string &name : regime.captureOrder) {
-      dsa::Result<golden::Verdict> verdict = golden::judgeWholeModelCapture(file, regime, name, produced);
-      if (!verdict)
-        return fail(verdict.error());
-      verdicts.push_back(verdict.take());
-      std::cout << golden::formatVerdict(verdicts.back()) << "\n";
+  auto judge = [&](const golden::Regime &regime, const std::string &name,
+                   const golden::CaptureMap &produced) -> bool {
+    dsa::Result<golden::Verdict> verdict = golden::judgeWholeModelCapture(file, regime, name, produced);
+    if (!verdict) {
+      fail(verdict.error());
+      return false;
+    }
+    verdicts.push_back(verdict.take());
+    std::cout << golden::formatVerdict(verdicts.back()) << "\n";
+    return true;
+  };
+  for (const std::vector<size_t> &step : steps) {
+    if (step.size() == 1) {
+      const golden::Regime &regime = regimes[step.front()];
+      dsa::Result<std::vector<int64_t>> ids = golden::regimeInputIds(fixture, regime);
+      if (!ids)
+        return fail(ids.error());
+      golden::CaptureMap produced;
+      golden::AttentionFn attention = [&](int64_t l, const Tensor &attnIn,
+                                          int64_t startPos) -> dsa::Result<Tensor> {
+        LayerRun &run = (*layers)[static_cast<size_t>(l)];
+        std::vector<runtime::NamedTensor> probes;
+        dsa::Result<std::vector<Tensor>> r =
+            run.sequence->run(attnIn, startPos, run.hasShared ? &slots : nullptr, &probes);
+        if (!r)
+          return dsa::makeError(r.error());
+        for (runtime::NamedTensor &p : probes)
+          produced[p.name] = std::move(p.value);
+        return (*r)[static_cast<size_t>(run.sequence->signature().step.output)];
+      };
+      golden::CaptureOverride forced;
+      if (force)
+        forced = [&](const std::string &name, Tensor &value) { golden::forceFromGolden(file, regime, name, value); };
+      dsa::Result<golden::StepOutputs> out =
+          model->step(*ids, regime.startPos, attention, golden::recordInto(produced), forced);
+      if (!out)
+        return fail("regime '" + regime.name + "': " + out.error());
+      for (const std::string &name : regime.captureOrder)
+        if (!judge(regime, name, produced))
+          return 2;
+      continue;
+    }
+
+    // A chunk: its tokens' ids, the pieces that run layer-major exactly (runtime::planStackChunk; the prefill was
+    // the first regime), each piece one step of the model with every layer called once over the piece's rows and
+    // index_k routed as the piece says (StackChunkRouter).
+    const golden::Regime &first = regimes[step.front()], &last = regimes[step.back()];
+    std::vector<int64_t> ids;
+    std::string names;
+    for (size_t r : step) {
+      dsa::Result<std::vector<int64_t>> part = golden::regimeInputIds(fixture, regimes[r]);
+      if (!part)
+        return fail(part.error());
+      ids.insert(ids.end(), part->begin(), part->end());
+      names += (names.empty() ? "" : " + ") + regimes[r].name;
+    }
+    const int64_t start = first.startPos, s = static_cast<int64_t>(ids.size());
+    dsa::Result<std::vector<runtime::StackSubChunk>> plan =
+        runtime::planStackChunk(stack, regimes.front().numTokens, start, s);
+    if (!plan)
+      return fail("--chunk-decodes: " + names + ": " + plan.error());
+    std::cout << "chunk: " << names << " as one step of " << s << " tokens at start_pos " << start << ", pieces";
+    for (const runtime::StackSubChunk &piece : *plan)
+      std::cout << " [" << start + piece.first << ", " << start + piece.first + piece.count << ")";
+    std::cout << "\n";
+    std::vector<golden::CaptureMap> perRegime(step.size()); // each decode's view of the chunk's captures
+    golden::CaptureMap state;                                 // the shared caches the chunk leaves behind
+    for (const runtime::StackSubChunk &piece : *plan) {
+      runtime::StackChunkRouter router(piece);
+      if (!slots.empty())
+        if (dsa::Status st = router.begin(slots); !st)
+          return fail(st.error());
+      golden::CaptureMap produced;
+      golden::AttentionFn attention = [&](int64_t l, const Tensor &attnIn,
+                                          int64_t startPos) -> dsa::Result<Tensor> {
+        LayerRun &run = (*layers)[static_cast<size_t>(l)];
+        std::vector<runtime::NamedTensor> probes;
+        std::optional<Tensor> output;
+        const size_t out = static_cast<size_t>(run.sequence->signature().step.output);
+        if (run.hasShared) {
+          runtime::Sequence::SlotSet routed = slots;
+          if (dsa::Status st = router.beforeLayer(static_cast<size_t>(l), routed); !st)
+            return dsa::makeError(st.error());
+          dsa::Result<std::vector<runtime::HostValue>> r =
+              run.sequence->runStackChunkValues(attnIn, startPos, routed, &probes);
+          if (!r)
+            return dsa::makeError(r.error());
+          if (dsa::Status st = router.afterLayer(static_cast<size_t>(l), routed); !st)
+            return dsa::makeError(st.error());
+          slots = std::move(routed);
+          output = (*r)[out].toTensor();
+        } else {
+          dsa::Result<std::vector<Tensor>> r = run.sequence->run(attnIn, startPos, nullptr, &probes);
+          if (!r)
+            return dsa::makeError(r.error());
+          output = (*r)[out];
+        }
+        for (runtime::NamedTensor &p : probes)
+          produced[p.name] = std::move(p.value);
+        return *output;
+      };
+      const std::vector<int64_t> pieceIds(ids.begin() + piece.first, ids.begin() + piece.first + piece.count);
+      dsa::Result<golden::StepOutputs> out =
+          model->step(pieceIds, start + piece.first, attention, golden::recordInto(produced));
+      if (!out)
+        return fail("chunk " + names + ": tokens [" + std::to_string(piece.first) + ", " +
+                    std::to_string(piece.first + piece.count) + "): " + out.error());
+      if (!slots.empty())
+        if (dsa::Status st = router.finish(slots); !st)
+          return fail(st.error());
+      for (auto &[name, value] : produced) {
+        // A capture the replay does not compare at start_pos > 0 (the stale candidates of the layers before the
+        // candidate source: the slot as the last step left it, not rows of this one) is neither.
+        if (!golden::wholeModelSkipReason(fixture, first, name).empty())
+          continue;
+        if (golden::isStepStateCapture(name)) {
+          state[name] = std::move(value);
+          continue;
+        }
+        for (int64_t t = 0; t < piece.count; ++t) {
+          dsa::Result<std::optional<Tensor>> row =
+              golden::decodeRowOfChunkCapture(fixture, name, value, start + piece.first, piece.count, t);
+          if (!row)
+            return fail("chunk " + names + ": " + row.error() +
+                        " (a layer that splits a chunk per token reports only its last token's probes)");
+          perRegime[static_cast<size_t>(piece.first + t)][name] = std::move(**row);
+        }
+      }
+    }
+    // Each decode's captures; the shared caches for the chunk's last one only.
+    for (size_t i = 0; i < step.size(); ++i) {
+      const golden::Regime &regime = regimes[step[i]];
+      const bool isLast = i + 1 == step.size();
+      golden::CaptureMap &produced = perRegime[i];
+      if (isLast)
+        for (const auto &[name, value] : state)
+          produced[name] = value;
+      for (const std::string &name : regime.captureOrder) {
+        if (!isLast && golden::isStepStateCapture(name)) {
+          verdicts.push_back(golden::notCompared(
+              regime.name, name,
+              "inside the chunk " + names + ": the slot after position " + std::to_string(regime.startPos) +
+                  " is not observable (compared after the chunk's last token, in " + last.name + ")"));
+          std::cout << golden::formatVerdict(verdicts.back()) << "\n";
+          continue;
+        }
+        if (!judge(regime, name, produced))
+          return 2;
+      }
     }
   }
   golden::Summary summary = golden::summarize(verdicts);

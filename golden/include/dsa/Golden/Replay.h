@@ -18,6 +18,7 @@
 #include "dsa/Golden/TinyModel.h"
 #include "dsa/Support/Result.h"
 
+#include <optional>
 #include <string>
 
 namespace dsa::golden {
@@ -42,6 +43,33 @@ CaptureRules captureRules(const Fixture &fixture, const Regime &regime, const st
 /// Why capture `name` of `regime` is not compared in a whole-model replay, or "" when it is compared. Only the stale
 /// decode (startPos > 0) `shared.L<l>.candidates` with l < fixture.candidate_source_layer is skipped.
 std::string wholeModelSkipReason(const Fixture &fixture, const Regime &regime, const std::string &name);
+
+/// Whether capture `name` is a shared cache a step leaves behind, `shared.L<l>.compress_kv` / `shared.L<l>.index_k`
+/// (the slot after layer l: some layer's cache, its visible rows), rather than rows per token. A replay that runs
+/// several decode regimes as ONE step (dsa-golden --chunk-decodes) observes these only after the step's last token
+/// (inside it a slot may hold another layer's cache than token-by-token decode leaves there at that token).
+bool isStepStateCapture(const std::string &name);
+
+/// A multi-token step at start_pos > 0 (a chunk: `chunkTokens` = s tokens at `chunkStart`) attends to kv rows in
+/// its own coordinates: the ring as it entered the step (W rows, slot i), then the chunk's s new rows (row W + j:
+/// position chunkStart + j), then the compressed rows (row W + s + c: compressed row c). A 1-token decode at
+/// p = chunkStart + t attends to the ring after writing p (slot i), then the compressed rows (row W + c). This is
+/// capture `name` of the chunk (`chunkValue`, all s tokens) as the decode at row `t` would have captured it, for the
+/// captures written in those coordinates (attention-semantics.md sections 4, 6-8; names of tiny-model-harness.md):
+///   L<l>.sa_kv         [W + s + C, hd] -> [W + (p + 1) / ratio, hd]: slot i the newest chunk row j <= t at slot i
+///                      ((chunkStart + j) % W == i), else the entering ring's slot i; the compressed rows visible at p;
+///   L<l>.sa_topk_idxs  [s, width] -> [1, width]: every index mapped (ring slot i -> i, chunk row j -> its slot,
+///                      compressed row c -> W + c, -1 kept), each a row the decode at p reads (a ring slot whose
+///                      position is in p's window, a chunk row j <= t, a compressed row c < (p + 1) / ratio);
+///   shared.L<l>.topk_idxs [s, k] -> [1, k]: compressed rows, offset W + s -> W;
+///   shared.L<l>.candidates [s, C] -> [1, (p + 1) / ratio of the candidate source]: the columns visible at p (the
+///                      others must be unset);
+/// every other per-token capture: row t. Returns nullopt for a shared cache (isStepStateCapture). Errors (naming
+/// the capture): a shape that is not the chunk's, an index that does not exist in the chunk's coordinates or that a
+/// decode at p cannot see, a candidate column set past what p sees.
+Result<std::optional<dsa::Tensor>> decodeRowOfChunkCapture(const Fixture &fixture, const std::string &name,
+                                                           const dsa::Tensor &chunkValue, int64_t chunkStart,
+                                                           int64_t chunkTokens, int64_t t);
 
 /// The verdict of capture `name` of `regime` for a whole-model replay that produced `produced` (the rules above).
 /// Error: the golden has no such capture (names regime and capture).
