@@ -8,45 +8,15 @@
  * with shared slots (a compressed layer) gets a slot set. Exit status 1 with the runtime's message on an error.
  *
  *===----------------------------------------------------------------------------------------------------------===*/
-#include "dsa-c/runtime.h"
+#include "common.h"
 
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-/* Prints a failed call's status and frees it; returns 1 if there was one. */
-static int failed(dsa_status_t status) {
-  if (!status)
-    return 0;
-  fprintf(stderr, "error (%s): %s\n", dsa_status_code_name(dsa_status_code(status)), dsa_status_message(status));
-  dsa_status_free(status);
-  return 1;
-}
-
-static size_t count_of(const int64_t *shape, int32_t rank) {
-  size_t n = 1;
-  int32_t d;
-  for (d = 0; d < rank; ++d)
-    n *= (size_t)shape[d];
-  return n;
-}
-
-/* Fills n elements of dtype with the value v (bf16: the upper half of the f32). */
-static void fill(void *data, dsa_dtype_t dtype, size_t n, float v) {
-  size_t i;
-  uint32_t u;
-  memcpy(&u, &v, 4);
-  for (i = 0; i < n; ++i) {
-    if (dtype == DSA_DTYPE_BF16) {
-      uint16_t h = (uint16_t)(u >> 16);
-      memcpy((char *)data + 2 * i, &h, 2);
-    } else if (dtype == DSA_DTYPE_F32) {
-      memcpy((char *)data + 4 * i, &v, 4);
-    } else {
-      memset((char *)data + dsa_dtype_size(dtype) * i, 0, dsa_dtype_size(dtype));
-    }
-  }
+/* Every weight a small constant (a real caller passes its checkpoint's). */
+static float constant_weight(size_t arg, size_t i) {
+  (void)arg;
+  (void)i;
+  return 0.015625f;
 }
 
 int main(int argc, char **argv) {
@@ -56,10 +26,7 @@ int main(int argc, char **argv) {
   dsa_function_info_t info;
   dsa_value_info_t x_info, out_info;
   const char *function, *backend, *target;
-  size_t a, k, num_weights = 0, num_state;
-  size_t *weight_args;
-  dsa_buffer_t *weights;
-  int64_t **shapes;
+  size_t k, num_state;
   int64_t tokens[3] = {3, 1, 1};
   int step, status = 1;
 
@@ -81,37 +48,8 @@ int main(int argc, char **argv) {
     goto done;
   }
 
-  /* Every weight argument: a small constant of its dtype and shape (a real caller passes its checkpoint's). */
-  weight_args = (size_t *)calloc(info.num_args, sizeof(size_t));
-  weights = (dsa_buffer_t *)calloc(info.num_args, sizeof(dsa_buffer_t));
-  shapes = (int64_t **)calloc(info.num_args, sizeof(int64_t *));
-  for (a = 0; a < info.num_args; ++a) {
-    dsa_value_info_t v;
-    size_t n;
-    if (failed(dsa_function_arg(library, function, a, &v)))
-      goto done;
-    if (v.role != DSA_ARG_WEIGHT)
-      continue;
-    n = count_of(v.shape, v.rank);
-    weights[num_weights].data = malloc(n * dsa_dtype_size(v.dtype) + 1);
-    weights[num_weights].size_bytes = n * dsa_dtype_size(v.dtype);
-    weights[num_weights].dtype = v.dtype;
-    weights[num_weights].rank = v.rank;
-    shapes[num_weights] = (int64_t *)malloc(sizeof(int64_t) * (size_t)(v.rank ? v.rank : 1));
-    memcpy(shapes[num_weights], v.shape, sizeof(int64_t) * (size_t)v.rank);
-    weights[num_weights].shape = shapes[num_weights];
-    fill(weights[num_weights].data, v.dtype, n, 0.015625f);
-    weight_args[num_weights++] = a;
-  }
-  if (failed(dsa_sequence_create(library, function, num_weights, weight_args, weights, &sequence)))
+  if (!(sequence = create_sequence(library, function, constant_weight)))
     goto done;
-  for (k = 0; k < num_weights; ++k) { /* copied by the sequence */
-    free(weights[k].data);
-    free(shapes[k]);
-  }
-  free(weights);
-  free(shapes);
-  free(weight_args);
   if (info.num_shared > 0 && failed(dsa_slots_create(library, function, &slots)))
     goto done;
   if (failed(dsa_function_arg(library, function, (size_t)info.x_arg, &x_info)) ||
@@ -130,7 +68,8 @@ int main(int argc, char **argv) {
     out_n = count_of(out_shape, out_info.rank);
     x = malloc(x_n * dsa_dtype_size(x_info.dtype));
     y = malloc(out_n * dsa_dtype_size(out_info.dtype));
-    fill(x, x_info.dtype, x_n, 0.5f);
+    for (i = 0; i < x_n; ++i)
+      store(x, x_info.dtype, i, 0.5f);
     xb.data = x;
     xb.size_bytes = x_n * dsa_dtype_size(x_info.dtype);
     xb.dtype = x_info.dtype;

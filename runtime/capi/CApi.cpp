@@ -13,6 +13,7 @@
 #include "dsa/Runtime/Host/Batch.h"
 #include "dsa/Runtime/Host/MemoryFormat.h"
 #include "dsa/Runtime/Host/Sequence.h"
+#include "dsa/Runtime/Host/StackChunk.h"
 
 #include <nlohmann/json.hpp>
 
@@ -285,6 +286,17 @@ struct dsa_slots_s {
   runtime::Sequence::SlotSet slots;
 };
 
+struct dsa_stack_plan_s {
+  std::vector<dsa_sequence_t *> layers; ///< not owned
+  bool hasShared = false;               ///< some layer takes the shared slots
+  int64_t startPos = 0;
+  std::vector<runtime::StackChunkRouter> pieces;
+  size_t next = 0;                   ///< the next piece to begin
+  std::optional<size_t> current;     ///< the piece begun and not finished
+  size_t layersRun = 0;              ///< layers of the current piece run
+  const dsa_slots_t *slots = nullptr; ///< the set the current piece began with
+};
+
 namespace {
 
 dsa_arg_role_t roleOf(const FunctionSignature &sig, size_t arg) {
@@ -430,6 +442,52 @@ std::optional<Failure> checkRingOut(const dsa_batch_t *batch, dsa_batch_id_t id,
                                                  runtime::shapeString(b.shape) + ", the ring is " +
                                                  dsa::elementTypeName(ring->elementType()) + " " +
                                                  runtime::shapeString(ring->shape()));
+  return ok;
+}
+
+/// One step of `seq` on x (checked) at startPos with `shared` (NULL: none), the output rows written to `output`
+/// (NULL: not written). `router` (a piece of a stack plan, layer `layer`): a layer with shared slots runs the rows as
+/// ONE call with index_k routed (Sequence::runStackChunkValues); else a plain step (Sequence::runValues). The step's
+/// own checks (x, start_pos, max_seq_len, shared) are reported before the output's; the sequence makes them again.
+/// A failure changes nothing: the sequence, the slots, the router.
+std::optional<Failure> runSequenceStep(dsa_sequence_t &sequence, const CheckedBuffer &xb, int64_t startPos,
+                                       dsa_slots_t *shared, const dsa_buffer_t *output,
+                                       runtime::StackChunkRouter *router, size_t layer) {
+  const FunctionSignature &sig = *sequence.sig;
+  runtime::Sequence &seq = *sequence.seq;
+  if (shared && sig.step.shared.empty())
+    return fail(DSA_STATUS_INVALID_ARGUMENT,
+                "shared: @" + sig.name +
+                    " takes no shared slots (pass NULL; the slots go only to the layers that take them)");
+  const bool stackChunk = router && !sig.step.shared.empty();
+  dsa::Result<std::vector<runtime::SubStep>> plan =
+      runtime::planStep(sig, seq.position(), xb.type, xb.shape, startPos,
+                        shared ? static_cast<int64_t>(shared->slots.size()) : -1, stackChunk);
+  if (!plan)
+    return fail(codeOfStepError(plan.error()), plan.error());
+  const runtime::ValueKind &outKind = sig.results[static_cast<size_t>(sig.step.output)];
+  CheckedBuffer ob;
+  if (std::optional<Failure> f = checkOutputBuffer(output, outKind, xb.shape[0],
+                                                   " for x's " + std::to_string(xb.shape[0]) + " rows", ob))
+    return f;
+  dsa::Result<std::vector<HostValue>> results = [&]() -> dsa::Result<std::vector<HostValue>> {
+    if (!stackChunk)
+      return seq.runValues(tensorOf(xb), startPos, shared ? &shared->slots : nullptr);
+    runtime::Sequence::SlotSet routed = shared->slots;
+    if (dsa::Status st = router->beforeLayer(layer, routed); !st)
+      return dsa::makeError(st.error());
+    dsa::Result<std::vector<HostValue>> r = seq.runStackChunkValues(tensorOf(xb), startPos, routed);
+    if (!r)
+      return r;
+    if (dsa::Status st = router->afterLayer(layer, routed); !st)
+      return dsa::makeError(st.error());
+    shared->slots = std::move(routed);
+    return r;
+  }();
+  if (!results)
+    return fail(codeOfStepError(results.error()), results.error());
+  if (output)
+    return copyOut((*results)[static_cast<size_t>(sig.step.output)], ob, "output");
   return ok;
 }
 
@@ -672,35 +730,11 @@ dsa_status_t dsa_sequence_step(dsa_sequence_t *sequence, const dsa_buffer_t *x, 
   return guard("dsa_sequence_step", [&]() -> std::optional<Failure> {
     if (std::optional<Failure> f = requireNonNull(sequence, "sequence"))
       return f;
-    const FunctionSignature &sig = *sequence->sig;
-    runtime::Sequence &seq = *sequence->seq;
     CheckedBuffer xb;
     if (std::optional<Failure> f = checkBuffer(x, "x", xb))
       return f;
-    if (shared && sig.step.shared.empty())
-      return fail(DSA_STATUS_INVALID_ARGUMENT,
-                  "shared: @" + sig.name +
-                      " takes no shared slots (pass NULL; the slots go only to the layers that take them)");
-    const int64_t startPos = start_pos == DSA_START_POS_NEXT ? seq.position() : start_pos;
-    // The step's own checks (x, start_pos, max_seq_len, shared) first, so that they are reported before the
-    // output's; Sequence::runValues makes them again.
-    dsa::Result<std::vector<runtime::SubStep>> plan =
-        runtime::planStep(sig, seq.position(), xb.type, xb.shape, startPos,
-                          shared ? static_cast<int64_t>(shared->slots.size()) : -1);
-    if (!plan)
-      return fail(codeOfStepError(plan.error()), plan.error());
-    const runtime::ValueKind &outKind = sig.results[static_cast<size_t>(sig.step.output)];
-    CheckedBuffer ob;
-    if (std::optional<Failure> f = checkOutputBuffer(output, outKind, xb.shape[0],
-                                                     " for x's " + std::to_string(xb.shape[0]) + " rows", ob))
-      return f;
-    dsa::Result<std::vector<HostValue>> results =
-        seq.runValues(tensorOf(xb), startPos, shared ? &shared->slots : nullptr);
-    if (!results)
-      return fail(codeOfStepError(results.error()), results.error());
-    if (output)
-      return copyOut((*results)[static_cast<size_t>(sig.step.output)], ob, "output");
-    return ok;
+    const int64_t startPos = start_pos == DSA_START_POS_NEXT ? sequence->seq->position() : start_pos;
+    return runSequenceStep(*sequence, xb, startPos, shared, output, nullptr, 0);
   });
 }
 
@@ -784,6 +818,205 @@ dsa_status_t dsa_sequence_read_state(const dsa_sequence_t *sequence, size_t inde
                                                    runtime::shapeString(bytes->shape()) + " (" +
                                                    sequence->sig->args[arg].typeString + ")");
     return copyOut(*v, b, "dst");
+  });
+}
+
+dsa_status_t dsa_stack_plan_create(dsa_sequence_t *const *layers, size_t num_layers, int64_t prefill_tokens,
+                                   int64_t start_pos, int64_t tokens, dsa_stack_plan_t **out_plan) {
+  return guard("dsa_stack_plan_create", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(layers, "layers"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_plan, "out_plan"))
+      return f;
+    if (num_layers == 0)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "num_layers: 0 (a plan is for every attention layer of the model)");
+    auto plan = std::make_unique<dsa_stack_plan_t>();
+    plan->startPos = start_pos;
+    std::vector<runtime::StackLayerRoles> roles;
+    std::set<const dsa_sequence_t *> seen;
+    for (size_t l = 0; l < num_layers; ++l) {
+      const std::string what = "layers[" + std::to_string(l) + "]";
+      if (!layers[l])
+        return fail(DSA_STATUS_INVALID_ARGUMENT, what + " is NULL");
+      if (!seen.insert(layers[l]).second)
+        return fail(DSA_STATUS_INVALID_ARGUMENT, what + ": the sequence is given twice (one per layer)");
+      const FunctionSignature &sig = *layers[l]->sig;
+      if (layers[l]->seq->position() != start_pos)
+        return fail(DSA_STATUS_INVALID_ARGUMENT,
+                    what + ": @" + sig.name + " is at position " + std::to_string(layers[l]->seq->position()) +
+                        ", the chunk starts at start_pos " + std::to_string(start_pos) +
+                        " (every layer must have run every token before it)");
+      dsa::Result<runtime::StackLayerRoles> r = runtime::stackLayerRoles(sig);
+      if (!r)
+        return fail(DSA_STATUS_FAILED_PRECONDITION, what + ": " + r.error());
+      roles.push_back(*r);
+      plan->layers.push_back(layers[l]);
+      plan->hasShared = plan->hasShared || !sig.step.shared.empty();
+    }
+    if (tokens < 1)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "tokens: " + std::to_string(tokens) + " (a step has at least one)");
+    if (prefill_tokens < 1 || prefill_tokens > start_pos)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "prefill_tokens: " + std::to_string(prefill_tokens) +
+                                                   " is outside 1 .. start_pos (" + std::to_string(start_pos) + ")");
+    // Every layer's capacity up front, so that a plan never stops half-way through the stack on it.
+    for (size_t l = 0; l < num_layers; ++l) {
+      const int64_t capacity = layers[l]->sig->step.maxSeqLen;
+      if (capacity >= 0 && tokens > capacity - start_pos)
+        return fail(DSA_STATUS_OUT_OF_RANGE, "layers[" + std::to_string(l) + "]: max_seq_len: @" +
+                                                 layers[l]->sig->name + " holds " + std::to_string(capacity) +
+                                                 " positions, the chunk of " + std::to_string(tokens) +
+                                                 " tokens at start_pos " + std::to_string(start_pos) + " needs " +
+                                                 std::to_string(start_pos) + " + " + std::to_string(tokens));
+    }
+    dsa::Result<std::vector<runtime::StackSubChunk>> pieces =
+        runtime::planStackChunk(roles, prefill_tokens, start_pos, tokens);
+    if (!pieces)
+      return fail(DSA_STATUS_FAILED_PRECONDITION, pieces.error());
+    for (runtime::StackSubChunk &p : *pieces)
+      plan->pieces.emplace_back(std::move(p));
+    *out_plan = plan.release();
+    return ok;
+  });
+}
+
+void dsa_stack_plan_release(dsa_stack_plan_t *plan) { delete plan; }
+
+dsa_status_t dsa_stack_plan_piece_count(const dsa_stack_plan_t *plan, size_t *out_count) {
+  return guard("dsa_stack_plan_piece_count", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(plan, "plan"))
+      return f;
+    if (std::optional<Failure> f = requireNonNull(out_count, "out_count"))
+      return f;
+    *out_count = plan->pieces.size();
+    return ok;
+  });
+}
+
+namespace {
+
+/// Piece `piece` of `plan` exists.
+std::optional<Failure> checkPiece(const dsa_stack_plan_t &plan, size_t piece) {
+  if (piece >= plan.pieces.size())
+    return fail(DSA_STATUS_INVALID_ARGUMENT, "piece: " + std::to_string(piece) + " is past the plan's " +
+                                                 std::to_string(plan.pieces.size()) + " pieces");
+  return ok;
+}
+
+/// Piece `piece` is the one begun, and `shared` the set it began with.
+std::optional<Failure> checkCurrentPiece(const dsa_stack_plan_t &plan, size_t piece, const dsa_slots_t *shared) {
+  if (std::optional<Failure> f = checkPiece(plan, piece))
+    return f;
+  if (plan.current != piece)
+    return fail(DSA_STATUS_INVALID_ARGUMENT,
+                "piece: " + std::to_string(piece) + " is not begun (" +
+                    (plan.current ? "piece " + std::to_string(*plan.current) + " is"
+                                  : std::string("dsa_stack_piece_begin starts a piece; none is")) +
+                    ")");
+  if (shared != plan.slots)
+    return fail(DSA_STATUS_INVALID_ARGUMENT,
+                std::string("shared: ") + (shared ? "not the slot set" : "NULL, not the slot set") + " piece " +
+                    std::to_string(piece) + " began with");
+  return ok;
+}
+
+} // namespace
+
+dsa_status_t dsa_stack_plan_piece(const dsa_stack_plan_t *plan, size_t piece, int64_t *out_first,
+                                  int64_t *out_count) {
+  return guard("dsa_stack_plan_piece", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(plan, "plan"))
+      return f;
+    if (std::optional<Failure> f = checkPiece(*plan, piece))
+      return f;
+    const runtime::StackSubChunk &p = plan->pieces[piece].piece();
+    if (out_first)
+      *out_first = p.first;
+    if (out_count)
+      *out_count = p.count;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_stack_piece_begin(dsa_stack_plan_t *plan, size_t piece, const dsa_slots_t *shared) {
+  return guard("dsa_stack_piece_begin", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(plan, "plan"))
+      return f;
+    if (std::optional<Failure> f = checkPiece(*plan, piece))
+      return f;
+    if (plan->current || piece != plan->next)
+      return fail(DSA_STATUS_INVALID_ARGUMENT,
+                  "piece: " + std::to_string(piece) + " is not the next piece (" +
+                      (plan->current ? "piece " + std::to_string(*plan->current) + " is begun and not finished"
+                                     : plan->next < plan->pieces.size()
+                                           ? "piece " + std::to_string(plan->next) + " is next"
+                                           : std::string("every piece has run")) +
+                      ")");
+    if (plan->hasShared && !shared)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "shared: NULL, and the stack's layers take the shared slots");
+    if (!plan->hasShared && shared)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "shared: no layer of the stack takes shared slots (pass NULL)");
+    if (shared)
+      if (dsa::Status st = plan->pieces[piece].begin(shared->slots); !st)
+        return fail(DSA_STATUS_INVALID_ARGUMENT, "shared: " + st.error());
+    plan->current = piece;
+    plan->layersRun = 0;
+    plan->slots = shared;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_stack_piece_step(dsa_stack_plan_t *plan, size_t piece, size_t layer, const dsa_buffer_t *x,
+                                  dsa_slots_t *shared, const dsa_buffer_t *output) {
+  return guard("dsa_stack_piece_step", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(plan, "plan"))
+      return f;
+    if (std::optional<Failure> f = checkCurrentPiece(*plan, piece, shared))
+      return f;
+    if (layer >= plan->layers.size() || layer != plan->layersRun)
+      return fail(DSA_STATUS_INVALID_ARGUMENT,
+                  "layer: " + std::to_string(layer) +
+                      (layer >= plan->layers.size()
+                           ? " is past the stack's " + std::to_string(plan->layers.size()) + " layers"
+                           : " is not the next layer of piece " + std::to_string(piece) + " (layer " +
+                                 (plan->layersRun < plan->layers.size() ? std::to_string(plan->layersRun) + " is"
+                                                                        : std::string("every layer has run")) +
+                                 ")"));
+    CheckedBuffer xb;
+    if (std::optional<Failure> f = checkBuffer(x, "x", xb))
+      return f;
+    runtime::StackChunkRouter &router = plan->pieces[piece];
+    const int64_t rows = router.piece().count;
+    if (xb.shape.empty() || xb.shape[0] != rows)
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "x: shape " + runtime::shapeString(xb.shape) + ", piece " +
+                                                   std::to_string(piece) + " has " + std::to_string(rows) +
+                                                   " token rows");
+    dsa_sequence_t &seq = *plan->layers[layer];
+    dsa_slots_t *slots = seq.sig->step.shared.empty() ? nullptr : shared;
+    if (std::optional<Failure> f = runSequenceStep(seq, xb, plan->startPos + router.piece().first, slots, output,
+                                                   &router, layer))
+      return fail(f->code, "layer " + std::to_string(layer) + ": " + f->message);
+    ++plan->layersRun;
+    return ok;
+  });
+}
+
+dsa_status_t dsa_stack_piece_finish(dsa_stack_plan_t *plan, size_t piece, dsa_slots_t *shared) {
+  return guard("dsa_stack_piece_finish", [&]() -> std::optional<Failure> {
+    if (std::optional<Failure> f = requireNonNull(plan, "plan"))
+      return f;
+    if (std::optional<Failure> f = checkCurrentPiece(*plan, piece, shared))
+      return f;
+    if (plan->layersRun != plan->layers.size())
+      return fail(DSA_STATUS_INVALID_ARGUMENT, "layer: " + std::to_string(plan->layersRun) + " of piece " +
+                                                   std::to_string(piece) + " has not run (the piece runs every "
+                                                   "layer of the stack, in order)");
+    if (shared)
+      if (dsa::Status st = plan->pieces[piece].finish(shared->slots); !st)
+        return fail(DSA_STATUS_INVALID_ARGUMENT, "shared: " + st.error());
+    plan->current.reset();
+    plan->next = piece + 1;
+    plan->slots = nullptr;
+    return ok;
   });
 }
 

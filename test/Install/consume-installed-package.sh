@@ -3,9 +3,10 @@
 # prefix, then builds and runs the three example consumers against it:
 #   examples/runtime-step   links only DSA::CPURuntime, configured with MLIR made unfindable, links no MLIR/LLVM, runs a
 #                           layer's CPU step library (emitted by the build's dsa-run) through a prefill and two decodes;
-#   examples/c-api          a C99 program linking only DSA::RuntimeC (libdsa_runtime_c.so; configured with MLIR made
-#                           unfindable, project language C: no C++ runtime of its own), runs layers 0 and 2 (shared slots)
-#                           through the C API;
+#   examples/c-api          two C99 programs linking only DSA::RuntimeC (libdsa_runtime_c.so; configured with MLIR made
+#                           unfindable, project language C: no C++ runtime of its own): dsa-c-api-example runs layers 0
+#                           and 2 (shared slots) through the C API, dsa-c-api-stack a chunk through the golden's six
+#                           layers by a stack plan (dsa_stack_*), identical to token-by-token decode;
 #   examples/pass-pipeline  links DSA::ConversionCPU, runs the CPU pipeline in its own PassManager and a textual
 #                           pipeline naming dsa passes: output identical to dsa-opt's; no GPU conversion in its binary.
 # Usage: consume-installed-package.sh BUILD_DIR SOURCE_DIR. Exit 0 and "installed package: OK" on success.
@@ -40,17 +41,22 @@ grep -q "step at start_pos 4: 1 tokens -> output 1x" "$work/run1.log"
 cmake -S "$src/examples/c-api" -B "$work/c-api" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON "${launcher[@]}" >"$work/cfg3.log"
 cmake --build "$work/c-api" >"$work/build3.log"
-needed=$(readelf -d "$work/c-api/dsa-c-api-example" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-if echo "$needed" | grep -Ei 'libMLIR|libLLVM|libstdc\+\+'; then
-  echo "the C API consumer links more than libdsa_runtime_c: $needed" >&2
-  exit 1
-fi
+for program in dsa-c-api-example dsa-c-api-stack; do
+  needed=$(readelf -d "$work/c-api/$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  if echo "$needed" | grep -Ei 'libMLIR|libLLVM|libstdc\+\+'; then
+    echo "the C API consumer $program links more than libdsa_runtime_c: $needed" >&2
+    exit 1
+  fi
+done
 "$work/c-api/dsa-c-api-example" "$work/libs/attention_L0.json" | tee "$work/run3.log"
 grep -q "step at start_pos 4: 1 tokens -> output 1x64 bf16, 64 of 64 values finite" "$work/run3.log"
 grep -q "0 shared slots, max_seq_len -1, chunks in one call" "$work/run3.log"
 "$work/c-api/dsa-c-api-example" "$work/libs/attention_L2.json" | tee "$work/run4.log"
 grep -q "4 shared slots, max_seq_len 64, chunks refused" "$work/run4.log"
 grep -q "step at start_pos 4: 1 tokens -> output 1x64 bf16, 64 of 64 values finite" "$work/run4.log"
+"$work/c-api/dsa-c-api-stack" "$work"/libs/attention_L{0,1,2,3,4,5}.json | tee "$work/run5.log"
+grep -q "chunk of 16 tokens at start_pos 12: a plan of 2 piece(s): \[0, 8), \[8, 16)" "$work/run5.log"
+grep -q "chunk through the stack: identical to token-by-token decode" "$work/run5.log"
 
 cmake -S "$src/examples/pass-pipeline" -B "$work/pass-pipeline" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir "${launcher[@]}" >"$work/cfg2.log"

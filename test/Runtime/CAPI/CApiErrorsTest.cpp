@@ -76,6 +76,14 @@ struct Buffer {
     b.data = bytes.data();
     b.shape = shape.data();
   }
+  Buffer &operator=(const Buffer &o) {
+    bytes = o.bytes;
+    shape = o.shape;
+    b = o.b;
+    b.data = bytes.data();
+    b.shape = shape.data();
+    return *this;
+  }
   const dsa_buffer_t *operator&() const { return &b; }
   /// A deterministic pattern of bf16 values in [-scale, scale] (f32 for an f32 buffer).
   void fill(uint32_t seed, float scale) {
@@ -527,6 +535,208 @@ TEST_F(CApiTest, CompressedLayerSharedSlotsAndCapacity) {
   EXPECT_STATUS(dsa_sequence_step(l0, &one, 0, slots, &out1), DSA_STATUS_INVALID_ARGUMENT,
                 "shared: @attention_L0 takes no shared slots");
   dsa_slots_release(slots);
+}
+
+/// The golden's six layers (fixed-pattern weights) as two models, A stepped token by token through every layer,
+/// B by chunks through the stack (dsa_stack_*), each layer's output the next layer's input.
+class CApiStackTest : public CApiTest {
+protected:
+  static constexpr int kLayers = 6;
+  struct Model {
+    std::vector<dsa_sequence_t *> layers;
+    std::vector<bool> takesSlots; ///< dsa_function_info_t::num_shared > 0
+    dsa_slots_t *slots = nullptr;
+  };
+  void SetUp() override {
+    CApiTest::SetUp();
+    for (Model *m : {&a, &b}) {
+      for (int l = 0; l < kLayers; ++l) {
+        dsa_library_t *lib = open(l);
+        ASSERT_NE(lib, nullptr);
+        m->layers.push_back(create(lib, functionOf(lib)));
+        ASSERT_NE(m->layers.back(), nullptr);
+        dsa_function_info_t info;
+        ASSERT_OK(dsa_function_info(lib, functionOf(lib).c_str(), &info));
+        m->takesSlots.push_back(info.num_shared > 0);
+      }
+      dsa_library_t *lib2 = open(2);
+      ASSERT_OK(dsa_slots_create(lib2, functionOf(lib2).c_str(), &m->slots));
+    }
+  }
+  void TearDown() override {
+    dsa_slots_release(a.slots);
+    dsa_slots_release(b.slots);
+    CApiTest::TearDown();
+  }
+  /// `rows` tokens at `startPos` through every layer of `m`, one dsa_sequence_step per layer; every layer's output.
+  static std::vector<Buffer> stepLayers(Model &m, const Buffer &x, int64_t startPos) {
+    std::vector<Buffer> outs;
+    Buffer h = x;
+    for (size_t l = 0; l < m.layers.size(); ++l) {
+      Buffer out(DSA_DTYPE_BF16, h.shape);
+      Status st(dsa_sequence_step(m.layers[l], &h, startPos, m.takesSlots[l] ? m.slots : nullptr, &out));
+      EXPECT_TRUE(st.ok()) << st.message();
+      outs.push_back(out);
+      h = out;
+    }
+    return outs;
+  }
+  static Buffer rowsOf(const Buffer &x, int64_t first, int64_t count) {
+    Buffer r(DSA_DTYPE_BF16, {count, 64});
+    std::memcpy(r.bytes.data(), x.bytes.data() + first * 128, static_cast<size_t>(count) * 128);
+    return r;
+  }
+  Model a, b;
+};
+
+TEST_F(CApiStackTest, ChunksThroughTheStackEqualTokenByTokenDecode) {
+  const Buffer prefill = x(12, 21);
+  stepLayers(a, prefill, 0);
+  stepLayers(b, prefill, 0);
+  // Chunks of 2 at 12, 20 at 14 (cut: the golden's ratio-1 source's keys past start_pos are not written yet
+  // layer-major while (start_pos + s) // 2 > start_pos, docs/architecture.md "Chunks through a stack": 10 at 14, then
+  // 10 at 24), 3 at 34.
+  struct Chunk {
+    int64_t startPos, tokens;
+    std::vector<std::pair<int64_t, int64_t>> pieces;
+  };
+  for (const Chunk &c : {Chunk{12, 2, {{0, 2}}}, Chunk{14, 20, {{0, 10}, {10, 10}}}, Chunk{34, 3, {{0, 3}}}}) {
+    SCOPED_TRACE("chunk of " + std::to_string(c.tokens) + " at " + std::to_string(c.startPos));
+    const Buffer xs = x(c.tokens, static_cast<uint32_t>(c.startPos));
+    std::vector<std::vector<uint8_t>> want(kLayers); // A's outputs per layer, token after token
+    for (int64_t t = 0; t < c.tokens; ++t) {
+      std::vector<Buffer> outs = stepLayers(a, rowsOf(xs, t, 1), c.startPos + t);
+      for (int l = 0; l < kLayers; ++l)
+        want[l].insert(want[l].end(), outs[l].bytes.begin(), outs[l].bytes.begin() + 128);
+    }
+    dsa_stack_plan_t *plan = nullptr;
+    ASSERT_OK(dsa_stack_plan_create(b.layers.data(), b.layers.size(), 12, c.startPos, c.tokens, &plan));
+    size_t count = 0;
+    ASSERT_OK(dsa_stack_plan_piece_count(plan, &count));
+    std::vector<std::pair<int64_t, int64_t>> pieces;
+    std::vector<std::vector<uint8_t>> got(kLayers);
+    for (size_t p = 0; p < count; ++p) {
+      int64_t first = -1, rows = -1;
+      ASSERT_OK(dsa_stack_plan_piece(plan, p, &first, &rows));
+      pieces.emplace_back(first, rows);
+      ASSERT_OK(dsa_stack_piece_begin(plan, p, b.slots));
+      Buffer h = rowsOf(xs, first, rows);
+      for (int l = 0; l < kLayers; ++l) {
+        Buffer out(DSA_DTYPE_BF16, {rows, 64});
+        ASSERT_OK(dsa_stack_piece_step(plan, p, static_cast<size_t>(l), &h, b.slots, &out));
+        got[l].insert(got[l].end(), out.bytes.begin(), out.bytes.begin() + rows * 128);
+        h = out;
+      }
+      ASSERT_OK(dsa_stack_piece_finish(plan, p, b.slots));
+    }
+    dsa_stack_plan_release(plan);
+    EXPECT_EQ(pieces, c.pieces);
+    for (int l = 0; l < kLayers; ++l) {
+      EXPECT_EQ(got[l], want[l]) << "layer " << l << "'s output rows";
+      EXPECT_EQ(snapshot(b.layers[l]), snapshot(a.layers[l])) << "layer " << l << "'s position and state";
+    }
+  }
+  // A decode after the chunks reads the slots they left: the same bits.
+  const Buffer one = x(1, 99);
+  std::vector<Buffer> outA = stepLayers(a, one, 37), outB = stepLayers(b, one, 37);
+  for (int l = 0; l < kLayers; ++l)
+    EXPECT_EQ(outA[l].bytes, outB[l].bytes) << "layer " << l << " after the chunks";
+}
+
+TEST_F(CApiStackTest, PlanErrorsNameTheFieldAndChangeNothing) {
+  const Buffer prefill = x(12, 21);
+  stepLayers(b, prefill, 0);
+  dsa_stack_plan_t *plan = nullptr;
+  std::vector<dsa_sequence_t *> twice = b.layers;
+  twice[3] = twice[2];
+  std::vector<dsa_sequence_t *> withNull = b.layers;
+  withNull[1] = nullptr;
+  EXPECT_STATUS(dsa_stack_plan_create(nullptr, 6, 12, 12, 2, &plan), DSA_STATUS_INVALID_ARGUMENT, "layers is NULL");
+  EXPECT_STATUS(dsa_stack_plan_create(b.layers.data(), 6, 12, 12, 2, nullptr), DSA_STATUS_INVALID_ARGUMENT,
+                "out_plan is NULL");
+  EXPECT_STATUS(dsa_stack_plan_create(b.layers.data(), 0, 12, 12, 2, &plan), DSA_STATUS_INVALID_ARGUMENT,
+                "num_layers: 0");
+  EXPECT_STATUS(dsa_stack_plan_create(withNull.data(), 6, 12, 12, 2, &plan), DSA_STATUS_INVALID_ARGUMENT,
+                "layers[1] is NULL");
+  EXPECT_STATUS(dsa_stack_plan_create(twice.data(), 6, 12, 12, 2, &plan), DSA_STATUS_INVALID_ARGUMENT,
+                "layers[3]: the sequence is given twice");
+  EXPECT_STATUS(dsa_stack_plan_create(b.layers.data(), 6, 12, 13, 2, &plan), DSA_STATUS_INVALID_ARGUMENT,
+                "dsa_stack_plan_create: layers[0]: @attention_L0 is at position 12, the chunk starts at start_pos 13");
+  EXPECT_STATUS(dsa_stack_plan_create(b.layers.data(), 6, 12, 12, 0, &plan), DSA_STATUS_INVALID_ARGUMENT,
+                "tokens: 0");
+  EXPECT_STATUS(dsa_stack_plan_create(b.layers.data(), 6, 13, 12, 2, &plan), DSA_STATUS_INVALID_ARGUMENT,
+                "prefill_tokens: 13 is outside 1 .. start_pos (12)");
+  EXPECT_STATUS(dsa_stack_plan_create(b.layers.data(), 6, 12, 12, 53, &plan), DSA_STATUS_OUT_OF_RANGE,
+                "layers[2]: max_seq_len: @attention_L2 holds 64 positions, the chunk of 53 tokens at start_pos 12 "
+                "needs 12 + 53");
+  // A layer reading the candidates with no candidate source before it: layer 5 without layer 4 (the source).
+  std::vector<dsa_sequence_t *> noSource = {b.layers[0], b.layers[1], b.layers[2], b.layers[3], b.layers[5]};
+  EXPECT_STATUS(dsa_stack_plan_create(noSource.data(), noSource.size(), 12, 12, 2, &plan),
+                DSA_STATUS_FAILED_PRECONDITION, "candidates");
+  EXPECT_EQ(plan, nullptr) << "a refused create wrote out_plan";
+
+  ASSERT_OK(dsa_stack_plan_create(b.layers.data(), b.layers.size(), 12, 12, 20, &plan));
+  size_t count = 0;
+  ASSERT_OK(dsa_stack_plan_piece_count(plan, &count));
+  ASSERT_EQ(count, 2u);
+  EXPECT_STATUS(dsa_stack_plan_piece(plan, 2, nullptr, nullptr), DSA_STATUS_INVALID_ARGUMENT,
+                "piece: 2 is past the plan's 2 pieces");
+  std::vector<std::vector<uint8_t>> before;
+  for (dsa_sequence_t *seq : b.layers)
+    before.push_back(snapshot(seq));
+  auto unchanged = [&](const char *after) {
+    for (size_t l = 0; l < b.layers.size(); ++l)
+      EXPECT_EQ(snapshot(b.layers[l]), before[l]) << "layer " << l << " changed after " << after;
+  };
+  const Buffer xs = x(20, 5);
+  Buffer h = rowsOf(xs, 0, 10), out(DSA_DTYPE_BF16, {10, 64});
+  EXPECT_STATUS(dsa_stack_piece_step(plan, 0, 0, &h, b.slots, &out), DSA_STATUS_INVALID_ARGUMENT,
+                "piece: 0 is not begun (dsa_stack_piece_begin starts a piece; none is)");
+  EXPECT_STATUS(dsa_stack_piece_begin(plan, 1, b.slots), DSA_STATUS_INVALID_ARGUMENT,
+                "piece: 1 is not the next piece (piece 0 is next)");
+  EXPECT_STATUS(dsa_stack_piece_begin(plan, 0, nullptr), DSA_STATUS_INVALID_ARGUMENT,
+                "shared: NULL, and the stack's layers take the shared slots");
+  ASSERT_OK(dsa_stack_piece_begin(plan, 0, b.slots));
+  EXPECT_STATUS(dsa_stack_piece_begin(plan, 0, b.slots), DSA_STATUS_INVALID_ARGUMENT,
+                "piece 0 is begun and not finished");
+  EXPECT_STATUS(dsa_stack_piece_step(plan, 0, 1, &h, b.slots, &out), DSA_STATUS_INVALID_ARGUMENT,
+                "layer: 1 is not the next layer of piece 0 (layer 0 is)");
+  EXPECT_STATUS(dsa_stack_piece_step(plan, 0, 6, &h, b.slots, &out), DSA_STATUS_INVALID_ARGUMENT,
+                "layer: 6 is past the stack's 6 layers");
+  EXPECT_STATUS(dsa_stack_piece_step(plan, 0, 0, &h, a.slots, &out), DSA_STATUS_INVALID_ARGUMENT,
+                "shared: not the slot set piece 0 began with");
+  const Buffer eleven = rowsOf(xs, 0, 11);
+  EXPECT_STATUS(dsa_stack_piece_step(plan, 0, 0, &eleven, b.slots, &out), DSA_STATUS_INVALID_ARGUMENT,
+                "x: shape [11, 64], piece 0 has 10 token rows");
+  Buffer badOut(DSA_DTYPE_BF16, {9, 64});
+  EXPECT_STATUS(dsa_stack_piece_step(plan, 0, 0, &h, b.slots, &badOut), DSA_STATUS_INVALID_ARGUMENT,
+                "layer 0: output: shape [9, 64], expected [10, 64]");
+  EXPECT_STATUS(dsa_stack_piece_finish(plan, 0, b.slots), DSA_STATUS_INVALID_ARGUMENT,
+                "layer: 0 of piece 0 has not run");
+  unchanged("the refused calls");
+  // The piece runs after the refusals, then finish; the plan then has run piece 0 only.
+  for (size_t l = 0; l < 6; ++l) {
+    ASSERT_OK(dsa_stack_piece_step(plan, 0, l, &h, b.slots, &out));
+    h = out;
+  }
+  EXPECT_STATUS(dsa_stack_piece_step(plan, 0, 0, &h, b.slots, &out), DSA_STATUS_INVALID_ARGUMENT,
+                "(layer every layer has run)");
+  ASSERT_OK(dsa_stack_piece_finish(plan, 0, b.slots));
+  EXPECT_STATUS(dsa_stack_piece_finish(plan, 0, b.slots), DSA_STATUS_INVALID_ARGUMENT, "piece: 0 is not begun");
+  EXPECT_STATUS(dsa_stack_piece_begin(plan, 0, b.slots), DSA_STATUS_INVALID_ARGUMENT,
+                "piece: 0 is not the next piece (piece 1 is next)");
+  dsa_stack_plan_release(plan);
+  // A stack without slots takes none.
+  std::vector<dsa_sequence_t *> windows = {b.layers[0], b.layers[1]};
+  ASSERT_OK(dsa_stack_plan_create(windows.data(), windows.size(), 12, 22, 3, &plan));
+  EXPECT_STATUS(dsa_stack_piece_begin(plan, 0, b.slots), DSA_STATUS_INVALID_ARGUMENT,
+                "shared: no layer of the stack takes shared slots (pass NULL)");
+  ASSERT_OK(dsa_stack_piece_begin(plan, 0, nullptr));
+  dsa_stack_plan_release(plan);
+  // dsa_sequence_step still refuses the chunk on a layer with slots (the plan is the way through).
+  EXPECT_STATUS(dsa_sequence_step(b.layers[2], &h, DSA_START_POS_NEXT, b.slots, &out), DSA_STATUS_INVALID_ARGUMENT,
+                "shared: a step of 10 tokens at start_pos 22 > 0");
+  dsa_stack_plan_release(nullptr);
 }
 
 TEST_F(CApiTest, AgreesWithTheCppSequence) {

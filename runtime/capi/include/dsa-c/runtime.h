@@ -49,9 +49,9 @@
  * A multi-token step at start_pos > 0 (a chunk) is defined as s single-token steps (attention-semantics.md section
  * 13): a function whose dsa_function_info_t::chunked is 1 runs it as one call with the same bits (a window-only layer,
  * or a compressed layer that reads only the slots it publishes itself, of a CPU step library); otherwise a layer
- * without shared slots runs it as s calls and a layer with shared slots refuses it (feed the tokens one at a time
- * through every layer of the model: check chunked on every layer before sending a chunk through a model, since a
- * refusal half-way leaves the earlier layers stepped).
+ * without shared slots runs it as s calls and a layer with shared slots refuses it through dsa_sequence_step: run
+ * such a chunk through the whole stack with a plan (dsa_stack_plan_create, "Chunks through a stack" below), or feed
+ * the tokens one at a time through every layer of the model.
  *
  *===----------------------------------------------------------------------------------------------------------===*/
 #ifndef DSA_C_RUNTIME_H
@@ -73,7 +73,7 @@ extern "C" {
 /* ---- Version -------------------------------------------------------------------------------------------------- */
 
 /** The version of this header (the ABI). Pass it to dsa_library_open. */
-#define DSA_C_API_VERSION 3
+#define DSA_C_API_VERSION 4
 
 /** The version the loaded libdsa_runtime_c implements. */
 DSA_C_EXPORT uint32_t dsa_c_api_version(void);
@@ -321,6 +321,74 @@ DSA_C_EXPORT dsa_status_t dsa_batch_position(const dsa_batch_t *batch, dsa_batch
 /** Copies member `id`'s ring as it stands into `dst` (dtype and shape exactly the ring's [window_size, head_dim]).
  *  Errors: NULL; not a member; a buffer check or mismatch of dst (DSA_STATUS_INVALID_ARGUMENT). */
 DSA_C_EXPORT dsa_status_t dsa_batch_read_ring(const dsa_batch_t *batch, dsa_batch_id_t id, const dsa_buffer_t *dst);
+
+/* ---- Chunks through a stack of layers sharing slots (added in API version 4) ----------------------------------- */
+
+/* A multi-token step at start_pos > 0 (a chunk) through a model's layers is DEFINED as its tokens fed one decode step
+ * at a time through every layer (attention-semantics.md section 13). A model driver runs it LAYER-MAJOR instead: each
+ * layer once over all the chunk's rows, the model's own computation between the layers (norms, MoE, ...) done by the
+ * caller on those rows. Layers that read slots other layers publish (the index_k quirk of section 8, another layer's
+ * candidates) agree with token-by-token decode that way only where every read of a slot sees the same data in both
+ * orders; a plan (the C++ runtime::planStackChunk, dsa/Runtime/Host/StackChunk.h) cuts the chunk into PIECES that do,
+ * and says which index_k each layer of a piece must read (the slot as it entered the piece, or what an earlier
+ * layer returned in it), which dsa_stack_piece_step sets. Per piece p, in order:
+ *
+ *   dsa_stack_piece_begin(plan, p, slots);
+ *   for (l = 0; l < num_layers; ++l)       (h: the piece's rows of layer l's input, the caller's between layers)
+ *     dsa_stack_piece_step(plan, p, l, &h_l, slots, &out_l);
+ *   dsa_stack_piece_finish(plan, p, slots);
+ *
+ * Every layer's output rows then equal, bit for bit, what the tokens give fed one at a time through the stack. The
+ * plan keeps the layers' sequence handles (not owned: they must outlive the plan) and its progress (which pieces and
+ * layers have run); a refused call changes neither the plan's progress, the sequences nor the slots. Window-only
+ * layers (no slots) are stepped the same way (one call of their compiled code when dsa_function_info_t::chunked).
+ * A prefill (start_pos 0) or a one-token step needs no plan: dsa_sequence_step through every layer. */
+typedef struct dsa_stack_plan_s dsa_stack_plan_t;
+
+/** The plan of `tokens` tokens at `start_pos` through `layers[0 .. num_layers)` (every attention layer of the model,
+ *  in stack order; each at position start_pos) for a model whose prefill was `prefill_tokens` tokens (the slots'
+ *  history). Errors (DSA_STATUS_INVALID_ARGUMENT unless said): NULL arguments, num_layers 0, a NULL or repeated
+ *  layer; "tokens: ..." (< 1), "prefill_tokens: ..." (outside 1 .. start_pos); a layer not at position start_pos
+ *  ("layers[l]: ..."); DSA_STATUS_OUT_OF_RANGE: start_pos + tokens past a layer's max_seq_len ("layers[l]:
+ *  max_seq_len: ...", checked here so that no piece stops half-way through the stack on it);
+ *  DSA_STATUS_FAILED_PRECONDITION: a layer whose library records no dsa.attention configuration,
+ *  a layer reading topk_idxs or candidates that no earlier layer of the stack publishes (step such a model one token
+ *  at a time). */
+DSA_C_EXPORT dsa_status_t dsa_stack_plan_create(dsa_sequence_t *const *layers, size_t num_layers,
+                                                int64_t prefill_tokens, int64_t start_pos, int64_t tokens,
+                                                dsa_stack_plan_t **out_plan);
+/** Frees the plan (NULL: nothing); the sequences stay the caller's. */
+DSA_C_EXPORT void dsa_stack_plan_release(dsa_stack_plan_t *plan);
+
+/** The number of pieces (>= 1), and piece `piece`'s tokens [first, first + count) of the chunk (positions
+ *  start_pos + first ..). Errors: NULL; a piece past the count. */
+DSA_C_EXPORT dsa_status_t dsa_stack_plan_piece_count(const dsa_stack_plan_t *plan, size_t *out_count);
+DSA_C_EXPORT dsa_status_t dsa_stack_plan_piece(const dsa_stack_plan_t *plan, size_t piece, int64_t *out_first,
+                                               int64_t *out_count);
+
+/** Starts piece `piece`: records the index_k slot of `shared` as the piece enters it. `shared`: the model's slots
+ *  (required iff a layer of the stack has shared slots; NULL otherwise), the same set for every call of the piece.
+ *  Errors (DSA_STATUS_INVALID_ARGUMENT; nothing changes): NULL plan; a piece past the count; "piece: ..." (not the
+ *  next piece: pieces run in order, each once, after the previous one finished); "shared: ..." (missing, given to a
+ *  stack without slots, slots of another shape). */
+DSA_C_EXPORT dsa_status_t dsa_stack_piece_begin(dsa_stack_plan_t *plan, size_t piece, const dsa_slots_t *shared);
+/** Runs layer `layer` of piece `piece` (begun, every layer before it run in the piece) on `x` (the piece's rows of
+ *  this layer's input: [count, dim], the layer's x dtype) at position start_pos + first as ONE call (a layer with
+ *  shared slots: index_k set as the plan says, then the slots replaced by what the layer published), and writes the
+ *  output rows to `output` ([count, dim] of the output's dtype; NULL: not written). Errors, each changing nothing:
+ *  NULL plan / x; "piece: ..." (not the one begun), "layer: ..." (past the stack, not the next layer of the piece);
+ *  "shared: ..." (not the set the piece began with: pass that set to EVERY layer of the piece, a layer without
+ *  shared slots included, which does not touch it); a buffer check of x or output, "x: ..." (dtype, shape, rows not
+ *  the piece's count): DSA_STATUS_INVALID_ARGUMENT; the sequence's own errors as dsa_sequence_step reports them
+ *  (max_seq_len: DSA_STATUS_OUT_OF_RANGE; a failed run-time check of the compiled code: DSA_STATUS_RUN_FAILED, e.g.
+ *  a GPU step library, which runs no chunk of a layer with entry_keys). */
+DSA_C_EXPORT dsa_status_t dsa_stack_piece_step(dsa_stack_plan_t *plan, size_t piece, size_t layer,
+                                               const dsa_buffer_t *x, dsa_slots_t *shared,
+                                               const dsa_buffer_t *output);
+/** Ends piece `piece` after its last layer: sets the index_k slot of `shared` to what the next step must read (NULL
+ *  iff the stack has no slots). Errors (DSA_STATUS_INVALID_ARGUMENT; nothing changes): NULL plan; "piece: ..." (not
+ *  the one begun), "layer: ..." (a layer of the piece not run yet), "shared: ..." (not the piece's set). */
+DSA_C_EXPORT dsa_status_t dsa_stack_piece_finish(dsa_stack_plan_t *plan, size_t piece, dsa_slots_t *shared);
 
 /* ---- Shared slots between the layers of a model --------------------------------------------------------------- */
 
