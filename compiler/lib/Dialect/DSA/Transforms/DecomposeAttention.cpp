@@ -49,6 +49,7 @@
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 namespace mlir::dsa {
@@ -166,7 +167,6 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     Location loc = op.getLoc();
     const int64_t headDim = config.getHeadDim();
     const int64_t ratio = config.getCompressRatio();
-    RopeAttr rope = config.getRope();
     FloatAttr eps = config.getNormEps();
 
     Type bf16 = rewriter.getBF16Type();
@@ -195,12 +195,6 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     Value pos = PositionsOp::create(rewriter, loc, perToken({}, i64), startPos, s, i64Attr(1));
     OpFoldResult tokensOfr =
         ShapedType::isDynamic(tokens) ? OpFoldResult(s) : OpFoldResult(rewriter.getIndexAttr(tokens));
-    // [s, heads * width] -> [s, heads, width].
-    auto splitHeads = [&](Value flat, int64_t heads, int64_t width) -> Value {
-      return tensor::ExpandShapeOp::create(
-          rewriter, loc, perToken({heads, width}, bf16), flat, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
-          ArrayRef<OpFoldResult>{tokensOfr, rewriter.getIndexAttr(heads), rewriter.getIndexAttr(width)});
-    };
 
     // Section 3: queries.
     auto [qr, q] = emitQueries(rewriter, loc, op, x, pos, tokens, tokensOfr);
@@ -226,136 +220,31 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     SmallVector<Value> slots(op.getShared().begin(), op.getShared().end());
     Value compressedRows, endRows;
     if (ratio > 0) {
-      CompressConfigAttr compress = config.getCompress();
-      const bool kvSource = compress.getIsKvSource().getValue();
-      const bool indexSource = compress.getIsIndexSource().getValue();
-      const int64_t ihd = compress.getIndexHeadDim();
-      const int64_t indexHeads = compress.getIndexNHeads();
-      TieOrderAttr tieOrder = compress.getTieOrder();
-      // Publishing a value into a slot: a cast to the slot's type (its row count is dynamic).
-      auto publish = [&](SharedSlot slot, Value value) {
-        Type slotType = op.getShared()[slot].getType();
-        slots[slot] = value.getType() == slotType ? value
-                                                  : Value(tensor::CastOp::create(rewriter, loc, slotType, value));
+      // The row-wise inputs, emitted where the step needs them.
+      CompressedInputs inputs;
+      ValueRange compressor = op.getCompressor();
+      inputs.latent = [&]() -> Value {
+        Value lin = LinearOp::create(rewriter, loc, perToken({headDim}, bf16), x, compressor[0]);
+        return RmsNormOp::create(rewriter, loc, lin.getType(), lin, compressor[1], eps);
       };
-
-      // Section 8 step 1 (kv source): the compressor's latent for the groups completed in this step, then its
-      // index keys (section 6 step 1, from the PRE-RoPE latent) and the index_k publication.
-      Value latent, groupPos, newIndexCache;
-      // The quirk's per-token keys (published_slot, ratio >= 2): the index_k slot as it entered the layer, which a
-      // token closing no group scores against (dsa.indexer_scores `entry_keys`).
-      Value entryIndexKeys;
-      if (kvSource) {
-        ValueRange compressor = op.getCompressor();
-        ValueRange state = op.getState();
-        const unsigned cacheBase = ratio == 1 ? 0 : 2;
-        if (ratio == 1) {
-          Value lin = LinearOp::create(rewriter, loc, perToken({headDim}, bf16), x, compressor[0]);
-          latent = RmsNormOp::create(rewriter, loc, lin.getType(), lin, compressor[1], eps);
-        } else {
-          Type f32 = rewriter.getF32Type();
-          Value xf = arith::ExtFOp::create(rewriter, loc, perToken({config.getDim()}, f32), x);
-          Value kvF = LinearOp::create(rewriter, loc, perToken({headDim}, f32), xf, compressor[0]);
-          Value scoreF = LinearOp::create(rewriter, loc, perToken({headDim}, f32), xf, compressor[1]);
-          auto pool = CompressPoolOp::create(rewriter, loc, RankedTensorType::get({dyn, headDim}, f32),
-                                             state[0].getType(), state[1].getType(), kvF, scoreF, state[0],
-                                             state[1], startPos, i64Attr(ratio));
-          newState.push_back(pool.getNewKvState());
-          newState.push_back(pool.getNewScoreState());
-          Value pooled = arith::TruncFOp::create(rewriter, loc, RankedTensorType::get({dyn, headDim}, bf16),
-                                                 pool.getPooled());
-          latent = RmsNormOp::create(rewriter, loc, pooled.getType(), pooled, compressor[2], eps);
-        }
-        // g groups completed in this step; group j stands for position j * r (section 5), so this step's groups
-        // start at (start_pos // r) * r.
-        const int64_t groupRows = cast<RankedTensorType>(latent.getType()).getDimSize(0);
-        Value g = tensor::DimOp::create(rewriter, loc, latent, c0);
-        Value ratioI64 = arith::ConstantIntOp::create(rewriter, loc, i64, ratio);
-        Value firstGroup = arith::FloorDivSIOp::create(rewriter, loc, startPos, ratioI64);
-        Value groupStart = arith::MulIOp::create(rewriter, loc, firstGroup, ratioI64);
-        groupPos = PositionsOp::create(rewriter, loc, RankedTensorType::get({groupRows}, i64), groupStart, g,
-                                       i64Attr(ratio));
-
-        ValueRange indexKeys = op.getIndexKeys();
-        Value kLin = LinearOp::create(rewriter, loc, RankedTensorType::get({groupRows, ihd}, bf16), latent,
-                                      indexKeys[0]);
-        Value kNorm = RmsNormOp::create(rewriter, loc, kLin.getType(), kLin, indexKeys[1], eps);
-        Value kRope = ApplyRopeOp::create(rewriter, loc, kNorm.getType(), kNorm, groupPos, rope, UnitAttr());
-        Value kQuant = Fp4QuantE8M0Op::create(rewriter, loc, kRope.getType(), kRope, i64Attr(kIndexFp4BlockSize));
-        Value indexCache = state[cacheBase + 1];
-        newIndexCache = CacheWriteOp::create(rewriter, loc, indexCache.getType(), indexCache, kQuant, startPos,
-                                             i64Attr(ratio));
-        if (compress.getIndexKSource().getValue() == IndexKSource::own_cache) {
-          publish(kIndexK, newIndexCache);
-        } else {
-          // The reference quirk: the index-key cache is republished only in a step that produced a latent.
-          Value previous = slots[kIndexK];
-          if (ratio >= 2)
-            entryIndexKeys = previous;
-          publish(kIndexK, newIndexCache);
-          Value hasLatent = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt, g, c0);
-          slots[kIndexK] = arith::SelectOp::create(rewriter, loc, hasLatent, slots[kIndexK], previous);
-        }
-      }
-
-      // Section 8 step 2 (index source): the indexer (section 6 steps 2-7) against the index_k slot as it stands.
-      Value compressedIdx;
-      if (indexSource) {
-        ValueRange indexer = op.getIndexer();
-        Value iqFlat = LinearOp::create(rewriter, loc, perToken({indexHeads * ihd}, bf16), qr, indexer[0]);
-        Value iqHeads = splitHeads(iqFlat, indexHeads, ihd);
-        Value iqRope = ApplyRopeOp::create(rewriter, loc, iqHeads.getType(), iqHeads, pos, rope, UnitAttr());
-        Value iq = Fp4QuantE8M0Op::create(rewriter, loc, iqRope.getType(), iqRope, i64Attr(kIndexFp4BlockSize));
-        Value weights = LinearOp::create(rewriter, loc, perToken({indexHeads}, bf16), x, indexer[1]);
-        // weight_scale = ihd^-0.5 * IH^-0.5 (Python floats, f64), then f32.
-        const float weightScale = static_cast<float>(std::pow(static_cast<double>(ihd), -0.5) *
-                                                     std::pow(static_cast<double>(indexHeads), -0.5));
-        Type scoresType = perToken({dyn}, bf16);
-        Value scores = IndexerScoresOp::create(rewriter, loc, scoresType, iq, weights, slots[kIndexK], startPos,
-                                               entryIndexKeys,
-                                               i64Attr(ratio), rewriter.getF32FloatAttr(weightScale));
-        scores = CompressVisibilityOp::create(rewriter, loc, scoresType, scores, startPos, i64Attr(ratio));
-        if (compress.getIsCandidateSource().getValue()) {
-          Value mask = SelectCandidateBlocksOp::create(
-              rewriter, loc, perToken({dyn}, rewriter.getI1Type()), scores, startPos, i64Attr(ratio),
-              i64Attr(compress.getCandidateTopkBlocks()), i64Attr(compress.getCandidateBlockSize()), tieOrder);
-          publish(kCandidates, mask);
-        }
-        if (compress.getUsesCandidates().getValue())
-          scores = ApplyCandidatesOp::create(rewriter, loc, scoresType, scores, slots[kCandidates]);
-        if (probeIndexScores)
-          layerProbe("index_score", scores);
-        compressedIdx =
-            IndexerTopkOp::create(rewriter, loc, perToken({dyn}, i32), scores, startPos, i64Attr(ratio),
-                                  i64Attr(compress.getIndexTopk()), i64Attr(config.getWindowSize()), tieOrder);
-        publish(kTopkIdxs, compressedIdx);
-      } else {
-        compressedIdx = slots[kTopkIdxs];
-      }
-
-      // Section 8 step 3 (kv source): the latent rotated at its group positions, fp4 (e4m3 scales), into the
-      // compressed-KV cache (g may be 0: nothing is written); the cache is published every step.
-      if (kvSource) {
-        const unsigned cacheBase = ratio == 1 ? 0 : 2;
-        Value lRope = ApplyRopeOp::create(rewriter, loc, latent.getType(), latent, groupPos, rope, UnitAttr());
-        Value lQuant =
-            Fp4QuantE4M3Op::create(rewriter, loc, lRope.getType(), lRope, i64Attr(kLatentFp4BlockSize));
-        Value kvCache = op.getState()[cacheBase];
-        Value newKvCache =
-            CacheWriteOp::create(rewriter, loc, kvCache.getType(), kvCache, lQuant, startPos, i64Attr(ratio));
-        newState.push_back(newKvCache);
-        newState.push_back(newIndexCache);
-        publish(kCompressKv, newKvCache);
-      }
-
-      // Section 8 step 4: window rows then compress_kv[0 .. end//r), window indices then the compressed ones.
-      Value startIdx = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), startPos);
-      Value end = arith::AddIOp::create(rewriter, loc, startIdx, s);
-      Value ratioIdx = arith::ConstantIndexOp::create(rewriter, loc, ratio);
-      endRows = arith::FloorDivSIOp::create(rewriter, loc, end, ratioIdx);
-      compressedRows = firstRows(rewriter, loc, slots[kCompressKv], endRows);
-      rows = tensor::ConcatOp::create(rewriter, loc, /*dim=*/0, ValueRange{rows, compressedRows});
-      idx = tensor::ConcatOp::create(rewriter, loc, /*dim=*/1, ValueRange{idx, compressedIdx});
+      inputs.pool = [&]() -> std::pair<Value, Value> {
+        Type f32 = rewriter.getF32Type();
+        Value xf = arith::ExtFOp::create(rewriter, loc, perToken({config.getDim()}, f32), x);
+        return {LinearOp::create(rewriter, loc, perToken({headDim}, f32), xf, compressor[0]),
+                LinearOp::create(rewriter, loc, perToken({headDim}, f32), xf, compressor[1])};
+      };
+      inputs.indexer = [&]() -> std::pair<Value, Value> {
+        return emitIndexerRows(rewriter, loc, op, x, qr, pos, tokens, tokensOfr);
+      };
+      SmallVector<Type> slotTypes(op.getShared().getTypes());
+      CompressedStep step =
+          emitCompressedStep(rewriter, loc, op, inputs, startPos, s, c0, tokens, rows, idx, op.getState(), slotTypes,
+                             slots, probeIndexScores ? llvm::function_ref<void(StringRef, Value)>(layerProbe) : nullptr);
+      newState = std::move(step.newState);
+      rows = step.rows;
+      idx = step.idx;
+      compressedRows = step.compressedRows;
+      endRows = step.endRows;
       layerProbe("sa_kv", rows);
       layerProbe("sa_topk_idxs", idx);
     }
@@ -434,6 +323,184 @@ private:
         rewriter, loc, RankedTensorType::get({rows, groups * config.getOLoraRank()}, rewriter.getBF16Type()), oRot,
         op.getWoA(), rewriter.getI64IntegerAttr(groups));
     return LinearOp::create(rewriter, loc, outType, og, op.getWoB());
+  }
+
+  /// Section 6 steps 2-3 over `rows` token rows: iq = fp4_quant_e8m0(apply_rope(split heads(linear(qr, wq_b)),
+  /// pos)) [rows, IH, ihd] and the head weights linear(x, weights_proj) [rows, IH].
+  static std::pair<Value, Value> emitIndexerRows(OpBuilder &b, Location loc, AttentionOp op, Value x, Value qr,
+                                                 Value pos, int64_t rows, OpFoldResult rowsOfr) {
+    AttnConfigAttr config = op.getConfig();
+    CompressConfigAttr compress = config.getCompress();
+    const int64_t ihd = compress.getIndexHeadDim(), indexHeads = compress.getIndexNHeads();
+    Type bf16 = b.getBF16Type();
+    ValueRange indexer = op.getIndexer();
+    Value iqFlat =
+        LinearOp::create(b, loc, RankedTensorType::get({rows, indexHeads * ihd}, bf16), qr, indexer[0]);
+    Value iqHeads = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({rows, indexHeads, ihd}, bf16), iqFlat,
+        ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+        ArrayRef<OpFoldResult>{rowsOfr, b.getIndexAttr(indexHeads), b.getIndexAttr(ihd)});
+    Value iqRope =
+        ApplyRopeOp::create(b, loc, iqHeads.getType(), iqHeads, pos, config.getRope(), /*inverse=*/UnitAttr());
+    Value iq = Fp4QuantE8M0Op::create(b, loc, iqRope.getType(), iqRope, b.getI64IntegerAttr(kIndexFp4BlockSize));
+    Value weights = LinearOp::create(b, loc, RankedTensorType::get({rows, indexHeads}, bf16), x, indexer[1]);
+    return {iq, weights};
+  }
+
+  /// Where the compressed part's row-wise inputs come from: emitted where the step needs them (the batch-1 step:
+  /// over its token rows), or sliced out of values the batched step computed once over its B rows.
+  struct CompressedInputs {
+    std::function<Value()> latent;                    ///< ratio-1 kv source: rms_norm(linear(x, wkv_c), norm_c)
+    std::function<std::pair<Value, Value>()> pool;    ///< ratio >= 2 kv source: f32 kv and score projections
+    std::function<std::pair<Value, Value>()> indexer; ///< index source: iq and the head weights
+  };
+  struct CompressedStep {
+    Value rows, idx;               ///< window rows ++ compress_kv[0 .. end//r), window ++ compressed indices
+    Value compressedRows, endRows; ///< compress_kv[0 .. end//r) and end//r
+    SmallVector<Value> newState;   ///< the state operands updated, in their order
+  };
+
+  /// Sections 5-8 for ONE sequence's step of `s` tokens (`tokens`: s when static) at `startPos` (i64): the
+  /// compressor, the index keys and their publication, the indexer, the compressed-KV cache, then the rows and
+  /// indices attention reads (`windowRows` / `windowIdx` followed by the compressed ones). `state`: the layer's state
+  /// values; `slots`: the four shared slots as they stand, each of `slotTypes` (what this layer publishes is cast to
+  /// it), replaced by the slots after this layer. `probe` (may be null): receives the scores top-k reads
+  /// (`index_score`). The batch-1 step calls it on its operands; the batched step on sequence b's slices.
+  static CompressedStep emitCompressedStep(OpBuilder &b, Location loc, AttentionOp op, const CompressedInputs &in,
+                                           Value startPos, Value s, Value c0, int64_t tokens, Value windowRows,
+                                           Value windowIdx, ValueRange state, ArrayRef<Type> slotTypes,
+                                           SmallVectorImpl<Value> &slots,
+                                           llvm::function_ref<void(StringRef, Value)> probe) {
+    AttnConfigAttr config = op.getConfig();
+    CompressConfigAttr compress = config.getCompress();
+    const int64_t headDim = config.getHeadDim();
+    const int64_t ratio = config.getCompressRatio();
+    const bool kvSource = compress.getIsKvSource().getValue();
+    const bool indexSource = compress.getIsIndexSource().getValue();
+    const int64_t ihd = compress.getIndexHeadDim();
+    const int64_t indexHeads = compress.getIndexNHeads();
+    TieOrderAttr tieOrder = compress.getTieOrder();
+    RopeAttr rope = config.getRope();
+    FloatAttr eps = config.getNormEps();
+    Type bf16 = b.getBF16Type(), i64 = b.getI64Type(), i32 = b.getI32Type();
+    const int64_t dyn = ShapedType::kDynamic;
+    auto perToken = [&](ArrayRef<int64_t> rest, Type elem) {
+      SmallVector<int64_t> shape{tokens};
+      shape.append(rest.begin(), rest.end());
+      return RankedTensorType::get(shape, elem);
+    };
+    auto i64Attr = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+    // Publishing a value into a slot: a cast to the slot's type (its row count is dynamic).
+    auto publish = [&](SharedSlot slot, Value value) {
+      Type slotType = slotTypes[slot];
+      slots[slot] = value.getType() == slotType ? value : Value(tensor::CastOp::create(b, loc, slotType, value));
+    };
+    CompressedStep out;
+
+    // Section 8 step 1 (kv source): the compressor's latent for the groups completed in this step, then its
+    // index keys (section 6 step 1, from the PRE-RoPE latent) and the index_k publication.
+    Value latent, groupPos, newIndexCache;
+    // The quirk's per-token keys (published_slot, ratio >= 2): the index_k slot as it entered the layer, which a
+    // token closing no group scores against (dsa.indexer_scores `entry_keys`).
+    Value entryIndexKeys;
+    const unsigned cacheBase = ratio == 1 ? 0 : 2;
+    if (kvSource) {
+      ValueRange compressor = op.getCompressor();
+      if (ratio == 1) {
+        latent = in.latent();
+      } else {
+        Type f32 = b.getF32Type();
+        auto [kvF, scoreF] = in.pool();
+        auto pool = CompressPoolOp::create(b, loc, RankedTensorType::get({dyn, headDim}, f32), state[0].getType(),
+                                           state[1].getType(), kvF, scoreF, state[0], state[1], startPos,
+                                           i64Attr(ratio));
+        out.newState.push_back(pool.getNewKvState());
+        out.newState.push_back(pool.getNewScoreState());
+        Value pooled =
+            arith::TruncFOp::create(b, loc, RankedTensorType::get({dyn, headDim}, bf16), pool.getPooled());
+        latent = RmsNormOp::create(b, loc, pooled.getType(), pooled, compressor[2], eps);
+      }
+      // g groups completed in this step; group j stands for position j * r (section 5), so this step's groups
+      // start at (start_pos // r) * r.
+      const int64_t groupRows = cast<RankedTensorType>(latent.getType()).getDimSize(0);
+      Value g = tensor::DimOp::create(b, loc, latent, c0);
+      Value ratioI64 = arith::ConstantIntOp::create(b, loc, i64, ratio);
+      Value firstGroup = arith::FloorDivSIOp::create(b, loc, startPos, ratioI64);
+      Value groupStart = arith::MulIOp::create(b, loc, firstGroup, ratioI64);
+      groupPos =
+          PositionsOp::create(b, loc, RankedTensorType::get({groupRows}, i64), groupStart, g, i64Attr(ratio));
+
+      ValueRange indexKeys = op.getIndexKeys();
+      Value kLin = LinearOp::create(b, loc, RankedTensorType::get({groupRows, ihd}, bf16), latent, indexKeys[0]);
+      Value kNorm = RmsNormOp::create(b, loc, kLin.getType(), kLin, indexKeys[1], eps);
+      Value kRope = ApplyRopeOp::create(b, loc, kNorm.getType(), kNorm, groupPos, rope, UnitAttr());
+      Value kQuant = Fp4QuantE8M0Op::create(b, loc, kRope.getType(), kRope, i64Attr(kIndexFp4BlockSize));
+      Value indexCache = state[cacheBase + 1];
+      newIndexCache =
+          CacheWriteOp::create(b, loc, indexCache.getType(), indexCache, kQuant, startPos, i64Attr(ratio));
+      if (compress.getIndexKSource().getValue() == IndexKSource::own_cache) {
+        publish(kIndexK, newIndexCache);
+      } else {
+        // The reference quirk: the index-key cache is republished only in a step that produced a latent.
+        Value previous = slots[kIndexK];
+        if (ratio >= 2)
+          entryIndexKeys = previous;
+        publish(kIndexK, newIndexCache);
+        Value hasLatent = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, g, c0);
+        slots[kIndexK] = arith::SelectOp::create(b, loc, hasLatent, slots[kIndexK], previous);
+      }
+    }
+
+    // Section 8 step 2 (index source): the indexer (section 6 steps 2-7) against the index_k slot as it stands.
+    Value compressedIdx;
+    if (indexSource) {
+      auto [iq, weights] = in.indexer();
+      // weight_scale = ihd^-0.5 * IH^-0.5 (Python floats, f64), then f32.
+      const float weightScale = static_cast<float>(std::pow(static_cast<double>(ihd), -0.5) *
+                                                   std::pow(static_cast<double>(indexHeads), -0.5));
+      Type scoresType = perToken({dyn}, bf16);
+      Value scores = IndexerScoresOp::create(b, loc, scoresType, iq, weights, slots[kIndexK], startPos,
+                                             entryIndexKeys, i64Attr(ratio), b.getF32FloatAttr(weightScale));
+      scores = CompressVisibilityOp::create(b, loc, scoresType, scores, startPos, i64Attr(ratio));
+      if (compress.getIsCandidateSource().getValue()) {
+        Value mask = SelectCandidateBlocksOp::create(
+            b, loc, perToken({dyn}, b.getI1Type()), scores, startPos, i64Attr(ratio),
+            i64Attr(compress.getCandidateTopkBlocks()), i64Attr(compress.getCandidateBlockSize()), tieOrder);
+        publish(kCandidates, mask);
+      }
+      if (compress.getUsesCandidates().getValue())
+        scores = ApplyCandidatesOp::create(b, loc, scoresType, scores, slots[kCandidates]);
+      if (probe)
+        probe("index_score", scores);
+      compressedIdx = IndexerTopkOp::create(b, loc, perToken({dyn}, i32), scores, startPos, i64Attr(ratio),
+                                            i64Attr(compress.getIndexTopk()), i64Attr(config.getWindowSize()),
+                                            tieOrder);
+      publish(kTopkIdxs, compressedIdx);
+    } else {
+      compressedIdx = slots[kTopkIdxs];
+    }
+
+    // Section 8 step 3 (kv source): the latent rotated at its group positions, fp4 (e4m3 scales), into the
+    // compressed-KV cache (g may be 0: nothing is written); the cache is published every step.
+    if (kvSource) {
+      Value lRope = ApplyRopeOp::create(b, loc, latent.getType(), latent, groupPos, rope, UnitAttr());
+      Value lQuant = Fp4QuantE4M3Op::create(b, loc, lRope.getType(), lRope, i64Attr(kLatentFp4BlockSize));
+      Value kvCache = state[cacheBase];
+      Value newKvCache = CacheWriteOp::create(b, loc, kvCache.getType(), kvCache, lQuant, startPos, i64Attr(ratio));
+      out.newState.push_back(newKvCache);
+      out.newState.push_back(newIndexCache);
+      publish(kCompressKv, newKvCache);
+    }
+
+    // Section 8 step 4: window rows then compress_kv[0 .. end//r), window indices then the compressed ones.
+    Value startIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), startPos);
+    Value end = arith::AddIOp::create(b, loc, startIdx, s);
+    Value ratioIdx = arith::ConstantIndexOp::create(b, loc, ratio);
+    out.endRows = arith::FloorDivSIOp::create(b, loc, end, ratioIdx);
+    out.compressedRows = firstRows(b, loc, slots[kCompressKv], out.endRows);
+    out.rows = tensor::ConcatOp::create(b, loc, /*dim=*/0, ValueRange{windowRows, out.compressedRows});
+    out.idx = tensor::ConcatOp::create(b, loc, /*dim=*/1, ValueRange{windowIdx, compressedIdx});
+    return out;
   }
 
   /// A batched window-only step (unsupportedReason checked the shapes): the row-wise ops over the B rows, one
@@ -524,7 +591,7 @@ private:
   }
 
   /// Rows [0, n) of a rank-2 tensor: `tensor.extract_slice %t[0, 0] [n, w] [1, 1]` -> [?, w].
-  static Value firstRows(PatternRewriter &rewriter, Location loc, Value t, Value n) {
+  static Value firstRows(OpBuilder &rewriter, Location loc, Value t, Value n) {
     auto type = cast<RankedTensorType>(t.getType());
     const int64_t width = type.getDimSize(1);
     OpFoldResult widthOfr = ShapedType::isDynamic(width)
