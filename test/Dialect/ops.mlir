@@ -209,6 +209,44 @@ func.func @attention_batched(%x: tensor<?x1x64xbf16>, %sp: tensor<?xi64>, %ring:
   return %out, %ring1 : tensor<?x1x64xbf16>, tensor<?x8x32xbf16>
 }
 
+// A batched decode step of a compressed layer (the tiny golden's L5: ratio-1 index source using the candidates):
+// the slots with a leading B, topk_idxs and candidates one token row per sequence.
+// CHECK-LABEL: func.func @attention_batched_compressed
+// CHECK: dsa.attention %{{.+}}, %{{.+}}, %{{.+}} weights({{.*}}) indexer({{.*}}) shared(
+// CHECK-SAME: -> (tensor<?x1x64xbf16>, tensor<?x8x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x1x?xi32>, tensor<?x1x?xi1>)
+// GENERIC-LABEL: sym_name = "attention_batched_compressed"
+// GENERIC: "dsa.attention"({{.*}}) <{config = {{.*}}}> {{.*}}: (tensor<?x1x64xbf16>, tensor<?xi64>, tensor<?x8x32xbf16>,
+func.func @attention_batched_compressed(%x: tensor<?x1x64xbf16>, %sp: tensor<?xi64>, %ring: tensor<?x8x32xbf16>,
+    %sink: tensor<4xf32>, %wq_a: tensor<16x64xbf16>, %q_norm: tensor<16xbf16>, %wq_b: tensor<128x16xbf16>,
+    %wkv: tensor<32x64xbf16>, %kv_norm: tensor<32xbf16>, %wo_a: tensor<32x64xbf16>, %wo_b: tensor<64x32xbf16>,
+    %iwq: tensor<64x16xbf16>, %wp: tensor<2x64xbf16>, %s_kv: tensor<?x?x32xbf16>, %s_ik: tensor<?x?x32xbf16>,
+    %s_topk: tensor<?x1x?xi32>, %s_cand: tensor<?x1x?xi1>)
+    -> (tensor<?x1x64xbf16>, tensor<?x8x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x1x?xi32>,
+        tensor<?x1x?xi1>) {
+  %out, %ring1, %kv1, %ik1, %topk1, %cand1 = dsa.attention %x, %sp, %ring
+      weights(%sink, %wq_a, %q_norm, %wq_b, %wkv, %kv_norm, %wo_a, %wo_b) indexer(%iwq, %wp)
+      shared(%s_kv, %s_ik, %s_topk, %s_cand)
+      {config = #dsa.attn_config<layer_id = 5, dim = 64, n_heads = 4, head_dim = 32, rope_head_dim = 8,
+                                 q_lora_rank = 16, o_groups = 2, o_lora_rank = 16, window_size = 8,
+                                 compress_ratio = 1, norm_eps = 1.0e-20 : f32,
+                                 rope = #dsa.rope<rope_dim = 8, theta = 4.0e4, yarn = #dsa.yarn<original_seq_len = 32,
+                                                  factor = 2.0, beta_fast = 32.0, beta_slow = 1.0>>,
+                                 compress = #dsa.compress<is_kv_source = false, is_index_source = true,
+                                     is_candidate_source = false, uses_candidates = true, index_n_heads = 2,
+                                     index_head_dim = 32, index_topk = 6, candidate_topk_blocks = 3,
+                                     candidate_block_size = 2, max_seq_len = 64,
+                                     index_k_source = #dsa.index_k_source<published_slot>,
+                                     tie_order = #dsa.tie_order<torch_cpu>>>}
+      : (tensor<?x1x64xbf16>, tensor<?xi64>, tensor<?x8x32xbf16>, tensor<4xf32>, tensor<16x64xbf16>, tensor<16xbf16>,
+         tensor<128x16xbf16>, tensor<32x64xbf16>, tensor<32xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>,
+         tensor<64x16xbf16>, tensor<2x64xbf16>, tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x1x?xi32>,
+         tensor<?x1x?xi1>)
+      -> (tensor<?x1x64xbf16>, tensor<?x8x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x1x?xi32>,
+          tensor<?x1x?xi1>)
+  return %out, %ring1, %kv1, %ik1, %topk1, %cand1 : tensor<?x1x64xbf16>, tensor<?x8x32xbf16>, tensor<?x?x32xbf16>,
+      tensor<?x?x32xbf16>, tensor<?x1x?xi32>, tensor<?x1x?xi1>
+}
+
 
 //===----------------------------------------------------------------------===//
 // Compressed attention (sections 5-9)

@@ -119,15 +119,26 @@ FailureOr<AttentionOperandTypes> batchedAttentionOperandTypes(Location loc, cons
   FailureOr<AttentionOperandTypes> types = canonicalAttentionOperandTypes(loc, config);
   if (failed(types))
     return failure();
-  if (config.compressRatio != 0)
-    return errorAt(loc, config, "a batched step supports compress_ratio = 0 layers only, got compress_ratio = ")
-           << config.compressRatio;
   if (batch != ShapedType::kDynamic && batch < 1)
     return errorAt(loc, config, "a batched step needs batch >= 1 (or dynamic), got ") << batch;
   Builder b(loc.getContext());
   types->x = RankedTensorType::get({batch, 1, config.dim}, b.getBF16Type());
   types->ring = RankedTensorType::get({batch, config.windowSize, config.headDim}, b.getBF16Type());
   types->startPos = RankedTensorType::get({batch}, b.getI64Type());
+  // A compressed layer: each state tensor and slot gets the leading B; topk_idxs and candidates hold one token
+  // row per sequence.
+  auto leadingBatch = [&](Type t, std::optional<int64_t> rows = std::nullopt) -> Type {
+    auto type = cast<RankedTensorType>(t);
+    SmallVector<int64_t> shape{batch};
+    shape.append(type.getShape().begin(), type.getShape().end());
+    if (rows)
+      shape[1] = *rows;
+    return RankedTensorType::get(shape, type.getElementType());
+  };
+  for (Type &t : types->state)
+    t = leadingBatch(t);
+  for (auto [i, t] : llvm::enumerate(types->shared))
+    t = leadingBatch(t, i >= 2 ? std::optional<int64_t>(1) : std::nullopt);
   return types;
 }
 

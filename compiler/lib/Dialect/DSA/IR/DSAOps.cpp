@@ -498,9 +498,18 @@ LogicalResult verifyGroup(Operation *op, StringRef group, StringRef role, Operan
   }
   for (auto [i, value, slot] : llvm::enumerate(operands, slots)) {
     auto ty = cast<RankedTensorType>(value.getType());
+    // requireStatic: every dimension the slot states is static and equal (a batched step's leading B may be
+    // dynamic in the slot: then it agrees with anything).
+    auto staticAgree = [&]() {
+      if (ty.getRank() != static_cast<int64_t>(slot.shape.size()))
+        return false;
+      for (auto [got, want] : llvm::zip_equal(ty.getShape(), slot.shape))
+        if (!ShapedType::isDynamic(want) && got != want)
+          return false;
+      return true;
+    };
     bool ok = ty.getElementType() == slot.elementType &&
-              (slot.requireStatic ? ty.hasStaticShape() && ty.getShape() == ArrayRef<int64_t>(slot.shape)
-                                  : shapesAgree(ty.getShape(), slot.shape));
+              (slot.requireStatic ? staticAgree() : shapesAgree(ty.getShape(), slot.shape));
     if (!ok)
       return op->emitOpError() << "operand '" << slot.name << "' (operand group '" << group << "' #" << i << ") of "
                                << role << " must be a " << (slot.requireStatic ? "static " : "") << "tensor "
@@ -606,17 +615,14 @@ LogicalResult AttentionOp::verify() {
   RankedTensorType xTy = getX().getType(), ringTy = getRing().getType();
   // Batched decode: start_pos is a tensor<B x i64>, x [B, 1, dim], ring [B, W, hd] (B agreeing where static).
   auto batchTy = dyn_cast<RankedTensorType>(getStartPos().getType());
+  int64_t batch = dyn;
   if (batchTy) {
     if (batchTy.getRank() != 1)
       return emitOpError("operand 'start_pos' of a batched step must be a tensor<B x i64> (one position per "
                          "sequence), got ")
              << batchTy;
-    if (r != 0)
-      return emitOpError("a batched step (start_pos a tensor<B x i64>) supports compress_ratio = 0 layers only, "
-                         "got compress_ratio = ")
-             << r;
     // B: the first static one of start_pos's, x's and ring's leading dimensions; the others must agree with it.
-    int64_t batch = batchTy.getDimSize(0);
+    batch = batchTy.getDimSize(0);
     for (RankedTensorType ty : {xTy, ringTy})
       if (ShapedType::isDynamic(batch) && ty.getRank() == 3)
         batch = ty.getDimSize(0);
@@ -679,6 +685,15 @@ LogicalResult AttentionOp::verify() {
                                    : "a layer that is not an index source (config.compress.is_index_source = false)";
 
     SmallVector<GroupSlot> compressorSlots, indexKeySlots, indexerSlots, stateSlots;
+    // A batched step's state and slots have a leading B (one row per sequence); its slots hold one token row per
+    // sequence (topk_idxs and candidates [B, 1, ?]).
+    auto perSequence = [&](GroupSlot slot) {
+      if (!batchTy)
+        return slot;
+      slot.dims = "[B, " + slot.dims.substr(1);
+      slot.shape.insert(slot.shape.begin(), batch);
+      return slot;
+    };
     if (kvSource) {
       // Section 5: ratio 1 is a bf16 linear + rms_norm; ratio >= 2 projects kv and gate in f32 and pools.
       if (r == 1) {
@@ -692,13 +707,13 @@ LogicalResult AttentionOp::verify() {
       indexKeySlots.push_back({"wk", bf16, "[index_head_dim, head_dim]", {ihd, hd}});
       indexKeySlots.push_back({"k_norm", bf16, "[index_head_dim]", {ihd}});
       if (r >= 2) {
-        stateSlots.push_back({"kv_state", f32, "[compress_ratio, head_dim]", {r, hd}, true});
-        stateSlots.push_back({"score_state", f32, "[compress_ratio, head_dim]", {r, hd}, true});
+        stateSlots.push_back(perSequence({"kv_state", f32, "[compress_ratio, head_dim]", {r, hd}, true}));
+        stateSlots.push_back(perSequence({"score_state", f32, "[compress_ratio, head_dim]", {r, hd}, true}));
       }
-      stateSlots.push_back(
-          {"kv_cache", bf16, "[C, head_dim] (C = ceil(max_seq_len / compress_ratio))", {cap, hd}, true});
-      stateSlots.push_back(
-          {"index_k_cache", bf16, "[C, index_head_dim] (C = ceil(max_seq_len / compress_ratio))", {cap, ihd}, true});
+      stateSlots.push_back(perSequence(
+          {"kv_cache", bf16, "[C, head_dim] (C = ceil(max_seq_len / compress_ratio))", {cap, hd}, true}));
+      stateSlots.push_back(perSequence(
+          {"index_k_cache", bf16, "[C, index_head_dim] (C = ceil(max_seq_len / compress_ratio))", {cap, ihd}, true}));
     }
     if (indexSource) {
       // Section 6 steps 2-3.
@@ -708,10 +723,11 @@ LogicalResult AttentionOp::verify() {
     // Section 8: the four slots as they stand before this layer. A reader's config need not state index_head_dim
     // (the attribute only requires it of sources): then the index_k slot's width is not checked here.
     const int64_t slotIhd = ihd > 0 ? ihd : dyn;
-    GroupSlot sharedSlots[] = {{"compress_kv", bf16, "[?, head_dim]", {dyn, hd}},
-                               {"index_k", bf16, "[?, index_head_dim]", {dyn, slotIhd}},
-                               {"topk_idxs", i32, "[?, ?]", {dyn, dyn}},
-                               {"candidates", i1, "[?, ?]", {dyn, dyn}}};
+    const int64_t slotRows = batchTy ? 1 : dyn;
+    GroupSlot sharedSlots[] = {perSequence({"compress_kv", bf16, "[?, head_dim]", {dyn, hd}}),
+                               perSequence({"index_k", bf16, "[?, index_head_dim]", {dyn, slotIhd}}),
+                               perSequence({"topk_idxs", i32, batchTy ? "[1, ?]" : "[?, ?]", {slotRows, dyn}}),
+                               perSequence({"candidates", i1, batchTy ? "[1, ?]" : "[?, ?]", {slotRows, dyn}})};
     if (failed(verifyGroup(op, "compressor", kvGroupRole, compressor, compressorSlots)) ||
         failed(verifyGroup(op, "index_keys", kvGroupRole, indexKeys, indexKeySlots)) ||
         failed(verifyGroup(op, "indexer", indexGroupRole, indexer, indexerSlots)) ||

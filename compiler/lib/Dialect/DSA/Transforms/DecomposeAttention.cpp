@@ -45,6 +45,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -97,20 +98,17 @@ std::string unsupportedReason(AttentionOp op) {
   AttnConfigAttr config = op.getConfig();
   auto xType = dyn_cast<RankedTensorType>(op.getX().getType());
   const int64_t ratio = config.getCompressRatio();
-  if (isa<RankedTensorType>(op.getStartPos().getType())) {
+  const bool batched = isa<RankedTensorType>(op.getStartPos().getType());
+  if (batched) {
     auto ringType = dyn_cast<RankedTensorType>(op.getRing().getType());
     if (!xType || xType.getRank() != 3 || xType.getDimSize(1) != 1)
       return "operand 'x' of a batched step must be a rank-3 tensor [B, 1, dim] to be decomposed";
     if (!ringType || ringType.getRank() != 3 || ShapedType::isDynamic(ringType.getDimSize(1)) ||
         ShapedType::isDynamic(ringType.getDimSize(2)))
       return "operand 'ring' of a batched step must be a rank-3 tensor [B, window_size, head_dim] to be decomposed";
-    if (ratio != 0)
-      return "a batched step decomposes for compress_ratio = 0 layers only, got compress_ratio = " +
-             std::to_string(ratio);
-    return {};
-  }
-  if (!xType || xType.getRank() != 2)
+  } else if (!xType || xType.getRank() != 2) {
     return "operand 'x' must be a rank-2 tensor [s, dim] to be decomposed";
+  }
   if (ratio < 0)
     return "compress_ratio must be >= 0, got " + std::to_string(ratio);
   if (ratio > 0 && !config.getCompress())
@@ -139,9 +137,22 @@ std::string unsupportedReason(AttentionOp op) {
   if (op.getNewShared().size() != want.shared)
     return "result group 'new_shared' has " + std::to_string(op.getNewShared().size()) + " results, 'shared' has " +
            std::to_string(want.shared) + " operands";
+  const int64_t slotRank = batched ? 3 : 2;
   for (unsigned i = 0; i < want.shared; ++i)
-    if (cast<RankedTensorType>(op.getShared()[i].getType()).getRank() != 2)
-      return std::string("shared slot '") + kSlotNames[i] + "' must be a rank-2 tensor";
+    if (cast<RankedTensorType>(op.getShared()[i].getType()).getRank() != slotRank)
+      return std::string("shared slot '") + kSlotNames[i] + "' must be a rank-" + std::to_string(slotRank) +
+             " tensor" + (batched ? " [B, rows, width] (a batched step)" : "");
+  if (batched) {
+    // The per-sequence slices the rewrite takes: static trailing sizes of the state, one token row per sequence.
+    for (Value state : op.getState()) {
+      auto type = cast<RankedTensorType>(state.getType());
+      if (type.getRank() != 3 || llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic))
+        return "a batched step's state operands must be [B, rows, width] with static rows and width";
+    }
+    for (unsigned i : {kTopkIdxs, kCandidates})
+      if (want.shared && cast<RankedTensorType>(op.getShared()[i].getType()).getDimSize(1) != 1)
+        return std::string("shared slot '") + kSlotNames[i] + "' of a batched step must be [B, 1, ?]";
+  }
   return {};
 }
 
@@ -503,14 +514,19 @@ private:
     return out;
   }
 
-  /// A batched window-only step (unsupportedReason checked the shapes): the row-wise ops over the B rows, one
-  /// scf.for over the sequences for the ring, the window and sparse attention, the row-wise output.
+  /// A batched step (unsupportedReason checked the shapes): the row-wise ops over the B rows, one scf.for over the
+  /// sequences for the ring, the window, the compressed part (emitCompressedStep on sequence b's slices of the
+  /// state and the slots) and sparse attention, the row-wise output. The slots a layer publishes per sequence are
+  /// padded to one shape for the batch (docs/architecture.md "Batch"): index_k (the quirk's per-sequence choice)
+  /// to the larger of the incoming rows and C, topk_idxs with -1 to index_topk columns, candidates with false to C
+  /// columns; sequence b's slice of a slot is its batch-1 slot followed by the padding.
   LogicalResult rewriteBatched(AttentionOp op, PatternRewriter &rewriter) const {
     AttnConfigAttr config = op.getConfig();
     Location loc = op.getLoc();
     const int64_t nHeads = config.getNHeads();
     const int64_t headDim = config.getHeadDim();
     const int64_t window = config.getWindowSize();
+    const int64_t ratio = config.getCompressRatio();
     Type bf16 = rewriter.getBF16Type();
     Type i32 = rewriter.getI32Type();
     const int64_t dyn = ShapedType::kDynamic;
@@ -537,48 +553,191 @@ private:
       pos = tensor::CastOp::create(rewriter, loc, perRow({}, rewriter.getI64Type()), pos);
 
     // Section 3 (queries) and section 4's kv row, row-wise over the B rows: the batch-1 step's ops.
-    Value q = emitQueries(rewriter, loc, op, x, pos, batch, batchOfr).q;
+    auto [qr, q] = emitQueries(rewriter, loc, op, x, pos, batch, batchOfr);
     Value kv = emitKvRows(rewriter, loc, op, x, pos, batch);
 
-    // The per-sequence part: sequence b's ring, window and sparse attention (sections 4, 10) on its slices.
+    // The compressed part's row-wise inputs over the B rows, and the padded slots this layer publishes.
+    CompressConfigAttr compress = config.getCompress();
+    const bool kvSource = ratio > 0 && compress.getIsKvSource().getValue();
+    const bool indexSource = ratio > 0 && compress.getIsIndexSource().getValue();
+    const bool candidateSource = indexSource && compress.getIsCandidateSource().getValue();
+    const bool ownCache = kvSource && compress.getIndexKSource().getValue() == IndexKSource::own_cache;
+    const bool publishesIndexK = kvSource && !ownCache; // per sequence: the quirk's choice
+    Value latentAll, kvFAll, scoreFAll, iqAll, weightsAll;
+    SmallVector<Value> published; // padded inits: index_k (publishesIndexK), topk_idxs (index), candidates
+    if (ratio > 0) {
+      ValueRange compressor = op.getCompressor();
+      FloatAttr eps = config.getNormEps();
+      if (kvSource && ratio == 1) {
+        Value lin = LinearOp::create(rewriter, loc, perRow({headDim}, bf16), x, compressor[0]);
+        latentAll = RmsNormOp::create(rewriter, loc, lin.getType(), lin, compressor[1], eps);
+      } else if (kvSource) {
+        Type f32 = rewriter.getF32Type();
+        Value xf = arith::ExtFOp::create(rewriter, loc, perRow({config.getDim()}, f32), x);
+        kvFAll = LinearOp::create(rewriter, loc, perRow({headDim}, f32), xf, compressor[0]);
+        scoreFAll = LinearOp::create(rewriter, loc, perRow({headDim}, f32), xf, compressor[1]);
+      }
+      if (indexSource)
+        std::tie(iqAll, weightsAll) = emitIndexerRows(rewriter, loc, op, x, qr, pos, batch, batchOfr);
+
+      const int64_t cap = (compress.getMaxSeqLen() + ratio - 1) / ratio; // C
+      SmallVector<Value> batchSizes;
+      if (ShapedType::isDynamic(batch))
+        batchSizes.push_back(b);
+      // [B, 1, width] of `fill`: an empty [B, 1, 0] padded.
+      auto filled = [&](Type elem, int64_t width, TypedAttr fill) -> Value {
+        Value empty = tensor::EmptyOp::create(rewriter, loc, perRow({1, 0}, elem), batchSizes);
+        Value value = arith::ConstantOp::create(rewriter, loc, fill);
+        return tensor::PadOp::create(rewriter, loc, perRow({1, width}, elem), empty,
+                                     ArrayRef<OpFoldResult>{idx(0), idx(0), idx(0)},
+                                     ArrayRef<OpFoldResult>{idx(0), idx(0), idx(width)}, value);
+      };
+      if (publishesIndexK) {
+        // The incoming slot padded with zero rows to max(rows, C): a sequence keeps its slot or takes its cache.
+        Value incoming = op.getShared()[kIndexK];
+        auto type = cast<RankedTensorType>(incoming.getType());
+        Value rowsIn = tensor::DimOp::create(rewriter, loc, incoming, 1);
+        Value capIdx = arith::ConstantIndexOp::create(rewriter, loc, cap);
+        Value rowsOut = arith::MaxSIOp::create(rewriter, loc, rowsIn, capIdx);
+        Value extra = arith::SubIOp::create(rewriter, loc, rowsOut, rowsIn);
+        Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(bf16));
+        published.push_back(tensor::PadOp::create(
+            rewriter, loc, RankedTensorType::get({batch, dyn, type.getDimSize(2)}, bf16), incoming,
+            ArrayRef<OpFoldResult>{idx(0), idx(0), idx(0)}, ArrayRef<OpFoldResult>{idx(0), extra, idx(0)}, zero));
+      }
+      if (indexSource)
+        published.push_back(filled(i32, compress.getIndexTopk(), rewriter.getI32IntegerAttr(-1)));
+      if (candidateSource)
+        published.push_back(filled(rewriter.getI1Type(), cap, rewriter.getBoolAttr(false)));
+    }
+
+    // The per-sequence part: sequence b's ring, window, compressed part and sparse attention on its slices.
     SmallVector<Value> dynSizes;
     if (ShapedType::isDynamic(batch))
       dynSizes.push_back(b);
     Value oInit = tensor::EmptyOp::create(rewriter, loc, perRow({nHeads, headDim}, bf16), dynSizes);
     const float scale = static_cast<float>(std::pow(static_cast<double>(headDim), -0.5));
+    SmallVector<Value> inits{oInit, op.getRing()};
+    inits.append(op.getState().begin(), op.getState().end());
+    inits.append(published.begin(), published.end());
+    const unsigned stateBase = 2, numState = op.getState().size(), publishedBase = stateBase + numState;
     auto loop = scf::ForOp::create(
-        rewriter, loc, c0, b, c1, ValueRange{oInit, op.getRing()},
-        [&](OpBuilder &builder, Location bodyLoc, Value seq, ValueRange iter) {
+        rewriter, loc, c0, b, c1, inits, [&](OpBuilder &builder, Location bodyLoc, Value seq, ValueRange iter) {
+          auto ones = [&](int64_t rank) { return SmallVector<OpFoldResult>(rank, idx(1)); };
+          auto at = [&](int64_t rank) {
+            SmallVector<OpFoldResult> offsets(rank, idx(0));
+            offsets[0] = seq;
+            return offsets;
+          };
+          // The size of dimension d of `t` as a fold result.
+          auto sizeOf = [&](Value t, int64_t d) -> OpFoldResult {
+            int64_t n = cast<RankedTensorType>(t.getType()).getDimSize(d);
+            if (!ShapedType::isDynamic(n))
+              return idx(n);
+            return tensor::DimOp::create(builder, bodyLoc, t, d).getResult();
+          };
+          // Sequence b's row of a batched tensor `all` [B, ...]: [1, ...] (rank kept).
+          auto rowOf = [&](Value all) -> Value {
+            auto type = cast<RankedTensorType>(all.getType());
+            SmallVector<int64_t> shape(type.getShape());
+            shape[0] = 1;
+            SmallVector<OpFoldResult> sizes{idx(1)};
+            for (int64_t d = 1; d < type.getRank(); ++d)
+              sizes.push_back(sizeOf(all, d));
+            return tensor::ExtractSliceOp::create(builder, bodyLoc, RankedTensorType::get(shape, type.getElementType()),
+                                                  all, at(type.getRank()), sizes, ones(type.getRank()));
+          };
+          // Sequence b's slice of a batched [B, rows, width] tensor as [rows, width] (rows: `rows` when given).
+          auto sliceOf = [&](Value all, std::optional<OpFoldResult> rows = std::nullopt) -> Value {
+            auto type = cast<RankedTensorType>(all.getType());
+            OpFoldResult r = rows ? *rows : sizeOf(all, 1);
+            auto sliceType = RankedTensorType::get(
+                {getConstantIntValue(r).value_or(dyn), type.getDimSize(2)}, type.getElementType());
+            return tensor::ExtractSliceOp::create(builder, bodyLoc, sliceType, all, at(3),
+                                                  ArrayRef<OpFoldResult>{idx(1), r, sizeOf(all, 2)}, ones(3));
+          };
+          // `value` [rows, width] into sequence b's slice of `all` [B, ..., ...] at [b, 0, 0].
+          auto insertInto = [&](Value value, Value all) -> Value {
+            return tensor::InsertSliceOp::create(builder, bodyLoc, value, all, at(3),
+                                                 ArrayRef<OpFoldResult>{idx(1), sizeOf(value, 0), sizeOf(value, 1)},
+                                                 ones(3));
+          };
           Value startPos = tensor::ExtractOp::create(builder, bodyLoc, op.getStartPos(), ValueRange{seq});
           auto ringSlice = RankedTensorType::get({window, headDim}, bf16);
           auto qSlice = RankedTensorType::get({1, nHeads, headDim}, bf16);
-          auto kvSlice = RankedTensorType::get({1, headDim}, bf16);
-          Value ring = tensor::ExtractSliceOp::create(
-              builder, bodyLoc, ringSlice, iter[1], ArrayRef<OpFoldResult>{seq, idx(0), idx(0)},
-              ArrayRef<OpFoldResult>{idx(1), idx(window), idx(headDim)}, ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
-          Value kvRow = tensor::ExtractSliceOp::create(builder, bodyLoc, kvSlice, kv,
-                                                       ArrayRef<OpFoldResult>{seq, idx(0)},
-                                                       ArrayRef<OpFoldResult>{idx(1), idx(headDim)},
-                                                       ArrayRef<OpFoldResult>{idx(1), idx(1)});
-          Value qRow = tensor::ExtractSliceOp::create(
-              builder, bodyLoc, qSlice, q, ArrayRef<OpFoldResult>{seq, idx(0), idx(0)},
-              ArrayRef<OpFoldResult>{idx(1), idx(nHeads), idx(headDim)}, ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
+          Value ring = sliceOf(iter[1]);
+          Value kvRow = rowOf(kv);
+          Value qRow = rowOf(q);
           Value newRing = RingUpdateOp::create(builder, bodyLoc, ringSlice, ring, kvRow, startPos);
           Value rows = WindowKvOp::create(builder, bodyLoc, RankedTensorType::get({dyn, headDim}, bf16), kvRow, ring,
                                           startPos);
           Value widx = WindowIndicesOp::create(builder, bodyLoc, RankedTensorType::get({1, dyn}, i32), startPos, c1,
                                                i64Attr(window));
+          SmallVector<Value> yields(iter.begin(), iter.end());
+          if (ratio > 0) {
+            CompressedInputs in;
+            in.latent = [&]() { return rowOf(latentAll); };
+            in.pool = [&]() -> std::pair<Value, Value> { return {rowOf(kvFAll), rowOf(scoreFAll)}; };
+            in.indexer = [&]() -> std::pair<Value, Value> { return {rowOf(iqAll), rowOf(weightsAll)}; };
+            SmallVector<Value> state;
+            for (unsigned i = 0; i < numState; ++i)
+              state.push_back(sliceOf(iter[stateBase + i]));
+            // The slots as they entered the layer, sequence b's slice, as batch-1 slot values: compress_kv and
+            // index_k whole (readers take a prefix), topk_idxs [1, columns] (-1 padding: sparse_attn skips it),
+            // candidates cut to this row's width (end // ratio; apply_candidates checks it against the scores).
+            SmallVector<Type> slotTypes;
+            SmallVector<Value> slots;
+            for (unsigned i = 0; i < kNumSlots; ++i) {
+              auto type = cast<RankedTensorType>(op.getShared()[i].getType());
+              const bool tokenRow = i == kTopkIdxs || i == kCandidates;
+              slotTypes.push_back(
+                  RankedTensorType::get({dyn, tokenRow ? dyn : type.getDimSize(2)}, type.getElementType()));
+              std::optional<OpFoldResult> rowsOfSlot;
+              if (tokenRow)
+                rowsOfSlot = idx(1);
+              Value slice;
+              if (i == kCandidates) {
+                Value startIdx = arith::IndexCastOp::create(builder, bodyLoc, builder.getIndexType(), startPos);
+                Value end = arith::AddIOp::create(builder, bodyLoc, startIdx, c1);
+                Value width = arith::FloorDivSIOp::create(
+                    builder, bodyLoc, end, arith::ConstantIndexOp::create(builder, bodyLoc, ratio));
+                Value columns = arith::MinSIOp::create(
+                    builder, bodyLoc, width, tensor::DimOp::create(builder, bodyLoc, op.getShared()[i], 2));
+                slice = tensor::ExtractSliceOp::create(
+                    builder, bodyLoc, RankedTensorType::get({1, dyn}, type.getElementType()), op.getShared()[i],
+                    at(3), ArrayRef<OpFoldResult>{idx(1), idx(1), columns}, ones(3));
+              } else {
+                slice = sliceOf(op.getShared()[i], rowsOfSlot);
+              }
+              slots.push_back(slice.getType() == slotTypes[i]
+                                  ? slice
+                                  : Value(tensor::CastOp::create(builder, bodyLoc, slotTypes[i], slice)));
+            }
+            CompressedStep step = emitCompressedStep(builder, bodyLoc, op, in, startPos, c1, c0, /*tokens=*/1, rows,
+                                                     widx, state, slotTypes, slots, nullptr);
+            rows = step.rows;
+            widx = step.idx;
+            for (unsigned i = 0; i < numState; ++i)
+              yields[stateBase + i] = insertInto(step.newState[i], iter[stateBase + i]);
+            unsigned p = publishedBase;
+            if (publishesIndexK) {
+              yields[p] = insertInto(slots[kIndexK], iter[p]);
+              ++p;
+            }
+            if (indexSource) {
+              yields[p] = insertInto(slots[kTopkIdxs], iter[p]);
+              ++p;
+            }
+            if (candidateSource)
+              yields[p] = insertInto(slots[kCandidates], iter[p]);
+          }
           Value o = SparseAttnOp::create(builder, bodyLoc, qSlice, qRow, rows, widx, op.getAttnSink(),
                                          builder.getF32FloatAttr(scale));
-          Value oAll = tensor::InsertSliceOp::create(builder, bodyLoc, o, iter[0],
-                                                     ArrayRef<OpFoldResult>{seq, idx(0), idx(0)},
-                                                     ArrayRef<OpFoldResult>{idx(1), idx(nHeads), idx(headDim)},
-                                                     ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
-          Value ringAll = tensor::InsertSliceOp::create(builder, bodyLoc, newRing, iter[1],
-                                                        ArrayRef<OpFoldResult>{seq, idx(0), idx(0)},
-                                                        ArrayRef<OpFoldResult>{idx(1), idx(window), idx(headDim)},
-                                                        ArrayRef<OpFoldResult>{idx(1), idx(1), idx(1)});
-          scf::YieldOp::create(builder, bodyLoc, ValueRange{oAll, ringAll});
+          yields[0] = tensor::InsertSliceOp::create(builder, bodyLoc, o, iter[0], at(3),
+                                                    ArrayRef<OpFoldResult>{idx(1), idx(nHeads), idx(headDim)},
+                                                    ones(3));
+          yields[1] = insertInto(newRing, iter[1]);
+          scf::YieldOp::create(builder, bodyLoc, yields);
         });
 
     // Section 11, row-wise: inverse RoPE at each row's position, grouped wo_a, wo_b; back to [B, 1, dim].
@@ -586,7 +745,32 @@ private:
     Value out = tensor::ExpandShapeOp::create(rewriter, loc, op.getOut().getType(), outRows,
                                               ArrayRef<ReassociationIndices>{{0, 1}, {2}},
                                               ArrayRef<OpFoldResult>{batchOfr, idx(1), idx(config.getDim())});
-    rewriter.replaceOp(op, ValueRange{out, loop.getResult(1)});
+    SmallVector<Value> results{out, loop.getResult(1)};
+    if (ratio > 0) {
+      for (unsigned i = 0; i < numState; ++i)
+        results.push_back(loop.getResult(stateBase + i));
+      // The slots after this layer: what it published (batched), the others as they came.
+      SmallVector<Value> slots(op.getShared().begin(), op.getShared().end());
+      const unsigned cacheBase = ratio == 1 ? 0 : 2;
+      if (kvSource) {
+        slots[kCompressKv] = loop.getResult(stateBase + cacheBase);
+        if (ownCache)
+          slots[kIndexK] = loop.getResult(stateBase + cacheBase + 1);
+      }
+      unsigned p = publishedBase;
+      if (publishesIndexK)
+        slots[kIndexK] = loop.getResult(p++);
+      if (indexSource)
+        slots[kTopkIdxs] = loop.getResult(p++);
+      if (candidateSource)
+        slots[kCandidates] = loop.getResult(p);
+      for (unsigned i = 0; i < kNumSlots; ++i) {
+        Type want = op.getNewShared()[i].getType();
+        results.push_back(slots[i].getType() == want ? slots[i]
+                                                     : Value(tensor::CastOp::create(rewriter, loc, want, slots[i])));
+      }
+    }
+    rewriter.replaceOp(op, results);
     return success();
   }
 

@@ -107,8 +107,9 @@ FailureOr<AttentionOperandTypes> canonicalAttentionOperandTypes(Location loc, co
 
 /// The operand types of `config`'s layer as a batched decode step of `batch` sequences (ShapedType::kDynamic: any
 /// number, fixed per call): x `[B, 1, dim]`, start_pos `tensor<B x i64>`, ring `[B, window_size, head_dim]`, the
-/// weights as canonicalAttentionOperandTypes. Failure (error at `loc`) for an invalid `config` or a compressed
-/// layer (compress_ratio > 0 has no batched form yet).
+/// weights as canonicalAttentionOperandTypes; a compressed layer's state with a leading B (`[B, ratio, head_dim]`,
+/// `[B, C, ...]`) and its slots `[B, ?, head_dim]`, `[B, ?, index_head_dim]`, `[B, 1, ?]` i32, `[B, 1, ?]` i1.
+/// Failure (error at `loc`) for an invalid `config` or a batch < 1.
 FailureOr<AttentionOperandTypes> batchedAttentionOperandTypes(Location loc, const AttentionLayerConfig &config,
                                                               int64_t batch);
 

@@ -538,10 +538,17 @@ def DSA_AttentionOp : DSA_Op<"attention", [Pure, AttrSizedOperandSegments, AttrS
     Batched decode (issue 13; attention-semantics.md section 13: each row equals its own batch-1 run): with
     `start_pos` a `tensor<B x i64>` (one position per sequence) the step serves B sequences of one token each:
     `x` and `out` are `[B, 1, dim]`, `ring` and `new_ring` `[B, window_size, head_dim]` (W and head_dim static,
-    B may be dynamic and must agree across x, start_pos and ring). Row b of every result is what the batch-1 op
-    returns for sequence b (`x[b]`, `start_pos[b]`, `ring[b]`), bit for bit. Only window-only layers
-    (`compress_ratio = 0`) have the batched form for now; a batched step does not decompose with probes (captures
-    are per sequence).
+    B may be dynamic and must agree across x, start_pos and ring). A compressed layer's `state` operands get the
+    leading B too (`[B, ratio, head_dim]`, `[B, C, ...]`), and its slots are `compress_kv` `[B, ?, head_dim]`,
+    `index_k` `[B, ?, index_head_dim]`, `topk_idxs` `[B, 1, ?]` i32 and `candidates` `[B, 1, ?]` i1 (one token row
+    per sequence). Row b of every result is what the batch-1 op returns for sequence b (`x[b]`, `start_pos[b]`, its
+    ring, state and slots), bit for bit, where row b of a slot is sequence b's batch-1 slot followed by padding:
+    `compress_kv` / `index_k` rows past it (never read: readers take rows [0, (start_pos + 1) // ratio)),
+    `topk_idxs` columns of -1 (sparse attention skips them), `candidates` columns of false (a reader takes its own
+    width). What a layer publishes is padded to one shape for the batch: `index_k` (the quirk's per-sequence choice)
+    to max(incoming rows, C), `topk_idxs` to `index_topk` columns, `candidates` to C columns; `compress_kv` (and
+    `index_k` with `own_cache`) is the batched cache itself. A batched step does not decompose with probes
+    (captures are per sequence).
 
     Example (window-only):
     ```mlir
