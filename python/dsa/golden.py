@@ -42,5 +42,8 @@ class Layer:
         self.has_shared_slots = raw.has_shared_slots
 
 
-def layer(path, layer, index_k_source="published_slot"):
-    return Layer(_dsa.golden_layer(str(path), layer, index_k_source))
+def layer(path, layer, index_k_source="published_slot", batched=False):
+    """Layer `layer` of the golden at `path`. batched=True: module holds the layer's batched decode step instead
+    (x [B, 1, dim], start_pos [B], ring / state / slots with a leading B: StepLibrary.batch runs it); ring and state
+    are still one sequence's initial values."""
+    return Layer(_dsa.golden_layer(str(path), layer, index_k_source, batched))

@@ -27,15 +27,23 @@ prefill (the slots' history); between(l, y): the model's computation from layer 
 input (default: the output itself). Returns the last layer's output rows.
 
 Batched decode (dsa/Runtime/Host/Batch.h): a library of a batched step function (start_pos tensor<B x i64>, x
-[B, 1, dim], ring [B, W, hd]; window-only layers) runs many sequences' decode steps as one call:
+[B, 1, dim], ring [B, W, hd] and a compressed layer's state and slots with a leading B) runs many sequences' decode
+steps as one call:
 
     batch = blib.batch(weights)                                  # no members
     a = batch.join(seq.state()[2], seq.position)                 # a ring [W, hd] and next position (a prefill's)
     out = batch.step(x)                                          # x [B, 1, dim]: row b for batch.members[b]
     ring, position = batch.leave(a)                              # e.g. to go on as a batch-1 sequence
 
+A stack with compressed layers keeps one Batch per layer with the same members in the same order, joins each with
+the sequence's whole state (list(seq.state().values())), and passes batched slots from layer to layer:
+
+    slots = batches[0].stack_slots([prefill_slots_a, prefill_slots_b])   # rebuild when the members change
+    for batch in batches: x = batch.step(x, slots)
+
 Each out row equals that sequence's own batch-1 step, bit for bit. Errors raise dsa.Error naming the field
-("ring: ...", "position: ...", "x: ...", "sequence 7: not a member", "start_pos: ..."); the batch is unchanged.
+("ring: ...", "state[3]: ...", "position: ...", "x: ...", "shared: ...", "sequence 7: not a member",
+"start_pos: ...", "max_seq_len: ..."); the batch is unchanged.
 """
 import numpy as np
 
@@ -184,20 +192,51 @@ class Batch:
         """The member ids in the order step() takes their rows (join order; a member that left removed)."""
         return list(self._batch.members)
 
-    def join(self, ring, position):
-        """Adds a sequence whose next token is at `position` with `ring` ([window_size, head_dim], copied), e.g. a
-        batch-1 Sequence's state after its prefill. Returns its id (never reused)."""
-        return self._batch.join(to_raw(ring, "ring"), _integer(position, "position"))
+    @property
+    def state_count(self):
+        """The state values of one member: 1 (the ring) for a window-only layer; a compressed layer's ring,
+        kv_state, score_state, compressed-KV cache and index-key cache (its batch-1 Sequence.state() values, in
+        order)."""
+        return self._batch.state_count
+
+    def join(self, state, position):
+        """Adds a sequence whose next token is at `position` with `state` (copied), e.g. a batch-1 Sequence's after
+        its prefill: the ring [window_size, head_dim] for a window-only layer, else a list of state_count arrays
+        (list(seq.state().values())). Returns its id (never reused)."""
+        if isinstance(state, (list, tuple)):
+            values = [to_raw(v, f"state[{i}]") for i, v in enumerate(state)]
+        else:
+            values = [to_raw(state, "ring")]
+        return self._batch.join(values, _integer(position, "position"))
 
     def leave(self, id):
-        """Removes member `id`; returns (ring, position): its ring after its last step and its next position."""
-        ring, position = self._batch.leave(_integer(id, "id"))
-        return from_raw(ring), position
+        """Removes member `id`; returns (state, position): its state after its last step (the ring for a
+        window-only layer, else a list of state_count arrays, the ring first) and its next position."""
+        state, position = self._batch.leave(_integer(id, "id"))
+        if len(state) == 1:
+            return from_raw(state[0]), position
+        return [from_raw(v) for v in state], position
 
-    def step(self, x):
+    def step(self, x, slots=None):
         """One decode step of every member: x [B, 1, dim] (B = len(members) >= 1); returns out [B, 1, dim], row b
-        for members[b]. Every member's position advances by one."""
-        return from_raw(self._batch.step(to_raw(x, "x")))
+        for members[b]. Every member's position advances by one. slots: a compressed layer's batched shared slots
+        (stack_slots(); row b for members[b]), replaced by the slots after this layer, as Sequence.step does."""
+        return from_raw(self._batch.step(to_raw(x, "x"), _slots_raw(slots) if slots is not None else None))
+
+    def stack_slots(self, members):
+        """The batched shared slots of members whose batch-1 slots are `members` (a list of Slots in members order,
+        e.g. each sequence's after its prefill, or slots_of() rows): slot i [B, rows, width], each row padded
+        (compress_kv / index_k zero rows, topk_idxs -1, candidates false); topk_idxs and candidates keep a
+        prefill's last row. Rebuild them whenever the members change. Raises dsa.Error naming the member and slot."""
+        return Slots(self._batch.stack_slots([_slots_raw(m) for m in members]))
+
+    def slots_of(self, slots, b):
+        """Row b of batched slots as one sequence's Slots (padding kept; readers take their prefix)."""
+        return Slots(self._batch.slots_of(_slots_raw(slots), _integer(b, "b")))
+
+    def state(self, id):
+        """Member `id`'s state as it stands (copies): a list of state_count arrays, the ring first."""
+        return [from_raw(v) for v in self._batch.state(_integer(id, "id"))]
 
     def position(self, id):
         """Member `id`'s next position."""

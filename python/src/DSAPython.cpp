@@ -537,23 +537,48 @@ struct PyBatch {
     return out;
   }
 
-  int64_t join(const std::pair<std::string, InArray> &ring, int64_t position) {
-    Tensor t = tensorFromPair("ring", ring);
-    return check(batch->join(runtime::HostValue(runtime::HostBuffer::fromTensor(t)), position));
+  /// `state`: one array per state binding (the ring first); one array for a window-only layer.
+  int64_t join(const std::vector<std::pair<std::string, InArray>> &state, int64_t position) {
+    std::vector<runtime::HostValue> values;
+    for (size_t i = 0; i < state.size(); ++i)
+      values.emplace_back(runtime::HostBuffer::fromTensor(
+          tensorFromPair(state.size() == 1 ? std::string("ring") : "state[" + std::to_string(i) + "]", state[i])));
+    return check(batch->join(values, position));
   }
 
-  std::pair<Raw, int64_t> leave(int64_t id) {
+  std::pair<std::vector<Raw>, int64_t> leave(int64_t id) {
     runtime::Batch::Member m = check(batch->leave(id));
-    return {rawFromTensor(m.ring.toTensor()), m.position};
+    std::vector<Raw> state;
+    for (const runtime::HostValue &v : m.state)
+      state.push_back(rawFromTensor(v.toTensor()));
+    return {std::move(state), m.position};
   }
 
-  Raw step(const std::pair<std::string, InArray> &x) {
+  Raw step(const std::pair<std::string, InArray> &x, SlotSet *slots) {
     Tensor xt = tensorFromPair("x", x);
     dsa::Result<runtime::HostValue> r = [&] {
       nb::gil_scoped_release release;
-      return batch->step(runtime::HostValue(runtime::HostBuffer::fromTensor(xt)));
+      return batch->step(runtime::HostValue(runtime::HostBuffer::fromTensor(xt)), slots ? &slots->slots : nullptr);
     }();
     return rawFromTensor(check(std::move(r)).toTensor());
+  }
+
+  std::vector<Raw> state(int64_t id) const {
+    std::vector<Raw> out;
+    for (const runtime::HostValue &v : check(batch->state(id)))
+      out.push_back(rawFromTensor(v.toTensor()));
+    return out;
+  }
+
+  SlotSet stackSlots(const std::vector<const SlotSet *> &members) const {
+    std::vector<runtime::Sequence::SlotSet> sets;
+    for (const SlotSet *m : members)
+      sets.push_back(m->slots);
+    return SlotSet{check(runtime::stackSlots(batch->signature(), sets), "slots: ")};
+  }
+
+  SlotSet slotsOf(const SlotSet &batched, int64_t b) const {
+    return SlotSet{check(runtime::slotsOf(batched.slots, b), "slots: ")};
   }
 
   int64_t position(int64_t id) const {
@@ -755,9 +780,13 @@ NB_MODULE(_dsa, m) {
   }, nb::arg("layers"), nb::arg("prefill_tokens"), nb::arg("start_pos"), nb::arg("s"));
 
   nb::class_<PyBatch>(m, "Batch")
-      .def("join", &PyBatch::join, nb::arg("ring"), nb::arg("position"))
+      .def("join", &PyBatch::join, nb::arg("state"), nb::arg("position"))
       .def("leave", &PyBatch::leave, nb::arg("id"))
-      .def("step", &PyBatch::step, nb::arg("x"))
+      .def("step", &PyBatch::step, nb::arg("x"), nb::arg("slots").none() = nb::none())
+      .def("state", &PyBatch::state, nb::arg("id"))
+      .def_prop_ro("state_count", [](const PyBatch &b) { return b.batch->signature().state.size(); })
+      .def("stack_slots", &PyBatch::stackSlots, nb::arg("members"))
+      .def("slots_of", &PyBatch::slotsOf, nb::arg("slots"), nb::arg("b"))
       .def_prop_ro("members", [](const PyBatch &b) { return b.batch->members(); })
       .def("position", &PyBatch::position, nb::arg("id"))
       .def("ring", &PyBatch::ring, nb::arg("id"));
@@ -887,18 +916,18 @@ NB_MODULE(_dsa, m) {
       .def_prop_ro("state", [](const GoldenLayer &g) { return rawsFromTensors(g.layer.state); })
       .def_prop_ro("has_shared_slots", [](const GoldenLayer &g) { return g.layer.hasSharedSlots; });
   m.def("golden_layer",
-        [](const std::string &path, int64_t layer, const std::string &indexKSource) {
+        [](const std::string &path, int64_t layer, const std::string &indexKSource, bool batched) {
           auto g = std::make_unique<GoldenLayer>();
           g->module = std::make_shared<Module>();
           g->module->ctx = makeContext();
           g->module->op = mlir::ModuleOp::create(mlir::UnknownLoc::get(g->module->ctx.get()));
           Diagnostics diags(g->module->ctx.get());
           dsa::Result<dsa::tools::GoldenLayer> built =
-              dsa::tools::buildGoldenLayer(g->module->get(), path, layer, indexKSource);
+              dsa::tools::buildGoldenLayer(g->module->get(), path, layer, indexKSource, batched);
           if (!built)
             diags.throwWith(built.error());
           g->layer = built.take();
           return g;
         },
-        nb::arg("path"), nb::arg("layer"), nb::arg("index_k_source") = "published_slot");
+        nb::arg("path"), nb::arg("layer"), nb::arg("index_k_source") = "published_slot", nb::arg("batched") = false);
 }

@@ -1055,6 +1055,10 @@ dsa_status_t dsa_batch_create(dsa_library_t *library, const char *function, size
                   "library: a " + lib->backend + " step library; batched decode runs on CPU step libraries");
     if (std::optional<Failure> f = requireStepRoles(*sig))
       return f;
+    if (!sig->step.shared.empty() || sig->state.size() != 1)
+      return fail(DSA_STATUS_FAILED_PRECONDITION,
+                  "@" + sig->name + ": a batched compressed layer (state beyond the ring, shared slots): the C API "
+                                    "batches window-only layers (C++: runtime::Batch with runtime::stackSlots)");
     std::map<size_t, HostValue> fixed;
     if (std::optional<Failure> f = bindWeights(*sig, num_weights, weight_args, weights, fixed))
       return f;
@@ -1104,7 +1108,7 @@ dsa_status_t dsa_batch_leave(dsa_batch_t *batch, dsa_batch_id_t id, const dsa_bu
     if (out_position)
       *out_position = left->position;
     if (ring)
-      return copyOut(left->ring, rb, "ring");
+      return copyOut(left->ring(), rb, "ring");
     return ok;
   });
 }

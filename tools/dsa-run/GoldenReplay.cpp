@@ -144,14 +144,19 @@ Type typeOf(MLIRContext *ctx, const Tensor &t) {
 /// typed by the tensors the driver will pass (x: [?, dim] bf16; the shared slots: [?, head_dim], [?, index_head_dim]
 /// bf16, [?, ?] i32, [?, ?] i1).
 FailureOr<func::FuncOp> buildLayerFunction(ModuleOp module, const golden::Fixture &f, const Layer &layer,
-                                           mlir::dsa::IndexKSource indexKSource) {
+                                           mlir::dsa::IndexKSource indexKSource, bool batched = false) {
   MLIRContext *ctx = module.getContext();
   mlir::dsa::AttentionLayerConfig config = layerConfig(f, layer, indexKSource);
   Location loc = NameLoc::get(StringAttr::get(ctx, config.functionName()));
-  FailureOr<mlir::dsa::AttentionOperandTypes> types = mlir::dsa::canonicalAttentionOperandTypes(loc, config);
+  // Batched: x [B, 1, dim], start_pos [B], the ring, state and slots with a leading B (the builder's types); the
+  // weights are the golden's either way.
+  FailureOr<mlir::dsa::AttentionOperandTypes> types =
+      batched ? mlir::dsa::batchedAttentionOperandTypes(loc, config, ShapedType::kDynamic)
+              : mlir::dsa::canonicalAttentionOperandTypes(loc, config);
   if (failed(types))
     return failure();
-  types->ring = typeOf(ctx, layer.ring);
+  if (!batched)
+    types->ring = typeOf(ctx, layer.ring);
   auto typesOf = [&](const std::vector<Tensor> &tensors) {
     SmallVector<Type> out;
     for (const Tensor &t : tensors)
@@ -162,7 +167,8 @@ FailureOr<func::FuncOp> buildLayerFunction(ModuleOp module, const golden::Fixtur
   types->compressor = typesOf(layer.compressor);
   types->indexKeys = typesOf(layer.indexKeys);
   types->indexer = typesOf(layer.indexer);
-  types->state = typesOf(layer.state);
+  if (!batched)
+    types->state = typesOf(layer.state);
   OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
   return mlir::dsa::buildAttentionFunction(builder, loc, config, *types);
 }
@@ -698,7 +704,7 @@ int runGoldenReplay(const GoldenReplayOptions &options) {
 }
 
 Result<GoldenLayer> buildGoldenLayer(mlir::ModuleOp module, const std::string &goldenPath, int64_t layer,
-                                     const std::string &indexKSource) {
+                                     const std::string &indexKSource, bool batched) {
   std::optional<mlir::dsa::IndexKSource> source = mlir::dsa::symbolizeIndexKSource(indexKSource);
   if (!source)
     return makeError("index_k_source must be 'published_slot' or 'own_cache', got '" + indexKSource + "'");
@@ -719,7 +725,7 @@ Result<GoldenLayer> buildGoldenLayer(mlir::ModuleOp module, const std::string &g
   Result<Layer> made = makeLayer(*loaded, layer);
   if (!made)
     return makeError(made.error());
-  if (failed(buildLayerFunction(module, fixture, *made, *source)))
+  if (failed(buildLayerFunction(module, fixture, *made, *source, batched)))
     return makeError("could not build the attention function of layer " + std::to_string(layer) +
                      " (see the diagnostic)");
   GoldenLayer out;

@@ -107,8 +107,11 @@ struct GoldenLayer {
 /// Adds layer `layer`'s function to `module` (loading the dialects it needs into its context) and returns its
 /// operands. Errors: those of the golden's loading and validation, a layer that does not exist ("layer: ..."),
 /// a module that already holds the function, an unknown `indexKSource` ("published_slot" or "own_cache").
+/// `batched`: the function is the layer's batched decode step (DSAOps.td "Batched decode": x [B, 1, dim],
+/// start_pos tensor<B x i64>, ring / state / slots with a leading B; runtime::Batch runs it); `ring` and `state`
+/// are still one sequence's initial values (what Batch::join takes).
 Result<GoldenLayer> buildGoldenLayer(mlir::ModuleOp module, const std::string &goldenPath, int64_t layer,
-                                     const std::string &indexKSource = "published_slot");
+                                     const std::string &indexKSource = "published_slot", bool batched = false);
 
 } // namespace dsa::tools
 

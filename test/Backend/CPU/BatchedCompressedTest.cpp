@@ -25,6 +25,7 @@
 #include "CPUTestSupport.h"
 #include "RandomLayer.h"
 #include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/Runtime/Host/Batch.h"
 
 #include "dsa/Dialect/DSA/IR/AttentionBuilder.h"
 #include "dsa/Dialect/DSA/IR/DSADialect.h"
@@ -287,6 +288,7 @@ protected:
     struct Sequence {
       int64_t pos = 0;
       Side oracle, interp, cpu;
+      Tensor prefillX; // the prefill's tokens (the runtime side runs them through batch-1 runtime::Sequences)
     };
     // The batch-1 step of layer l on the interpreter: x [s, dim] at startPos; `side` updated; the output.
     auto runOne = [&](size_t l, const Tensor &x, int64_t startPos, Side &side) -> Tensor {
@@ -308,6 +310,35 @@ protected:
       return (*got)[0];
     };
 
+    // The runtime side: one runtime::Batch per layer over the JIT's batched functions (resident state, caches in
+    // place), sequences prefilled through batch-1 runtime::Sequences on the JIT, the batched slots built with
+    // runtime::stackSlots / slotsOf whenever the membership changes.
+    std::vector<runtime::FunctionSignature> oneSig(numLayers), batchedSig(numLayers);
+    std::vector<runtime::Batch> batches;
+    auto runnerOf = [&](const std::string &fn) -> runtime::Batch::ValueRunner {
+      return [&, fn](const std::vector<runtime::HostValue> &a, std::vector<runtime::NamedTensor> *) {
+        return (*compiled)->runValues(fn, a);
+      };
+    };
+    auto fixedOf = [&](size_t l) {
+      std::map<size_t, runtime::HostValue> fixed;
+      for (size_t i = 0; i < weights[l].size(); ++i)
+        fixed.emplace(3 + i, runtime::HostBuffer::fromTensor(weights[l][i]));
+      return fixed;
+    };
+    for (size_t l = 0; l < numLayers; ++l) {
+      const std::string one = std::string("one_") + roles[l].name, batched = std::string("batched_") + roles[l].name;
+      oneSig[l] = *(*compiled)->signature(one);
+      cpu::addStepRoles(*m, oneSig[l]);
+      batchedSig[l] = *(*compiled)->signature(batched);
+      cpu::addStepRoles(*m, batchedSig[l]);
+      ::dsa::Result<runtime::Batch> b = runtime::Batch::start(batchedSig[l], runnerOf(batched), fixedOf(l));
+      ASSERT_TRUE(b.ok()) << b.error();
+      batches.push_back(b.take());
+    }
+    runtime::Sequence::SlotSet batchedSlots; // [B, ...] per slot, row b for members()[b]
+    std::vector<size_t> members;             // the batches' members (the same on every layer), by plan id
+
     std::map<size_t, Sequence> active;
     Random inputs(seed ^ 0x5151515151515151ull);
     size_t rowsChecked = 0;
@@ -323,11 +354,72 @@ protected:
         s.oracle.state = initialState;
         s.oracle.slots = initialSlots;
         Tensor h = randomTensor(inputs, ElementType::BF16, {plans[id].prefill, kDim}, 1.0f);
+        s.prefillX = h;
         for (size_t l = 0; l < numLayers; ++l)
           h = runOne(l, h, 0, s.oracle);
         s.interp = s.cpu = s.oracle;
         s.pos = plans[id].prefill;
         active.emplace(id, s);
+      }
+      // The runtime side follows the membership: leavers leave every layer's batch (their state handed back as it
+      // stood after their last step), joiners' prefills run through batch-1 runtime::Sequences on the JIT and they
+      // join every layer's batch; the batched slots are rebuilt from the members' batch-1 slot sets.
+      if (members.size() != active.size() ||
+          !std::equal(members.begin(), members.end(), active.begin(), [](size_t id, const auto &entry) {
+            return id == entry.first;
+          })) {
+        SCOPED_TRACE("runtime membership before step " + std::to_string(step));
+        std::map<size_t, runtime::Sequence::SlotSet> slotSets; // by plan id
+        for (size_t b = 0; b < members.size(); ++b) {
+          ::dsa::Result<runtime::Sequence::SlotSet> row = runtime::slotsOf(batchedSlots, static_cast<int64_t>(b));
+          ASSERT_TRUE(row.ok()) << row.error();
+          slotSets.emplace(members[b], row.take());
+        }
+        for (size_t b = members.size(); b-- > 0;) {
+          const size_t id = members[b];
+          if (active.count(id))
+            continue;
+          for (size_t l = 0; l < numLayers; ++l) {
+            ::dsa::Result<runtime::Batch::Member> left = batches[l].leave(static_cast<int64_t>(id));
+            ASSERT_TRUE(left.ok()) << left.error();
+            EXPECT_EQ(left->position, plans[id].prefill + (plans[id].leaveStep - plans[id].joinStep));
+            EXPECT_EQ(left->state.size(), 1 + initialState[l].size());
+          }
+          slotSets.erase(id);
+          members.erase(members.begin() + static_cast<std::ptrdiff_t>(b));
+        }
+        for (auto &[id, s] : active) {
+          if (std::find(members.begin(), members.end(), id) != members.end())
+            continue;
+          ::dsa::Result<runtime::Sequence::SlotSet> slots = runtime::Sequence::initialSlots(oneSig[0]);
+          ASSERT_TRUE(slots.ok()) << slots.error();
+          Tensor h = s.prefillX;
+          for (size_t l = 0; l < numLayers; ++l) {
+            const std::string one = std::string("one_") + roles[l].name;
+            ::dsa::Result<runtime::Sequence> seq = runtime::Sequence::start(oneSig[l], runnerOf(one), fixedOf(l));
+            ASSERT_TRUE(seq.ok()) << seq.error();
+            ::dsa::Result<std::vector<Tensor>> got = seq->run(h, 0, &*slots);
+            ASSERT_TRUE(got.ok()) << got.error();
+            h = (*got)[0];
+            std::vector<runtime::HostValue> state;
+            for (const runtime::StateBinding &binding : oneSig[l].state)
+              state.push_back(*seq->state(static_cast<size_t>(binding.arg)));
+            ::dsa::Result<runtime::Batch::SequenceId> joined = batches[l].join(state, s.pos);
+            ASSERT_TRUE(joined.ok()) << joined.error();
+            EXPECT_EQ(*joined, static_cast<int64_t>(id)); // every batch numbers the sequences in join order
+          }
+          slotSets.emplace(id, slots.take());
+          members.push_back(id);
+        }
+        std::vector<runtime::Sequence::SlotSet> ordered;
+        for (size_t id : members)
+          ordered.push_back(slotSets.at(id));
+        batchedSlots.clear();
+        if (!ordered.empty()) {
+          ::dsa::Result<runtime::Sequence::SlotSet> stacked = runtime::stackSlots(batchedSig[0], ordered);
+          ASSERT_TRUE(stacked.ok()) << stacked.error();
+          batchedSlots = stacked.take();
+        }
       }
       if (active.empty())
         continue;
@@ -438,6 +530,51 @@ protected:
           }
         }
       }
+
+      // The runtime side: x through every layer's Batch, the batched slots passed along.
+      {
+        SCOPED_TRACE("runtime::Batch over the cpu");
+        runtime::HostValue h = padStack(xs, {1, kDim}, 0);
+        for (size_t l = 0; l < numLayers; ++l) {
+          SCOPED_TRACE(std::string("layer ") + roles[l].name);
+          ASSERT_EQ(batches[l].members().size(), static_cast<size_t>(batch));
+          ::dsa::Result<runtime::HostValue> out = batches[l].step(h, &batchedSlots);
+          ASSERT_TRUE(out.ok()) << out.error();
+          const Tensor outs = out->toTensor();
+          for (int64_t b = 0; b < batch; ++b) {
+            Sequence &s = active.at(ids[b]);
+            SCOPED_TRACE("sequence " + std::to_string(ids[b]) + " at start_pos " + std::to_string(s.pos));
+            EXPECT_EQ(batches[l].members()[static_cast<size_t>(b)], static_cast<int64_t>(ids[b]));
+            EXPECT_EQ(batches[l].position(static_cast<int64_t>(ids[b])), s.pos + 1);
+            EXPECT_TRUE(sameBits(rowOf(outs, b, {1, kDim}), want[static_cast<size_t>(b)][l])) << "out row";
+            ::dsa::Result<std::vector<runtime::HostValue>> state = batches[l].state(static_cast<int64_t>(ids[b]));
+            ASSERT_TRUE(state.ok()) << state.error();
+            ASSERT_EQ(state->size(), 1 + initialState[l].size());
+            EXPECT_TRUE(sameBits((*state)[0].toTensor(), s.oracle.rings[l])) << "ring";
+            for (size_t i = 0; i < initialState[l].size(); ++i)
+              EXPECT_TRUE(sameBits((*state)[1 + i].toTensor(), s.oracle.state[l][i])) << "state " << i;
+            ++rowsChecked;
+          }
+          h = *out;
+        }
+        for (int64_t b = 0; b < batch; ++b) {
+          Sequence &s = active.at(ids[b]);
+          SCOPED_TRACE("sequence " + std::to_string(ids[b]) + "'s slots");
+          ::dsa::Result<runtime::Sequence::SlotSet> row = runtime::slotsOf(batchedSlots, b);
+          ASSERT_TRUE(row.ok()) << row.error();
+          for (size_t i = 0; i < 4; ++i) {
+            const Tensor &oracle = s.oracle.slots[i];
+            const Tensor got = (*row)[i].toTensor();
+            ASSERT_GE(got.dim(0), oracle.dim(0)) << "slot " << i;
+            ASSERT_GE(got.dim(1), oracle.dim(1)) << "slot " << i;
+            const Tensor asBatch = padStack({got}, got.shape(), 0); // [1, rows, width]
+            EXPECT_TRUE(sameBits(rowOf(asBatch, 0, oracle.shape()), oracle)) << "slot " << i;
+            if (i >= 2) {
+              EXPECT_TRUE(paddedWith(asBatch, 0, oracle.shape(), i == 2 ? -1.0 : 0.0)) << "slot " << i << " padding";
+            }
+          }
+        }
+      }
       for (auto &entry : active)
         ++entry.second.pos;
     }
@@ -470,6 +607,132 @@ TEST_F(BatchedCompressedTest, PublishedSlotStackOpenMP) {
 
 TEST_F(BatchedCompressedTest, SingleSequenceBatchEqualsBatchOne) {
   run(mlir::dsa::IndexKSource::published_slot, {{0, 5, 100}}, 6, 4, /*parallel=*/false);
+}
+
+// runtime::Batch over a compressed layer, and stackSlots / slotsOf: every misuse refused naming the field, the
+// members' state and positions unchanged; a correct step after the refused ones is the batch-1 step's.
+TEST_F(BatchedCompressedTest, RuntimeBatchErrorsNameTheFieldAndChangeNothing) {
+  const Role role{"A", 2, true, true, false, false};
+  OwningOpRef<ModuleOp> m = ModuleOp::create(UnknownLoc::get(&context));
+  OpBuilder builder = OpBuilder::atBlockEnd(m->getBody());
+  mlir::dsa::AttentionLayerConfig config = layerConfig(role, 0, mlir::dsa::IndexKSource::published_slot, "one");
+  FailureOr<mlir::dsa::AttentionOperandTypes> types = mlir::dsa::canonicalAttentionOperandTypes(m->getLoc(), config);
+  ASSERT_TRUE(succeeded(types)) << diagnostics;
+  ASSERT_TRUE(succeeded(mlir::dsa::buildAttentionFunction(builder, m->getLoc(), config, *types))) << diagnostics;
+  config.name = "batched";
+  FailureOr<mlir::dsa::AttentionOperandTypes> batchedTypes =
+      mlir::dsa::batchedAttentionOperandTypes(m->getLoc(), config, ShapedType::kDynamic);
+  ASSERT_TRUE(succeeded(batchedTypes)) << diagnostics;
+  ASSERT_TRUE(succeeded(mlir::dsa::buildAttentionFunction(builder, m->getLoc(), config, *batchedTypes)))
+      << diagnostics;
+  Random rng(7);
+  std::map<size_t, runtime::HostValue> fixed;
+  for (const auto *group : {&types->weights, &types->compressor, &types->indexKeys, &types->indexer})
+    for (Type t : *group)
+      fixed.emplace(3 + fixed.size(), runtime::HostBuffer::fromTensor(randomWeight(rng, t)));
+  ::dsa::Result<std::unique_ptr<cpu::CPUModule>> compiled = cpu::compileForCPU(*m, {});
+  ASSERT_TRUE(compiled.ok()) << compiled.error();
+  auto runnerOf = [&](const std::string &fn) -> runtime::Batch::ValueRunner {
+    return [&, fn](const std::vector<runtime::HostValue> &a, std::vector<runtime::NamedTensor> *) {
+      return (*compiled)->runValues(fn, a);
+    };
+  };
+  runtime::FunctionSignature oneSig = *(*compiled)->signature("one"), batchedSig = *(*compiled)->signature("batched");
+  cpu::addStepRoles(*m, oneSig);
+  cpu::addStepRoles(*m, batchedSig);
+  auto contains = [](const auto &r, const std::string &text) {
+    return !r.ok() && r.error().find(text) != std::string::npos;
+  };
+
+  // Two sequences prefilled (5 and 3 tokens) through the batch-1 function.
+  std::vector<std::vector<runtime::HostValue>> states;
+  std::vector<runtime::Sequence::SlotSet> slotSets;
+  std::vector<runtime::Sequence> ones;
+  for (int64_t prefill : {5, 3}) {
+    runtime::Sequence seq = runtime::Sequence::start(oneSig, runnerOf("one"), fixed).take();
+    runtime::Sequence::SlotSet slots = runtime::Sequence::initialSlots(oneSig).take();
+    ASSERT_TRUE(seq.run(randomTensor(rng, ElementType::BF16, {prefill, kDim}, 1.0f), 0, &slots).ok());
+    std::vector<runtime::HostValue> state;
+    for (const runtime::StateBinding &binding : oneSig.state)
+      state.push_back(runtime::HostBuffer::fromTensor(seq.state(static_cast<size_t>(binding.arg))->toTensor()));
+    states.push_back(state);
+    slotSets.push_back(slots);
+    ones.push_back(std::move(seq));
+  }
+
+  // stackSlots / slotsOf.
+  EXPECT_TRUE(contains(runtime::stackSlots(batchedSig, {}), "stackSlots @batched: no members"));
+  EXPECT_TRUE(contains(runtime::stackSlots(batchedSig, {{slotSets[0][0]}}), "member 0: 1 slots, the function takes 4"));
+  runtime::Sequence::SlotSet wrongType = slotSets[1];
+  wrongType[2] = runtime::HostBuffer::fromTensor(Tensor(ElementType::BF16, {1, 6}));
+  EXPECT_TRUE(contains(runtime::stackSlots(batchedSig, {slotSets[0], wrongType}), "member 1's slot 2: bf16 [1, 6]"));
+  EXPECT_TRUE(contains(runtime::stackSlots(oneSig, slotSets), "is not a batched slot [B, rows, width]"));
+  ::dsa::Result<runtime::Sequence::SlotSet> stacked = runtime::stackSlots(batchedSig, slotSets);
+  ASSERT_TRUE(stacked.ok()) << stacked.error();
+  EXPECT_TRUE(contains(runtime::slotsOf(*stacked, 2), "slotsOf: b: 2 is outside"));
+  EXPECT_TRUE(contains(runtime::slotsOf(*stacked, -1), "slotsOf: b: -1 is outside"));
+  EXPECT_TRUE(contains(runtime::slotsOf(slotSets[0], 0), "is not a batched slot"));
+
+  runtime::Batch batch = runtime::Batch::start(batchedSig, runnerOf("batched"), fixed).take();
+  runtime::Sequence::SlotSet slots = *stacked;
+  const Tensor x = randomTensor(rng, ElementType::BF16, {2, 1, kDim}, 1.0f);
+  EXPECT_TRUE(contains(batch.step(x, &slots), "x: the batch has no members"));
+  // join: the state's count and each value's type and shape.
+  EXPECT_TRUE(contains(batch.join(states[0][0], 5), "state: 1 values, the function has 5 state bindings"));
+  std::vector<runtime::HostValue> badState = states[0];
+  badState[3] = runtime::HostBuffer::fromTensor(Tensor(ElementType::BF16, {kMaxSeqLen, kHeadDim}));
+  EXPECT_TRUE(contains(batch.join(badState, 5), "state 3: bf16 [32, 32], expected"));
+  EXPECT_TRUE(contains(batch.join(states[0], -1), "position: -1 is negative"));
+  EXPECT_TRUE(batch.members().empty());
+  ASSERT_TRUE(batch.join(states[0], 5).ok());
+  ASSERT_TRUE(batch.join(states[1], 3).ok());
+
+  // step: the slots missing, miscounted, of the wrong batch size or type; x of the wrong shape.
+  auto snapshot = [&]() {
+    std::vector<Tensor> all;
+    for (runtime::Batch::SequenceId id : batch.members()) {
+      const std::vector<runtime::HostValue> state = batch.state(id).take();
+      for (const runtime::HostValue &v : state)
+        all.push_back(v.toTensor());
+    }
+    return all;
+  };
+  const std::vector<Tensor> before = snapshot();
+  EXPECT_TRUE(contains(batch.step(x), "shared: the layer takes 4 shared slots, none given"));
+  runtime::Sequence::SlotSet three(slots.begin(), slots.begin() + 3);
+  EXPECT_TRUE(contains(batch.step(x, &three), "shared: 3 slots given, the layer takes 4"));
+  runtime::Sequence::SlotSet oneRow = *runtime::stackSlots(batchedSig, {slotSets[0]});
+  EXPECT_TRUE(contains(batch.step(x, &oneRow), "shared: slot 0 is bf16 [1, "));
+  runtime::Sequence::SlotSet badSlot = slots;
+  badSlot[3] = runtime::HostBuffer::fromTensor(Tensor(ElementType::I32, {2, 1, 4}));
+  EXPECT_TRUE(contains(batch.step(x, &badSlot), "shared: slot 3 is i32 [2, 1, 4], expected"));
+  EXPECT_TRUE(contains(batch.step(randomTensor(rng, ElementType::BF16, {1, 1, kDim}, 1.0f), &slots),
+                       "x: shape [1, 1, 64], expected [2, 1, 64]"));
+  const std::vector<Tensor> after = snapshot();
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_TRUE(sameBits(after[i], before[i])) << "state value " << i << " changed by a refused step";
+  EXPECT_EQ(batch.position(0), 5);
+  EXPECT_EQ(batch.position(1), 3);
+  EXPECT_EQ(slots.size(), 4u);
+
+  // The step the refused ones would have been: each row equals its sequence's batch-1 step.
+  ::dsa::Result<runtime::HostValue> out = batch.step(x, &slots);
+  ASSERT_TRUE(out.ok()) << out.error();
+  for (int64_t b = 0; b < 2; ++b) {
+    ::dsa::Result<std::vector<Tensor>> want =
+        ones[static_cast<size_t>(b)].run(rowOf(x, b, {1, kDim}), b == 0 ? 5 : 3, &slotSets[static_cast<size_t>(b)]);
+    ASSERT_TRUE(want.ok()) << want.error();
+    EXPECT_TRUE(sameBits(rowOf(out->toTensor(), b, {1, kDim}), (*want)[0])) << "out row " << b;
+  }
+
+  // max_seq_len: a member at the capacity refuses the step.
+  runtime::Batch full = runtime::Batch::start(batchedSig, runnerOf("batched"), fixed).take();
+  ASSERT_TRUE(full.join(states[0], kMaxSeqLen).ok());
+  runtime::Sequence::SlotSet fullSlots = *runtime::stackSlots(batchedSig, {slotSets[0]});
+  EXPECT_TRUE(contains(full.step(padStack({rowOf(x, 0, {1, kDim})}, {1, kDim}, 0), &fullSlots),
+                       "max_seq_len: sequence 0 at position 32: the layer holds 32 positions"));
+  EXPECT_EQ(full.position(0), kMaxSeqLen);
 }
 
 } // namespace

@@ -410,7 +410,7 @@ TEST_F(BatchRuntimeTest, SequencesJoinDecodeTogetherLeaveAndContinueAlone) {
   EXPECT_EQ(left->position, seqs[0].pos);
   EXPECT_EQ(batch.members(), (std::vector<runtime::Batch::SequenceId>{seqs[1].id, seqs[2].id}));
   {
-    std::vector<runtime::HostValue> args = {Tensor(ElementType::BF16, {1, g.dim}), Tensor::scalarI64(0), left->ring};
+    std::vector<runtime::HostValue> args = {Tensor(ElementType::BF16, {1, g.dim}), Tensor::scalarI64(0), left->ring()};
     for (const Tensor &w : weights)
       args.push_back(runtime::HostBuffer::fromTensor(w));
     ::dsa::Result<runtime::Sequence> resumed =
@@ -460,7 +460,7 @@ TEST_F(BatchRuntimeTest, RandomJoinsAndLeavesOverManySteps) {
       ::dsa::Result<runtime::Batch::Member> left = batch.leave(members[which].id);
       ASSERT_TRUE(left.ok()) << left.error();
       EXPECT_EQ(left->position, members[which].seq->position());
-      EXPECT_TRUE(sameBits(left->ring.toTensor(), members[which].seq->state(2)->toTensor())) << "ring on leaving";
+      EXPECT_TRUE(sameBits(left->ring().toTensor(), members[which].seq->state(2)->toTensor())) << "ring on leaving";
       members.erase(members.begin() + static_cast<std::ptrdiff_t>(which));
       ++leaves;
     }
@@ -506,7 +506,7 @@ TEST_F(BatchRuntimeTest, ErrorsNameTheFieldAndLeaveTheBatchUnchanged) {
   withRing.emplace(2, Tensor(ElementType::BF16, {1, g.window, g.headDim}));
   ::dsa::Result<runtime::Batch> ringGiven = runtime::Batch::start(signatures["batched"], runner("batched"), withRing);
   ASSERT_FALSE(ringGiven.ok());
-  EXPECT_NE(ringGiven.error().find("is the ring, which the batch supplies"), std::string::npos) << ringGiven.error();
+  EXPECT_NE(ringGiven.error().find("is state, which the batch supplies: do not pass it"), std::string::npos) << ringGiven.error();
   // A batched function through Sequence: refused, pointing at Batch.
   ::dsa::Result<runtime::Sequence> seq =
       runtime::Sequence::start(signatures["batched"], runner("batched"), fixedWeights());
