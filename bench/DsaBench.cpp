@@ -16,7 +16,9 @@
 //     CPU/ and CPUParallel/ time it the way a user decodes: a Sequence resumed there whose state stays resident
 //     (CPUModule::runValues: buffers kept between steps, caches updated in place), consecutive decode steps from
 //     that position on; CPUPerCall/ calls CPUModule::run on the same prepared state each time (results converted
-//     to Tensors).
+//     to Tensors). CPUBatched/index_decode_b<B> (and CPUParallelBatched/): the same layer's batched decode step of
+//     B = 1, 4, 16, 64 sequences from that state at 4096 + b, through a runtime::Batch (BatchedIndexLayer), rows 0
+//     and B - 1 checked bit-identical to their batch-1 steps first.
 // In the same run it measures
 //   - the reference interpreter (interp::interpretFunction on the same module, decomposed, same inputs);
 //   - the machine's streaming read bandwidth (a buffer of 1 GiB, far larger than the caches), one thread and all
@@ -57,6 +59,7 @@
 #include "dsa/Dialect/DSA/Transforms/Passes.h"
 #include "dsa/Interpreter/Interpreter.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
+#include "dsa/Runtime/Host/Batch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -796,9 +799,11 @@ struct IndexLayer {
     return states.emplace(context, std::move(st)).first->second;
   }
 
-  Tensor runCPU(const cpu::CPUModule &m, int64_t context) {
+  Tensor runCPU(const cpu::CPUModule &m, int64_t context) { return runCPUAt(m, context, xDecode, context); }
+  /// The batch-1 decode of token `x` [1, dim] at `position` from state(context) (the batched benchmark's check).
+  Tensor runCPUAt(const cpu::CPUModule &m, int64_t context, const Tensor &x, int64_t position) {
     const State &st = state(context);
-    std::vector<runtime::HostValue> args = {xDecode, Tensor::scalarI64(context), st.prepared[0]};
+    std::vector<runtime::HostValue> args = {x, Tensor::scalarI64(position), st.prepared[0]};
     args.insert(args.end(), prepared.begin(), prepared.end());
     args.insert(args.end(), st.prepared.begin() + 1, st.prepared.end());
     return compiled.runCPU(m, args);
@@ -956,6 +961,104 @@ IndexLayer &indexLayer() {
                  static_cast<double>(gIndexLayer->weightBytes()) / 1e6);
   }
   return *gIndexLayer;
+}
+
+/// The index-source layer as a batched decode step (issue 13 scopes 1 and 4: batched decode of a compressed layer;
+/// the same weights and configuration as IndexLayer, its batched form: state [B, ...], slots [B, ...]). B
+/// sequences, each from IndexLayer's state at 4096 (the same filled ring, compressor state and caches, copied per
+/// member) at its own position 4096 + b (so the members complete compressor groups at different steps), run the way
+/// a user runs them: a runtime::Batch over CPUModule::runValues (each state binding one [B, ...] buffer, the caches
+/// updated in place), the shared slots stacked by runtime::stackSlots from each member's slots (compress_kv and
+/// index_k its caches) and replaced by what the layer publishes at every step.
+struct BatchedIndexLayer {
+  static constexpr int64_t kContext = 4096;
+  CompiledLayer compiled;
+  runtime::FunctionSignature signature; // with step roles
+
+  explicit BatchedIndexLayer(const IndexLayer &l) {
+    compiled.build(l.config(), /*batched=*/true);
+    const runtime::FunctionSignature *sig = compiled.serial->signature(compiled.fnName);
+    if (!sig)
+      die("no function @" + compiled.fnName + " in the batched module");
+    signature = *sig;
+    cpu::addStepRoles(*compiled.module, signature);
+  }
+
+  static int64_t position(int64_t b) { return kContext + b; }
+
+  /// A batch of `batch` members on module `m`, its slots, and the x rows of its steps.
+  struct Run {
+    std::unique_ptr<runtime::Batch> batch;
+    runtime::Sequence::SlotSet slots;
+    Tensor x; // [B, 1, dim]
+  };
+  Run start(IndexLayer &l, const cpu::CPUModule &m, int64_t batch) {
+    const IndexLayer::State &st = l.state(kContext);
+    std::map<size_t, runtime::HostValue> fixed;
+    for (size_t i = 0; i < l.prepared.size(); ++i)
+      fixed.emplace(3 + i, l.prepared[i]); // x, start_pos, ring, then every weight
+    const std::string name = compiled.fnName;
+    runtime::Batch::ValueRunner runner = [&m, name](const std::vector<runtime::HostValue> &a,
+                                                   std::vector<runtime::NamedTensor> *) { return m.runValues(name, a); };
+    ::dsa::Result<runtime::Batch> started = runtime::Batch::start(signature, runner, fixed);
+    if (!started)
+      die("runtime::Batch::start: " + started.error());
+    Run r;
+    r.batch = std::make_unique<runtime::Batch>(started.take());
+    // A member's state: the ring, kv_state, score_state, the compressed-KV and index-key caches; its slots.
+    const std::vector<runtime::HostValue> memberState(st.prepared.begin(), st.prepared.begin() + 5);
+    const runtime::Sequence::SlotSet memberSlots(st.prepared.begin() + 5, st.prepared.end());
+    for (int64_t b = 0; b < batch; ++b) {
+      ::dsa::Result<runtime::Batch::SequenceId> id = r.batch->join(memberState, position(b));
+      if (!id)
+        die("runtime::Batch::join: " + id.error());
+    }
+    ::dsa::Result<runtime::Sequence::SlotSet> slots =
+        runtime::stackSlots(signature, std::vector<runtime::Sequence::SlotSet>(static_cast<size_t>(batch), memberSlots));
+    if (!slots)
+      die("runtime::stackSlots: " + slots.error());
+    r.slots = slots.take();
+    Random rng(700 + static_cast<uint64_t>(batch));
+    r.x = randomTensor(rng, ElementType::BF16, {batch, 1, l.g.dim}, 1.0f);
+    return r;
+  }
+
+  /// One step of every member; returns `out` [B, 1, dim].
+  static runtime::HostValue step(Run &r) {
+    ::dsa::Result<runtime::HostValue> out = r.batch->step(r.x, &r.slots);
+    if (!out)
+      die("runtime::Batch::step (index-source layer): " + out.error());
+    benchmark::DoNotOptimize(out->buffer());
+    return out.take();
+  }
+
+  /// The benchmark's own check of a fresh batch's first step: rows 0 and B - 1 equal their sequences' batch-1 steps
+  /// (IndexLayer's serial batch-1 module, from the same state at the same position; bit for bit). Empty when they do.
+  std::string check(IndexLayer &l, Run &r) {
+    const int64_t batch = static_cast<int64_t>(r.batch->members().size()), dim = l.g.dim;
+    const Tensor out = step(r).toTensor();
+    for (int64_t b : {int64_t{0}, batch - 1}) {
+      Tensor xb(ElementType::BF16, {1, dim});
+      std::memcpy(xb.floats(), r.x.floats() + b * dim, sizeof(float) * static_cast<size_t>(dim));
+      const Tensor want = l.runCPUAt(*l.compiled.serial, kContext, xb, position(b));
+      Tensor row(ElementType::BF16, {1, dim});
+      std::memcpy(row.floats(), out.floats() + b * dim, sizeof(float) * static_cast<size_t>(dim));
+      if (!sameBits(row, want))
+        return "batched index-source decode: row " + std::to_string(b) + " of batch " + std::to_string(batch) +
+               " differs from its batch-1 step";
+    }
+    return "";
+  }
+};
+std::unique_ptr<BatchedIndexLayer> gBatchedIndexLayer;
+BatchedIndexLayer &batchedIndexLayer() {
+  if (!gBatchedIndexLayer) {
+    auto t0 = Clock::now();
+    gBatchedIndexLayer = std::make_unique<BatchedIndexLayer>(indexLayer());
+    std::fprintf(stderr, "dsa-bench: the index-source layer's batched decode step compiled in %.1f s\n",
+                 secondsSince(t0));
+  }
+  return *gBatchedIndexLayer;
 }
 
 /// Seconds per step: wall clock and process CPU time.
@@ -1226,6 +1329,45 @@ void BM_CPUBatched(benchmark::State &state, int64_t batch, bool par) {
   }
 }
 
+/// Batched decode of the index-source layer (BatchedIndexLayer), by threads and B: ms per step.
+std::map<std::pair<bool, int64_t>, double> gIndexBatchMs;
+
+/// CPUBatched/index_decode_b<B>, CPUParallelBatched/...: B members of a runtime::Batch stepped together, timed
+/// over consecutive steps (each member one token further per step) after the checked first step.
+void BM_IndexBatched(benchmark::State &state, int64_t batch, bool par) {
+  IndexLayer &l = indexLayer();
+  BatchedIndexLayer &bl = batchedIndexLayer();
+  const cpu::CPUModule *m = moduleFor(state, bl.compiled, par);
+  if (!m)
+    return;
+  BatchedIndexLayer::Run r = bl.start(l, *m, batch);
+  const std::string bad = bl.check(l, r); // also the warm-up (untimed: it copies the joined state)
+  if (!bad.empty()) {
+    state.SkipWithError(bad.c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  state.counters["checked_vs_batch1"] = 1;
+  StepTime t = timeSteps(state, [&] { BatchedIndexLayer::step(r); });
+  gIndexBatchMs[{par, batch}] = 1e3 * t.wall;
+  state.counters["step_ms"] = 1e3 * t.wall;
+  state.counters["batch"] = static_cast<double>(batch);
+  state.counters["context"] = static_cast<double>(BatchedIndexLayer::kContext);
+  state.counters["tokens_per_s"] = static_cast<double>(batch) / t.wall;
+  state.counters["threads"] = par ? hardwareThreads() : 1u;
+  double flops = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    flops += l.stepFlops(BatchedIndexLayer::position(b));
+  state.counters["GFLOPs"] = flops / t.wall / 1e9;
+  if (!par)
+    state.counters["cpu_ms"] = 1e3 * t.cpu;
+  if (auto one = gIndexBatchMs.find({par, 1}); one != gIndexBatchMs.end()) {
+    state.counters["x_batch1_step"] = 1e3 * t.wall / one->second;
+    state.counters["x_batch1_tokens_per_s"] = static_cast<double>(batch) * one->second / (1e3 * t.wall);
+  }
+}
+
 void BM_IndexInterpreter(benchmark::State &state, int64_t context) {
   if (skipInterpreterBenchmark(state))
     return;
@@ -1475,8 +1617,27 @@ void printTargets() {
       line(buf);
     }
   }
-  line("  decode batch 16 / 64 of compressed layers: not measured yet (the batched form of a compressed layer is "
-       "built and tested, CPUBatchedCompressedTest, but not benchmarked here; issue 13 scope 4)");
+  // The same for the index-source layer (a compressed layer: compressor, indexer, caches; at 4096 + b).
+  for (bool par : {false, true}) {
+    const char *name = par ? "CPUParallelBatched" : "CPUBatched";
+    auto one = gIndexBatchMs.find({par, 1});
+    for (auto [batch, bound] : {std::pair<int64_t, double>{16, 2.0}, {64, 5.0}}) {
+      auto it = gIndexBatchMs.find({par, batch});
+      if (one == gIndexBatchMs.end() || it == gIndexBatchMs.end()) {
+        std::snprintf(buf, sizeof buf, "  decode batch %lld <= %.0f x batch 1 (%s, index-source layer): not run in "
+                      "this invocation (%s/index_decode_b1 and /index_decode_b%lld)", static_cast<long long>(batch),
+                      bound, name, name, static_cast<long long>(batch));
+      } else {
+        const double ratio = it->second / one->second;
+        std::snprintf(buf, sizeof buf,
+                      "  decode batch %lld <= %.0f x batch 1 (%s, index-source layer at 4096): %.2f ms vs %.2f ms = "
+                      "%.2f x (%.1f x the tokens/s): %s",
+                      static_cast<long long>(batch), bound, name, it->second, one->second, ratio,
+                      static_cast<double>(batch) / ratio, verdict(ratio, bound, false).c_str());
+      }
+      line(buf);
+    }
+  }
   // Batch-1 decode at the read floor: every resident decode step benchmarked.
   bool anyDecode = false;
   for (const CPUResult &r : gCPUResults) {
@@ -1692,6 +1853,16 @@ int main(int argc, char **argv) {
         ->UseRealTime();
   }
 
+  // The index-source layer as a batched decode step: B = 1, 4, 16, 64 members at 4096 + b.
+  for (bool par : {false, true})
+    for (int64_t batch : {1, 4, 16, 64})
+      benchmark::RegisterBenchmark((std::string(par ? "CPUParallelBatched" : "CPUBatched") + "/index_decode_b" +
+                                    std::to_string(batch)).c_str(),
+                                   BM_IndexBatched, batch, par)
+          ->MinTime(1.0)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+
   // The index-source layer's 512-token steps: the prefill at 0 and the chunk at 4096, back to back per thread count.
   for (bool par : {false, true})
     for (int64_t startPos : {int64_t{0}, int64_t{4096}})
@@ -1709,6 +1880,7 @@ int main(int argc, char **argv) {
   benchmark::Shutdown();
   // Free the layers (their JIT-compiled modules) here, while everything they use is alive, not in the static
   // destructors after main (a run was seen hanging at exit there).
+  gBatchedIndexLayer.reset();
   gIndexLayer.reset();
   gOps.clear();
   gBatchedLayer.reset();

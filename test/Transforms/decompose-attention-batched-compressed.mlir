@@ -84,14 +84,16 @@
 // CHECK-NEXT:   %[[SC:.+]] = dsa.indexer_scores %[[IQI]], %[[WI]], %[[IK]], %[[SPI]] entry_keys %[[SIKI]]
 // CHECK:        %[[TOPK:.+]] = dsa.indexer_topk
 // CHECK:        %[[NKVC:.+]] = dsa.cache_write %[[KVCI]], %{{.+}}, %[[SPI]] {ratio = 2 : i64}
-// Sequence b's state rows and published slots back into the batch, then its attention.
+// Its attention, then its state rows and published slots back into the batch: after sparse_attn, the last reader
+// of the new compressed-KV cache, so that bufferization writes the cache in place (no copy of the slice per
+// sequence; CPUBatchedCompressedTest.CompressedKvCacheIsUpdatedInPlace).
+// CHECK:        dsa.sparse_attn
 // CHECK-DAG:    tensor.insert_slice %[[NKVS]] into %[[KVSACC]][%[[I]], 0, 0] [1, 2, 32] [1, 1, 1]
 // CHECK-DAG:    tensor.insert_slice %[[NSCS]] into %[[SCSACC]][%[[I]], 0, 0] [1, 2, 32] [1, 1, 1]
 // CHECK-DAG:    tensor.insert_slice %[[NKVC]] into %[[KVCACC]][%[[I]], 0, 0] [1, 32, 32] [1, 1, 1]
 // CHECK-DAG:    tensor.insert_slice %[[NKC]] into %[[KCACC]][%[[I]], 0, 0] [1, 32, 32] [1, 1, 1]
 // CHECK-DAG:    tensor.insert_slice %[[IK]] into %[[IKACC]][%[[I]], 0, 0] [1, %{{.+}}, 32] [1, 1, 1] : tensor<?x32xbf16> into tensor<?x?x32xbf16>
 // CHECK-DAG:    tensor.insert_slice %{{.+}} into %[[TKACC]][%[[I]], 0, 0] [1, %{{.+}}, %{{.+}}] [1, 1, 1] : tensor<?x?xi32> into tensor<?x1x6xi32>
-// CHECK:        dsa.sparse_attn
 // CHECK:        scf.yield
 // CHECK:      %[[OUT:.+]] = tensor.expand_shape
 // The slots after the layer: compress_kv is the batched compressed-KV cache, index_k and topk_idxs the padded ones,

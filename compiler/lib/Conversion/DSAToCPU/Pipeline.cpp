@@ -44,6 +44,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -130,11 +131,16 @@ struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<Strided
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
-      auto identity = [](Type t) {
+      // What finalize-memref-to-llvm lowers to the llvm.memcpy intrinsic (one call of libc's vectorised memcpy):
+      // the identity layout, or a static shape that is one contiguous row-major block at any offset (a cache
+      // slice [C, width] of a batched [B, C, width] cache, copied in and out of a batched step: a scalar
+      // linalg.copy loop there moved 4 bytes per iteration, measured ~27% of a batched index-source step).
+      auto memcpyable = [](Type t) {
         auto m = dyn_cast<MemRefType>(t);
-        return m && m.getLayout().isIdentity();
+        return m && (m.getLayout().isIdentity() || (m.hasStaticShape() && m.getNumElements() > 0 &&
+                                                    memref::isStaticShapeAndContiguousRowMajor(m)));
       };
-      if (!identity(copy.getSource().getType()) || !identity(copy.getTarget().getType()))
+      if (!memcpyable(copy.getSource().getType()) || !memcpyable(copy.getTarget().getType()))
         copies.push_back(copy);
     });
     for (memref::CopyOp copy : copies) {

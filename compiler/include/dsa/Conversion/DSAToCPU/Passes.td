@@ -59,11 +59,17 @@ def DSACPUDropInPlaceResults : Pass<"dsa-cpu-drop-in-place-results", "::mlir::Mo
 def DSACPUStridedCopiesToLinalg : Pass<"dsa-cpu-strided-copies-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Rewrite memref.copy between non-identity layouts into linalg.copy (no runner-utils memrefCopy)";
   let description = [{
-    Every memref.copy whose source or target does not have the identity layout (the copies bufferization makes
-    for tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes) becomes linalg.copy, which
-    convert-linalg-to-loops turns into loops. finalize-memref-to-llvm would otherwise lower it to a call of the
-    runner-utils library's `memrefCopy`, which neither the JIT's process nor an AOT step library has. Copies
-    between identity-layout memrefs stay memref.copy (a memcpy).
+    Every memref.copy that finalize-memref-to-llvm would lower to a call of the runner-utils library's
+    `memrefCopy` (which neither the JIT's process nor an AOT step library has) becomes linalg.copy, which
+    convert-linalg-to-loops turns into loops: a source or target that has neither the identity layout nor a
+    static shape forming one contiguous row-major block (the copies bufferization makes for
+    tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes, and strided ones). Copies
+    between identity-layout or static contiguous memrefs (e.g. `memref<16x8xbf16, strided<[8, 1], offset: ?>>`,
+    a row of a batched cache) stay memref.copy: the llvm.memcpy intrinsic.
+
+    Example: `memref.copy %a, %b : memref<?x8xf32, strided<[16, 1]>> to memref<?x8xf32>` becomes
+    `linalg.copy ins(%a : ...) outs(%b : ...)`; `memref.copy %s, %t : memref<4x8xf32, strided<[8, 1], offset: ?>>
+    to memref<4x8xf32>` stays.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

@@ -674,6 +674,7 @@ private:
           Value widx = WindowIndicesOp::create(builder, bodyLoc, RankedTensorType::get({1, dyn}, i32), startPos, c1,
                                                i64Attr(window));
           SmallVector<Value> yields(iter.begin(), iter.end());
+          SmallVector<Value> newState, publishedSlots;
           if (ratio > 0) {
             CompressedInputs in;
             in.latent = [&]() { return rowOf(latentAll); };
@@ -717,22 +718,31 @@ private:
                                                      widx, state, slotTypes, slots, nullptr);
             rows = step.rows;
             widx = step.idx;
-            for (unsigned i = 0; i < numState; ++i)
-              yields[stateBase + i] = insertInto(step.newState[i], iter[stateBase + i]);
-            unsigned p = publishedBase;
-            if (publishesIndexK) {
-              yields[p] = insertInto(slots[kIndexK], iter[p]);
-              ++p;
-            }
-            if (indexSource) {
-              yields[p] = insertInto(slots[kTopkIdxs], iter[p]);
-              ++p;
-            }
-            if (candidateSource)
-              yields[p] = insertInto(slots[kCandidates], iter[p]);
+            newState.assign(step.newState.begin(), step.newState.end());
+            publishedSlots = slots;
           }
           Value o = SparseAttnOp::create(builder, bodyLoc, qSlice, qRow, rows, widx, op.getAttnSink(),
                                          builder.getF32FloatAttr(scale));
+          // The state and published slots go back into the batched tensors AFTER sparse attention, the last reader
+          // of the new caches (its rows are a slice of the new compressed-KV cache): one-shot bufferization then
+          // updates sequence b's cache rows in the batched buffer in place. Inserted before that read, the write
+          // into the iter_arg would precede a read of an alias of it, and the analysis copies the whole cache
+          // slice out and back per sequence (two copies of C x head_dim per sequence and step).
+          if (ratio > 0) {
+            for (unsigned i = 0; i < numState; ++i)
+              yields[stateBase + i] = insertInto(newState[i], iter[stateBase + i]);
+            unsigned p = publishedBase;
+            if (publishesIndexK) {
+              yields[p] = insertInto(publishedSlots[kIndexK], iter[p]);
+              ++p;
+            }
+            if (indexSource) {
+              yields[p] = insertInto(publishedSlots[kTopkIdxs], iter[p]);
+              ++p;
+            }
+            if (candidateSource)
+              yields[p] = insertInto(publishedSlots[kCandidates], iter[p]);
+          }
           yields[0] = tensor::InsertSliceOp::create(builder, bodyLoc, o, iter[0], at(3),
                                                     ArrayRef<OpFoldResult>{idx(1), idx(nHeads), idx(headDim)},
                                                     ones(3));
