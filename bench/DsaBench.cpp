@@ -1304,7 +1304,26 @@ void BM_CPU(benchmark::State &state, WindowStep k, bool par) {
 }
 
 /// Batched decode results by threads (false: serial) and B: ms per step.
-std::map<std::pair<bool, int64_t>, double> gBatchMs;
+using BatchResults = std::map<std::pair<bool, int64_t>, double>;
+BatchResults gBatchMs;
+
+/// The counters of a batched decode benchmark (B sequences, `flops` per step), and its step time kept in `results`
+/// for the ratio to B = 1 of the same step and threads (B = 1 runs first: registration order).
+void reportBatched(benchmark::State &state, BatchResults &results, int64_t batch, bool par, StepTime t,
+                   double flops) {
+  results[{par, batch}] = 1e3 * t.wall;
+  state.counters["step_ms"] = 1e3 * t.wall;
+  state.counters["batch"] = static_cast<double>(batch);
+  state.counters["tokens_per_s"] = static_cast<double>(batch) / t.wall;
+  state.counters["threads"] = par ? hardwareThreads() : 1u;
+  state.counters["GFLOPs"] = flops / t.wall / 1e9;
+  if (!par)
+    state.counters["cpu_ms"] = 1e3 * t.cpu;
+  if (auto one = results.find({par, 1}); one != results.end()) {
+    state.counters["x_batch1_step"] = 1e3 * t.wall / one->second;
+    state.counters["x_batch1_tokens_per_s"] = static_cast<double>(batch) * one->second / (1e3 * t.wall);
+  }
+}
 
 void BM_CPUBatched(benchmark::State &state, int64_t batch, bool par) {
   Layer &l = layer();
@@ -1315,22 +1334,11 @@ void BM_CPUBatched(benchmark::State &state, int64_t batch, bool par) {
   const std::vector<runtime::HostValue> &a = bl.args(l, batch);
   bl.compiled.runCPU(*m, a); // warm-up
   StepTime t = timeSteps(state, [&] { bl.compiled.runCPU(*m, a); });
-  gBatchMs[{par, batch}] = 1e3 * t.wall;
-  state.counters["step_ms"] = 1e3 * t.wall;
-  state.counters["batch"] = static_cast<double>(batch);
-  state.counters["tokens_per_s"] = static_cast<double>(batch) / t.wall;
-  state.counters["threads"] = par ? hardwareThreads() : 1u;
-  state.counters["GFLOPs"] = static_cast<double>(batch) * l.stepFlops(WindowStep::Decode) / t.wall / 1e9;
-  if (!par)
-    state.counters["cpu_ms"] = 1e3 * t.cpu;
-  if (auto one = gBatchMs.find({par, 1}); one != gBatchMs.end()) {
-    state.counters["x_batch1_step"] = 1e3 * t.wall / one->second;
-    state.counters["x_batch1_tokens_per_s"] = static_cast<double>(batch) * one->second / (1e3 * t.wall);
-  }
+  reportBatched(state, gBatchMs, batch, par, t, static_cast<double>(batch) * l.stepFlops(WindowStep::Decode));
 }
 
 /// Batched decode of the index-source layer (BatchedIndexLayer), by threads and B: ms per step.
-std::map<std::pair<bool, int64_t>, double> gIndexBatchMs;
+BatchResults gIndexBatchMs;
 
 /// CPUBatched/index_decode_b<B>, CPUParallelBatched/...: B members of a runtime::Batch stepped together, timed
 /// over consecutive steps (each member one token further per step) after the checked first step.
@@ -1350,22 +1358,11 @@ void BM_IndexBatched(benchmark::State &state, int64_t batch, bool par) {
   }
   state.counters["checked_vs_batch1"] = 1;
   StepTime t = timeSteps(state, [&] { BatchedIndexLayer::step(r); });
-  gIndexBatchMs[{par, batch}] = 1e3 * t.wall;
-  state.counters["step_ms"] = 1e3 * t.wall;
-  state.counters["batch"] = static_cast<double>(batch);
-  state.counters["context"] = static_cast<double>(BatchedIndexLayer::kContext);
-  state.counters["tokens_per_s"] = static_cast<double>(batch) / t.wall;
-  state.counters["threads"] = par ? hardwareThreads() : 1u;
   double flops = 0;
   for (int64_t b = 0; b < batch; ++b)
     flops += l.stepFlops(BatchedIndexLayer::position(b));
-  state.counters["GFLOPs"] = flops / t.wall / 1e9;
-  if (!par)
-    state.counters["cpu_ms"] = 1e3 * t.cpu;
-  if (auto one = gIndexBatchMs.find({par, 1}); one != gIndexBatchMs.end()) {
-    state.counters["x_batch1_step"] = 1e3 * t.wall / one->second;
-    state.counters["x_batch1_tokens_per_s"] = static_cast<double>(batch) * one->second / (1e3 * t.wall);
-  }
+  reportBatched(state, gIndexBatchMs, batch, par, t, flops);
+  state.counters["context"] = static_cast<double>(BatchedIndexLayer::kContext);
 }
 
 void BM_IndexInterpreter(benchmark::State &state, int64_t context) {
@@ -1596,48 +1593,35 @@ void printTargets() {
     }
   }
   line("  prefill 512 >= 1.0 x torch's f32 F.linear route: not measured by dsa-bench (bench/torch_compare.py)");
-  // Batched decode against batch 1 of the same batched step, same threads (window-only layer).
-  for (bool par : {false, true}) {
-    const char *name = par ? "CPUParallelBatched" : "CPUBatched";
-    auto one = gBatchMs.find({par, 1});
-    for (auto [batch, bound] : {std::pair<int64_t, double>{16, 2.0}, {64, 5.0}}) {
-      auto it = gBatchMs.find({par, batch});
-      if (one == gBatchMs.end() || it == gBatchMs.end()) {
-        std::snprintf(buf, sizeof buf, "  decode batch %lld <= %.0f x batch 1 (%s): not run in this invocation (%s/decode_b1 "
-                      "and /decode_b%lld)", static_cast<long long>(batch), bound, name, name,
-                      static_cast<long long>(batch));
-      } else {
-        const double ratio = it->second / one->second;
-        std::snprintf(buf, sizeof buf,
-                      "  decode batch %lld <= %.0f x batch 1 (%s, window-only layer): %.2f ms vs %.2f ms = %.2f x "
-                      "(%.1f x the tokens/s): %s",
-                      static_cast<long long>(batch), bound, name, it->second, one->second, ratio,
-                      static_cast<double>(batch) / ratio, verdict(ratio, bound, false).c_str());
+  // Batched decode against batch 1 of the same batched step, same threads: the window-only layer, then the
+  // index-source layer (a compressed layer: compressor, indexer, caches; at 4096 + b).
+  auto batchTargets = [&](const BatchResults &results, const char *step, const char *notRunLayer,
+                          const char *layer) {
+    for (bool par : {false, true}) {
+      const char *name = par ? "CPUParallelBatched" : "CPUBatched";
+      auto one = results.find({par, 1});
+      for (auto [batch, bound] : {std::pair<int64_t, double>{16, 2.0}, {64, 5.0}}) {
+        auto it = results.find({par, batch});
+        if (one == results.end() || it == results.end()) {
+          std::snprintf(buf, sizeof buf,
+                        "  decode batch %lld <= %.0f x batch 1 (%s%s): not run in this invocation (%s/%s_b1 and "
+                        "/%s_b%lld)",
+                        static_cast<long long>(batch), bound, name, notRunLayer, name, step, step,
+                        static_cast<long long>(batch));
+        } else {
+          const double ratio = it->second / one->second;
+          std::snprintf(buf, sizeof buf,
+                        "  decode batch %lld <= %.0f x batch 1 (%s, %s): %.2f ms vs %.2f ms = %.2f x (%.1f x the "
+                        "tokens/s): %s",
+                        static_cast<long long>(batch), bound, name, layer, it->second, one->second, ratio,
+                        static_cast<double>(batch) / ratio, verdict(ratio, bound, false).c_str());
+        }
+        line(buf);
       }
-      line(buf);
     }
-  }
-  // The same for the index-source layer (a compressed layer: compressor, indexer, caches; at 4096 + b).
-  for (bool par : {false, true}) {
-    const char *name = par ? "CPUParallelBatched" : "CPUBatched";
-    auto one = gIndexBatchMs.find({par, 1});
-    for (auto [batch, bound] : {std::pair<int64_t, double>{16, 2.0}, {64, 5.0}}) {
-      auto it = gIndexBatchMs.find({par, batch});
-      if (one == gIndexBatchMs.end() || it == gIndexBatchMs.end()) {
-        std::snprintf(buf, sizeof buf, "  decode batch %lld <= %.0f x batch 1 (%s, index-source layer): not run in "
-                      "this invocation (%s/index_decode_b1 and /index_decode_b%lld)", static_cast<long long>(batch),
-                      bound, name, name, static_cast<long long>(batch));
-      } else {
-        const double ratio = it->second / one->second;
-        std::snprintf(buf, sizeof buf,
-                      "  decode batch %lld <= %.0f x batch 1 (%s, index-source layer at 4096): %.2f ms vs %.2f ms = "
-                      "%.2f x (%.1f x the tokens/s): %s",
-                      static_cast<long long>(batch), bound, name, it->second, one->second, ratio,
-                      static_cast<double>(batch) / ratio, verdict(ratio, bound, false).c_str());
-      }
-      line(buf);
-    }
-  }
+  };
+  batchTargets(gBatchMs, "decode", "", "window-only layer");
+  batchTargets(gIndexBatchMs, "index_decode", ", index-source layer", "index-source layer at 4096");
   // Batch-1 decode at the read floor: every resident decode step benchmarked.
   bool anyDecode = false;
   for (const CPUResult &r : gCPUResults) {
