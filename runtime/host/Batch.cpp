@@ -355,11 +355,11 @@ Result<HostValue> Batch::step(const HostValue &x, Sequence::SlotSet *shared) {
 
 namespace {
 
-/// Sets element `i` of a buffer of `type` from `src` element `j` of the same type.
-void copyElement(HostBuffer &dst, int64_t i, const HostBuffer &src, int64_t j) {
+/// Copies `n` elements from `src` at element `j` to `dst` at element `i` (buffers of the same element type).
+void copyElements(HostBuffer &dst, int64_t i, const HostBuffer &src, int64_t j, int64_t n) {
   const size_t bytes = static_cast<size_t>(elementBytes(dst.elementType()));
   std::memcpy(static_cast<uint8_t *>(dst.mutableData()) + static_cast<size_t>(i) * bytes,
-              static_cast<const uint8_t *>(src.data()) + static_cast<size_t>(j) * bytes, bytes);
+              static_cast<const uint8_t *>(src.data()) + static_cast<size_t>(j) * bytes, static_cast<size_t>(n) * bytes);
 }
 
 } // namespace
@@ -413,8 +413,7 @@ Result<Sequence::SlotSet> stackSlots(const FunctionSignature &signature,
       const int64_t first = tokenRow ? std::max<int64_t>(srcRows - 1, 0) : 0;
       const int64_t count = tokenRow ? std::min<int64_t>(srcRows, 1) : srcRows;
       for (int64_t r = 0; r < count; ++r)
-        for (int64_t c = 0; c < srcWidth; ++c)
-          copyElement(*all, (static_cast<int64_t>(b) * height + r) * width + c, src, (first + r) * srcWidth + c);
+        copyElements(*all, (static_cast<int64_t>(b) * height + r) * width, src, (first + r) * srcWidth, srcWidth);
     }
     out.emplace_back(std::shared_ptr<const HostBuffer>(std::move(all)));
   }

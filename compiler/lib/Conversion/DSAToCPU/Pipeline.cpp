@@ -133,8 +133,9 @@ struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<Strided
     getOperation().walk([&](memref::CopyOp copy) {
       // What finalize-memref-to-llvm lowers to the llvm.memcpy intrinsic (one call of libc's vectorised memcpy):
       // the identity layout, or a static shape that is one contiguous row-major block at any offset (a cache
-      // slice [C, width] of a batched [B, C, width] cache, copied in and out of a batched step: a scalar
-      // linalg.copy loop there moved 4 bytes per iteration, measured ~27% of a batched index-source step).
+      // slice [C, width] of a batched [B, C, width] cache, copied in and out of a batched step, where a scalar
+      // linalg.copy loop moved 4 bytes per iteration; the end-to-end gain on the batched index-source step was within
+      // noise, docs/benchmarks.md, as its remaining copies have dynamic row counts and stay loops).
       auto memcpyable = [](Type t) {
         auto m = dyn_cast<MemRefType>(t);
         return m && (m.getLayout().isIdentity() || (m.hasStaticShape() && m.getNumElements() > 0 &&
