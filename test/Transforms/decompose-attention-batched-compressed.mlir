@@ -76,9 +76,16 @@
 // CHECK-NEXT:   %[[POOLED:[^ ,]+]], %[[NKVS:[^ ,]+]], %[[NSCS:[^ ,]+]] = dsa.compress_pool
 // CHECK-SAME:     %[[CKVI]], %[[CSCI]], %[[KVSI]], %[[SCSI]], %[[SPI]] {ratio = 2 : i64}
 // CHECK:        %[[NKC:.+]] = dsa.cache_write %[[KCI]], %{{.+}}, %[[SPI]] {ratio = 2 : i64}
-// CHECK-NEXT:   %[[NKCD:.+]] = tensor.cast %[[NKC]] : tensor<32x32xbf16> to tensor<?x32xbf16>
+// The index_k quirk without a select of tensors: the padded slot holds sequence b's incoming slot, the new cache
+// is written over its first C rows when the step produced a latent (else 0 rows), and the indexer reads sequence
+// b's slice cut to the batch-1 slot's rows (C, or the incoming rows); the cache and the read-only incoming slot
+// stay in separate buffers for bufferization (test/Conversion/DSAToCPU/batched-in-place-caches.mlir).
 // CHECK-NEXT:   %[[HAS:.+]] = arith.cmpi sgt
-// CHECK-NEXT:   %[[IK:.+]] = arith.select %[[HAS]], %[[NKCD]], %[[SIKI]] : tensor<?x32xbf16>
+// CHECK:        %[[WROTE:.+]] = arith.select %[[HAS]], %{{.+}}, %{{.+}} : index
+// CHECK-NEXT:   %[[PART:.+]] = tensor.extract_slice %[[NKC]][0, 0] [%[[WROTE]], 32] [1, 1] : tensor<32x32xbf16> to tensor<?x32xbf16>
+// CHECK:        %[[IKB:.+]] = tensor.insert_slice %[[PART]] into %[[IKACC]][%[[I]], 0, 0] [1, %{{.+}}, 32] [1, 1, 1] : tensor<?x32xbf16> into tensor<?x?x32xbf16>
+// CHECK:        %[[ROWS:.+]] = arith.select %[[HAS]], %{{.+}}, %{{.+}} : index
+// CHECK-NEXT:   %[[IK:.+]] = tensor.extract_slice %[[IKB]][%[[I]], 0, 0] [1, %[[ROWS]], 32] [1, 1, 1] : tensor<?x?x32xbf16> to tensor<?x32xbf16>
 // CHECK-NEXT:   %[[IQI:.+]] = tensor.extract_slice %[[IQ]][%[[I]], 0, 0] [1, 2, 32] [1, 1, 1] : tensor<?x2x32xbf16> to tensor<1x2x32xbf16>
 // CHECK-NEXT:   %[[WI:.+]] = tensor.extract_slice %[[W]][%[[I]], 0] [1, 2] [1, 1] : tensor<?x2xbf16> to tensor<1x2xbf16>
 // CHECK-NEXT:   %[[SC:.+]] = dsa.indexer_scores %[[IQI]], %[[WI]], %[[IK]], %[[SPI]] entry_keys %[[SIKI]]
@@ -92,9 +99,8 @@
 // CHECK-DAG:    tensor.insert_slice %[[NSCS]] into %[[SCSACC]][%[[I]], 0, 0] [1, 2, 32] [1, 1, 1]
 // CHECK-DAG:    tensor.insert_slice %[[NKVC]] into %[[KVCACC]][%[[I]], 0, 0] [1, 32, 32] [1, 1, 1]
 // CHECK-DAG:    tensor.insert_slice %[[NKC]] into %[[KCACC]][%[[I]], 0, 0] [1, 32, 32] [1, 1, 1]
-// CHECK-DAG:    tensor.insert_slice %[[IK]] into %[[IKACC]][%[[I]], 0, 0] [1, %{{.+}}, 32] [1, 1, 1] : tensor<?x32xbf16> into tensor<?x?x32xbf16>
 // CHECK-DAG:    tensor.insert_slice %{{.+}} into %[[TKACC]][%[[I]], 0, 0] [1, %{{.+}}, %{{.+}}] [1, 1, 1] : tensor<?x?xi32> into tensor<?x1x6xi32>
-// CHECK:        scf.yield
+// CHECK:        scf.yield %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, %[[IKB]], %{{[^ ,]+}} :
 // CHECK:      %[[OUT:.+]] = tensor.expand_shape
 // The slots after the layer: compress_kv is the batched compressed-KV cache, index_k and topk_idxs the padded ones,
 // candidates as it came.

@@ -1,12 +1,15 @@
-// In-place caches in a batched decode step of a compressed layer (issue 13): sequence b's slice of the batched
-// compressed-KV cache [B, C, head_dim] is written where it lies. dsa-decompose-attention inserts each sequence's
-// state back into the batched tensors after its sparse_attn (the last reader of the new cache); inserted before
-// it, one-shot bufferization's analysis saw a write of the iter_arg followed by a read of an alias and copied
-// the whole C x head_dim slice out and back for every sequence at every step (measured: two scalar copies of
-// 16640 x 512 bf16 per sequence at V4.1-Flash size, docs/benchmarks.md). The analysis alone (test-analysis-only)
-// with the CPU pipeline's options, the caches writable as lowerForCPU marks them. The index-key cache's slice is
-// still copied: the section-8 quirk's arith.select joins it with the incoming index_k slot (docs/cpu-backend.md
-// "In-place caches"; the batch-1 step copies it too).
+// In-place caches in a batched decode step of a compressed layer (issue 13): sequence b's slices of the batched
+// compressed-KV cache and index-key cache [B, C, head_dim] are written where they lie. dsa-decompose-attention
+// inserts each sequence's state back into the batched tensors after its sparse_attn (the last reader of the new
+// cache); inserted before it, one-shot bufferization's analysis saw a write of the iter_arg followed by a read of
+// an alias and copied the whole C x head_dim slice out and back for every sequence at every step (measured: two
+// scalar copies of 16640 x 512 bf16 per sequence at V4.1-Flash size, docs/benchmarks.md). The index-key cache was
+// copied too while the section-8 quirk chose the published index_k slot by an arith.select of the new cache and
+// the read-only incoming slot (and the indexer its keys by a select of that and entry_keys): a select joins both
+// buffers in one alias set, so a write into either became a copy. The batched step now writes the cache into its
+// padded published slot with a dynamic row count (C or 0) and the indexer reads a slice of that; the CPU lowering
+// picks the indexer's keys with an scf.if. The analysis alone (test-analysis-only) with the CPU pipeline's options,
+// the caches writable as lowerForCPU marks them.
 // RUN: dsa-opt %s --dsa-decompose-attention --dsa-to-cpu --canonicalize --cse \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map allow-return-allocs-from-loops test-analysis-only" \
 // RUN:   | FileCheck %s
@@ -17,7 +20,9 @@
 // CHECK-LABEL: func.func @batched_ratio2_source(
 // CHECK:      scf.for
 // CHECK:      tensor.extract_slice %{{.+}}[%{{.+}}, 0, 0] [1, 32, 32] [1, 1, 1] {__inplace_operands_attr__ = ["true", "none"]} : tensor<?x32x32xbf16> to tensor<32x32xbf16>
-// CHECK-NEXT: tensor.extract_slice %{{.+}}[%{{.+}}, 0, 0] [1, 32, 32] [1, 1, 1] {__inplace_operands_attr__ = ["false", "none"]} : tensor<?x32x32xbf16> to tensor<32x32xbf16>
+// CHECK-NEXT: tensor.extract_slice %{{.+}}[%{{.+}}, 0, 0] [1, 32, 32] [1, 1, 1] {__inplace_operands_attr__ = ["true", "none"]} : tensor<?x32x32xbf16> to tensor<32x32xbf16>
+// The new index-key cache's first C or 0 rows written into sequence b's slice of the padded index_k slot in place.
+// CHECK:      tensor.insert_slice %{{.+}} into %{{.+}}[%{{.+}}, 0, 0] [1, %{{.+}}, 32] [1, 1, 1] {__inplace_operands_attr__ = ["true", "true", "none", "none"]} : tensor<?x32xbf16> into tensor<?x?x32xbf16>
 
 // PIPELINE: module attributes {dsa.cpu_in_place = {batched_ratio2_source = array<i64: -1, -1, -1, -1, 20, 21, 20, -1, -1, 25>}, dsa.cpu_written = {batched_ratio2_source = array<i64: 20, 21>}}
 func.func @batched_ratio2_source(

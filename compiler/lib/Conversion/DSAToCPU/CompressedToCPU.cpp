@@ -523,7 +523,15 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
     Value one = e.cmpi(P::eq, sI64, e.c64(1));
     chunkRows = e.band(positive, e.cmpi(P::sgt, sI64, e.c64(1)));
     Value decodeEntry = e.band(e.band(positive, one), closesNoGroup(e, e.c64(0)));
-    kT = transposed(e, e.sel(decodeEntry, slot, own));
+    // The choice as an scf.if of two transposes (one runs), not a transpose of an arith.select of the key
+    // tensors: a select would join both keys' buffers in one alias set for bufferization, and in a batched step
+    // (own = a slice of the padded index_k slot this layer writes, slot = the read-only incoming one) that made
+    // every write into the padded slot a copy of the whole slot.
+    kT = scf::IfOp::create(
+             e.b, e.loc, decodeEntry,
+             [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, transposed(Emit{b, loc}, slot)); },
+             [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, transposed(Emit{b, loc}, own)); })
+             .getResult(0);
     auto pick = scf::IfOp::create(
         e.b, e.loc, chunkRows,
         [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, transposed(Emit{b, loc}, slot)); },

@@ -364,6 +364,11 @@ private:
     std::function<Value()> latent;                    ///< ratio-1 kv source: rms_norm(linear(x, wkv_c), norm_c)
     std::function<std::pair<Value, Value>()> pool;    ///< ratio >= 2 kv source: f32 kv and score projections
     std::function<std::pair<Value, Value>()> indexer; ///< index source: iq and the head weights
+    /// A published_slot kv source (the section-8 quirk): the index_k slot after the layer from (g > 0, the new
+    /// index-key cache, the slot as it entered). Unset: arith.select of the two. The batched step writes the cache
+    /// into its padded published slot instead (a select would join the cache's buffer with the read-only incoming
+    /// slot's, and bufferization would copy the whole cache slice every step).
+    std::function<Value(Value hasLatent, Value newCache, Value previous)> publishIndexK;
   };
   struct CompressedStep {
     Value rows, idx;               ///< window rows ++ compress_kv[0 .. end//r), window ++ compressed indices
@@ -456,9 +461,11 @@ private:
         Value previous = slots[kIndexK];
         if (ratio >= 2)
           entryIndexKeys = previous;
-        publish(kIndexK, newIndexCache);
+        if (!in.publishIndexK)
+          publish(kIndexK, newIndexCache);
         Value hasLatent = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, g, c0);
-        slots[kIndexK] = arith::SelectOp::create(b, loc, hasLatent, slots[kIndexK], previous);
+        slots[kIndexK] = in.publishIndexK ? in.publishIndexK(hasLatent, newIndexCache, previous)
+                                          : arith::SelectOp::create(b, loc, hasLatent, slots[kIndexK], previous);
       }
     }
 
@@ -675,11 +682,30 @@ private:
                                                i64Attr(window));
           SmallVector<Value> yields(iter.begin(), iter.end());
           SmallVector<Value> newState, publishedSlots;
+          Value publishedIndexK; // the padded index_k slot with sequence b's slot written (publishesIndexK)
           if (ratio > 0) {
             CompressedInputs in;
             in.latent = [&]() { return rowOf(latentAll); };
             in.pool = [&]() -> std::pair<Value, Value> { return {rowOf(kvFAll), rowOf(scoreFAll)}; };
             in.indexer = [&]() -> std::pair<Value, Value> { return {rowOf(iqAll), rowOf(weightsAll)}; };
+            // The quirk's choice without a select of tensors: the padded slot already holds sequence b's incoming
+            // slot, so the new cache is written over its first rows only when the step produced a latent (a
+            // dynamic row count, C or 0), and the slot the indexer reads is sequence b's slice of the result, cut
+            // to the batch-1 slot's rows (C or the incoming rows).
+            if (publishesIndexK) {
+              in.publishIndexK = [&](Value hasLatent, Value newCache, Value previous) -> Value {
+                Value cacheRows = tensor::DimOp::create(builder, bodyLoc, newCache, 0);
+                Value written = arith::SelectOp::create(builder, bodyLoc, hasLatent, cacheRows, c0);
+                const int64_t ihd = cast<RankedTensorType>(newCache.getType()).getDimSize(1);
+                Value part = tensor::ExtractSliceOp::create(
+                    builder, bodyLoc, RankedTensorType::get({dyn, ihd}, bf16), newCache,
+                    ArrayRef<OpFoldResult>{idx(0), idx(0)}, ArrayRef<OpFoldResult>{written, idx(ihd)}, ones(2));
+                publishedIndexK = insertInto(part, iter[publishedBase]);
+                Value rowsIn = tensor::DimOp::create(builder, bodyLoc, previous, 0);
+                Value rowsOut = arith::SelectOp::create(builder, bodyLoc, hasLatent, cacheRows, rowsIn);
+                return sliceOf(publishedIndexK, OpFoldResult(rowsOut));
+              };
+            }
             SmallVector<Value> state;
             for (unsigned i = 0; i < numState; ++i)
               state.push_back(sliceOf(iter[stateBase + i]));
@@ -727,21 +753,20 @@ private:
           // of the new caches (its rows are a slice of the new compressed-KV cache): one-shot bufferization then
           // updates sequence b's cache rows in the batched buffer in place. Inserted before that read, the write
           // into the iter_arg would precede a read of an alias of it, and the analysis copies the whole cache
-          // slice out and back per sequence (two copies of C x head_dim per sequence and step).
+          // slice out and back per sequence (two copies of C x head_dim per sequence and step). The padded index_k
+          // slot is the exception: in.publishIndexK wrote it before the indexer, which reads its result.
           if (ratio > 0) {
-            for (unsigned i = 0; i < numState; ++i)
-              yields[stateBase + i] = insertInto(newState[i], iter[stateBase + i]);
             unsigned p = publishedBase;
-            if (publishesIndexK) {
-              yields[p] = insertInto(publishedSlots[kIndexK], iter[p]);
-              ++p;
-            }
+            if (publishesIndexK)
+              yields[p++] = publishedIndexK;
             if (indexSource) {
               yields[p] = insertInto(publishedSlots[kTopkIdxs], iter[p]);
               ++p;
             }
             if (candidateSource)
               yields[p] = insertInto(publishedSlots[kCandidates], iter[p]);
+            for (unsigned i = 0; i < numState; ++i)
+              yields[stateBase + i] = insertInto(newState[i], iter[stateBase + i]);
           }
           yields[0] = tensor::InsertSliceOp::create(builder, bodyLoc, o, iter[0], at(3),
                                                     ArrayRef<OpFoldResult>{idx(1), idx(nHeads), idx(headDim)},
