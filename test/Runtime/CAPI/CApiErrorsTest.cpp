@@ -818,7 +818,7 @@ const std::string kBatchLibraries = std::getenv("DSA_CAPI_BATCH_LIBRARIES") ? st
 class CApiBatchTest : public CApiTest {
 protected:
   void SetUp() override {
-    for (const char *name : {"batched-window-layer", "window-layer"}) {
+    for (const char *name : {"batched-window-layer", "window-layer", "batched-compressed-layer"}) {
       dsa_library_t *lib = nullptr;
       Status st(dsa_library_open(DSA_C_API_VERSION, (kBatchLibraries + "/" + name + ".json").c_str(), &lib));
       ASSERT_TRUE(st.ok()) << st.message() << " (the CTest fixture CApiLibraries writes them)";
@@ -826,6 +826,7 @@ protected:
     }
     batchedLib = libraries[0];
     oneLib = libraries[1];
+    compressedLib = libraries[2];
     weightsOf(batchedLib, "batched", weightArgs, weightBufs);
     for (const Buffer &b : weightBufs)
       weightDescs.push_back(b.b);
@@ -878,7 +879,7 @@ protected:
     return out;
   }
 
-  dsa_library_t *batchedLib = nullptr, *oneLib = nullptr;
+  dsa_library_t *batchedLib = nullptr, *oneLib = nullptr, *compressedLib = nullptr;
   std::vector<size_t> weightArgs;
   std::vector<Buffer> weightBufs;
   std::vector<dsa_buffer_t> weightDescs;
@@ -899,6 +900,11 @@ TEST_F(CApiBatchTest, CreateErrors) {
   // A batch-1 layer is not a batched step function.
   EXPECT_STATUS(dsa_batch_create(oneLib, "layer0", n, weightArgs.data(), weightDescs.data(), &b),
                 DSA_STATUS_FAILED_PRECONDITION, "start_pos: ", "tensor<B x i64>");
+  // A batched compressed layer (state beyond the ring, shared slots) is C++-only (runtime::Batch, runtime::stackSlots):
+  // refused before its weights are looked at.
+  EXPECT_STATUS(dsa_batch_create(compressedLib, "batched_compressed", 0, nullptr, nullptr, &b),
+                DSA_STATUS_FAILED_PRECONDITION, "@batched_compressed: a batched compressed layer",
+                "the C API batches window-only layers");
   EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n - 1, weightArgs.data(), weightDescs.data(), &b),
                 DSA_STATUS_INVALID_ARGUMENT, "weights: argument #10", "is a weight and was not given");
   EXPECT_STATUS(dsa_batch_create(batchedLib, "batched", n, nullptr, weightDescs.data(), &b),
