@@ -1,7 +1,8 @@
 // dsa-cpu-strided-copies-to-linalg (Pipeline.cpp): a memref.copy that finalize-memref-to-llvm would lower to a call
 // of the runner-utils `memrefCopy` (absent from the JIT's process and from AOT step libraries) becomes linalg.copy;
 // copies it lowers to the llvm.memcpy intrinsic stay: identity layouts, and static shapes that form one contiguous
-// row-major block at any offset (a sequence's [C, width] cache slice of a batched [B, C, width] cache).
+// row-major block at any offset (a sequence's [C, width] cache slice of a batched [B, C, width] cache). Copies whose
+// rows are each contiguous (dynamic row counts, rows apart) become a loop of one constant-size memcpy per row.
 // RUN: dsa-opt %s --dsa-cpu-strided-copies-to-linalg | FileCheck %s
 // Lowered: the contiguous copies are memcpy intrinsics, the rewritten ones loops, no memrefCopy anywhere.
 // RUN: dsa-opt %s --dsa-cpu-strided-copies-to-linalg --convert-linalg-to-loops --convert-scf-to-cf \
@@ -35,20 +36,48 @@ func.func @contiguous_slice(%cache: memref<?x16x8xbf16>, %i: index, %tmp: memref
   return
 }
 
-// Not one block: a column slice (rows of 4 in rows of 8), and a dynamic row count at an offset.
+// Not one block: a column slice (rows of 4 in rows of 8), and a dynamic row count at an offset. Each row is one
+// contiguous block: a loop over the rows, one static memref.copy (a constant-size memcpy) per row.
 // CHECK-LABEL: func.func @strided(
-// CHECK-NEXT:    memref.subview
-// CHECK-NEXT:    linalg.copy ins(%{{.+}} : memref<16x4xbf16, strided<[8, 1], offset: ?>>) outs(%{{.+}} : memref<16x4xbf16>)
-// CHECK-NEXT:    memref.subview
-// CHECK-NEXT:    linalg.copy ins(%{{.+}} : memref<?x8xbf16, strided<[8, 1], offset: ?>>) outs(%{{.+}} : memref<?x8xbf16>)
-// CHECK-NOT:     memref.copy
+// CHECK:         %[[C:.+]] = memref.subview %{{.+}}[0, %{{.+}}] [16, 4] [1, 1]
+// CHECK:         scf.for %[[R:.+]] = %{{.+}} to %{{.+}} step
+// CHECK-NEXT:      %[[FROM:.+]] = memref.subview %[[C]][%[[R]], 0] [1, 4] [1, 1] : memref<16x4xbf16, strided<[8, 1], offset: ?>> to memref<4xbf16, strided<[1], offset: ?>>
+// CHECK-NEXT:      %[[TO:.+]] = memref.subview %{{.+}}[%[[R]], 0] [1, 4] [1, 1] : memref<16x4xbf16> to memref<4xbf16, strided<[1], offset: ?>>
+// CHECK-NEXT:      memref.copy %[[FROM]], %[[TO]]
+// CHECK:         %[[ROWS:.+]] = memref.subview %{{.+}}[%{{.+}}, 0] [%{{.+}}, 8] [1, 1]
+// CHECK:         %[[N:.+]] = memref.dim %[[ROWS]], %{{.+}} : memref<?x8xbf16, strided<[8, 1], offset: ?>>
+// CHECK:         scf.for %[[R2:.+]] = %{{.+}} to %[[N]] step
+// CHECK-NEXT:      %[[FROM2:.+]] = memref.subview %[[ROWS]][%[[R2]], 0] [1, 8] [1, 1]
+// CHECK-NEXT:      %[[TO2:.+]] = memref.subview %{{.+}}[%[[R2]], 0] [1, 8] [1, 1] : memref<?x8xbf16> to memref<8xbf16, strided<[1], offset: ?>>
+// CHECK-NEXT:      memref.copy %[[FROM2]], %[[TO2]]
+// CHECK-NOT:     linalg.copy
 // LLVM-LABEL: llvm.func @strided(
-// LLVM-NOT:     "llvm.intr.memcpy"
+// LLVM:         "llvm.intr.memcpy"
+// LLVM:         "llvm.intr.memcpy"
 // LLVM:         llvm.return
 func.func @strided(%m: memref<16x8xbf16>, %j: index, %tmp: memref<16x4xbf16>, %rows: memref<?x8xbf16>, %n: index) {
   %c = memref.subview %m[0, %j] [16, 4] [1, 1] : memref<16x8xbf16> to memref<16x4xbf16, strided<[8, 1], offset: ?>>
   memref.copy %c, %tmp : memref<16x4xbf16, strided<[8, 1], offset: ?>> to memref<16x4xbf16>
   %r = memref.subview %m[%j, 0] [%n, 8] [1, 1] : memref<16x8xbf16> to memref<?x8xbf16, strided<[8, 1], offset: ?>>
   memref.copy %r, %rows : memref<?x8xbf16, strided<[8, 1], offset: ?>> to memref<?x8xbf16>
+  return
+}
+
+// Rows that are not contiguous (a strided inner dimension), a dynamic row width and rank 1 at an offset: linalg.copy.
+// CHECK-LABEL: func.func @not_rows(
+// CHECK-NEXT:    memref.subview
+// CHECK-NEXT:    linalg.copy ins(%{{.+}} : memref<8x4xbf16, strided<[8, 2]>>) outs(%{{.+}} : memref<8x4xbf16>)
+// CHECK-NEXT:    linalg.copy ins(%{{.+}} : memref<4x?xbf16, strided<[?, 1], offset: ?>>) outs(%{{.+}} : memref<4x?xbf16>)
+// CHECK-NEXT:    linalg.copy ins(%{{.+}} : memref<?xbf16, strided<[1], offset: ?>>) outs(%{{.+}} : memref<?xbf16>)
+// CHECK-NOT:     memref.copy
+// LLVM-LABEL: llvm.func @not_rows(
+// LLVM-NOT:     "llvm.intr.memcpy"
+// LLVM:         llvm.return
+func.func @not_rows(%m: memref<8x8xbf16>, %t: memref<8x4xbf16>, %w: memref<4x?xbf16, strided<[?, 1], offset: ?>>,
+                    %u: memref<4x?xbf16>, %v: memref<?xbf16, strided<[1], offset: ?>>, %z: memref<?xbf16>) {
+  %s = memref.subview %m[0, 0] [8, 4] [1, 2] : memref<8x8xbf16> to memref<8x4xbf16, strided<[8, 2]>>
+  memref.copy %s, %t : memref<8x4xbf16, strided<[8, 2]>> to memref<8x4xbf16>
+  memref.copy %w, %u : memref<4x?xbf16, strided<[?, 1], offset: ?>> to memref<4x?xbf16>
+  memref.copy %v, %z : memref<?xbf16, strided<[1], offset: ?>> to memref<?xbf16>
   return
 }

@@ -126,7 +126,10 @@ namespace {
 /// tensor.extract_slice on dynamic shapes) into linalg.copy, which convert-linalg-to-loops turns into loops.
 /// finalize-memref-to-llvm would otherwise lower them to a call of the runner-utils library's `memrefCopy`, which
 /// neither the JIT's process nor an AOT step library has. Copies between identity-layout memrefs stay memref.copy
-/// (a memcpy).
+/// (a memcpy). A copy whose rows (every dimension but the first: static, row-major contiguous) are contiguous on both
+/// sides but whose row count is dynamic or whose rows are apart (a sequence's first C-or-0 index-key rows written
+/// into its slice of a padded batched slot) becomes an scf.for over the rows, each row one memref.copy of a static
+/// contiguous block: an llvm.memcpy of constant size, which LLVM inlines as vector moves.
 struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<StridedCopiesToLinalgPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
@@ -135,7 +138,7 @@ struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<Strided
       // the identity layout, or a static shape that is one contiguous row-major block at any offset (a cache
       // slice [C, width] of a batched [B, C, width] cache, copied in and out of a batched step, where a scalar
       // linalg.copy loop moved 4 bytes per iteration; the end-to-end gain on the batched index-source step was within
-      // noise, docs/benchmarks.md, as its remaining copies have dynamic row counts and stay loops).
+      // noise, docs/benchmarks.md: its larger copies have dynamic row counts, the per-row loops below).
       auto memcpyable = [](Type t) {
         auto m = dyn_cast<MemRefType>(t);
         return m && (m.getLayout().isIdentity() || (m.hasStaticShape() && m.getNumElements() > 0 &&
@@ -144,9 +147,59 @@ struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<Strided
       if (!memcpyable(copy.getSource().getType()) || !memcpyable(copy.getTarget().getType()))
         copies.push_back(copy);
     });
+    // Rank >= 2 with static rows that are each one contiguous row-major block of >= 1 element (any row stride).
+    auto contiguousRows = [](Type t) {
+      auto m = dyn_cast<MemRefType>(t);
+      if (!m || m.getRank() < 2)
+        return false;
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(m.getStridesAndOffset(strides, offset)))
+        return false;
+      int64_t inner = 1;
+      for (int64_t d = m.getRank() - 1; d >= 1; --d) {
+        if (ShapedType::isDynamic(m.getDimSize(d)) || m.getDimSize(d) == 0 || strides[d] != inner)
+          return false;
+        inner *= m.getDimSize(d);
+      }
+      return true;
+    };
     for (memref::CopyOp copy : copies) {
       OpBuilder b(copy);
-      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
+      Location loc = copy.getLoc();
+      auto source = cast<MemRefType>(copy.getSource().getType());
+      if (!contiguousRows(source) || !contiguousRows(copy.getTarget().getType())) {
+        linalg::CopyOp::create(b, loc, copy.getSource(), copy.getTarget());
+        copy.erase();
+        continue;
+      }
+      // Row r of each side: subview [r, 0...] [1, row shape] rank-reduced to the row shape (static, contiguous).
+      const int64_t rank = source.getRank();
+      ArrayRef<int64_t> rowShape = source.getShape().drop_front();
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+      Value rows = memref::DimOp::create(b, loc, copy.getSource(), c0);
+      scf::ForOp::create(b, loc, c0, rows, c1, ValueRange{},
+                         [&](OpBuilder &lb, Location l, Value r, ValueRange) {
+                           auto row = [&](Value m) {
+                             auto type = cast<MemRefType>(m.getType());
+                             SmallVector<OpFoldResult> offsets(rank, lb.getIndexAttr(0)), sizes, strides(
+                                                                  rank, lb.getIndexAttr(1));
+                             offsets[0] = r;
+                             sizes.push_back(lb.getIndexAttr(1));
+                             for (int64_t d : rowShape)
+                               sizes.push_back(lb.getIndexAttr(d));
+                             auto rowType = memref::SubViewOp::inferRankReducedResultType(rowShape, type, offsets,
+                                                                                           sizes, strides);
+                             return memref::SubViewOp::create(lb, l, cast<MemRefType>(rowType), m, offsets, sizes,
+                                                              strides)
+                                 .getResult();
+                           };
+                           Value from = row(copy.getSource());
+                           Value to = row(copy.getTarget());
+                           memref::CopyOp::create(lb, l, from, to);
+                           scf::YieldOp::create(lb, l);
+                         });
       copy.erase();
     }
   }

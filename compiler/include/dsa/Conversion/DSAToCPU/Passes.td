@@ -57,7 +57,7 @@ def DSACPUDropInPlaceResults : Pass<"dsa-cpu-drop-in-place-results", "::mlir::Mo
 }
 
 def DSACPUStridedCopiesToLinalg : Pass<"dsa-cpu-strided-copies-to-linalg", "::mlir::ModuleOp"> {
-  let summary = "Rewrite memref.copy between non-identity layouts into linalg.copy (no runner-utils memrefCopy)";
+  let summary = "Rewrite memref.copy between non-identity layouts into per-row memcpy loops or linalg.copy (no runner-utils memrefCopy)";
   let description = [{
     Every memref.copy that finalize-memref-to-llvm would lower to a call of the runner-utils library's
     `memrefCopy` (which neither the JIT's process nor an AOT step library has) becomes linalg.copy, which
@@ -65,13 +65,17 @@ def DSACPUStridedCopiesToLinalg : Pass<"dsa-cpu-strided-copies-to-linalg", "::ml
     static shape forming one contiguous row-major block (the copies bufferization makes for
     tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes, and strided ones). Copies
     between identity-layout or static contiguous memrefs (e.g. `memref<16x8xbf16, strided<[8, 1], offset: ?>>`,
-    a row of a batched cache) stay memref.copy: the llvm.memcpy intrinsic.
+    a row of a batched cache) stay memref.copy: the llvm.memcpy intrinsic. A copy of rank >= 2 whose rows (every
+    dimension but the first) are static and one contiguous block each on both sides becomes an scf.for over the
+    rows with one static memref.copy per row (a constant-size memcpy, inlined by LLVM as vector moves).
 
     Example: `memref.copy %a, %b : memref<?x8xf32, strided<[16, 1]>> to memref<?x8xf32>` becomes
-    `linalg.copy ins(%a : ...) outs(%b : ...)`; `memref.copy %s, %t : memref<4x8xf32, strided<[8, 1], offset: ?>>
-    to memref<4x8xf32>` stays.
+    `scf.for` over `memref.dim %a, 0` copying `memref<8xf32, strided<[1], offset: ?>>` rows;
+    `memref.copy %s, %t : memref<4x8xf32, strided<[8, 1], offset: ?>> to memref<4x8xf32>` stays;
+    `memref.copy %c, %d : memref<4x8xf32, strided<[16, 2]>> to memref<4x8xf32>` becomes `linalg.copy`.
   }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def DSACPUExpandBf16 : Pass<"dsa-cpu-expand-bf16", "::mlir::ModuleOp"> {
