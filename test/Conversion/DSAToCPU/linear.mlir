@@ -84,14 +84,18 @@
 // CHECK: arith.extf %{{.*}} : bf16 to f32
 // CHECK: %[[OUT:[a-z0-9_]+]] = tensor.empty(%{{.*}}) : tensor<?x5xbf16>
 // x's magnitudes, once per product (for the fused k-loop's check below): the largest |x|, the smallest nonzero |x|
-// (0 counted as +inf) and the OR of the f32 values' low 16 bits (0: every value is a bf16 one).
-// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xi32>, f32, f32, i32) {
-// CHECK: %[[XA:[a-z0-9_]+]] = math.absf %{{.*}} : vector<8xf32>
-// CHECK: arith.maximumf %{{.*}}, %[[XA]] : vector<8xf32>
-// CHECK: arith.minimumf
-// CHECK: arith.andi %{{.*}}, %{{.*}} : vector<8xi32>
-// CHECK: %[[XMAX:[a-z0-9_]+]] = arith.maximumf %{{.*}}, %{{.*}}#3 : f32
-// CHECK: %[[XMIN:[a-z0-9_]+]] = arith.minimumf %{{.*}}, %{{.*}}#4 : f32
+// (0 counted as +inf) and the OR of the f32 values' low 16 bits (0: every value is a bf16 one). |x| as the bits
+// with the sign cleared, compared as signed integers (their order is the values', NaN above +inf).
+// CHECK: scf.for {{.*}} -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, i32, i32, i32) {
+// CHECK: %[[XB:[a-z0-9_]+]] = arith.bitcast %{{.*}} : vector<8xf32> to vector<8xi32>
+// CHECK: %[[XA:[a-z0-9_]+]] = arith.andi %[[XB]], %{{.*}} : vector<8xi32>
+// CHECK: arith.maxsi %{{.*}}, %[[XA]] : vector<8xi32>
+// CHECK: arith.minsi
+// CHECK: arith.andi %[[XB]], %{{.*}} : vector<8xi32>
+// CHECK: %[[XMAXB:[a-z0-9_]+]] = arith.maxsi %{{.*}}, %{{.*}}#3 : i32
+// CHECK: %[[XMINB:[a-z0-9_]+]] = arith.minsi %{{.*}}, %{{.*}}#4 : i32
+// CHECK: %[[XMAX:[a-z0-9_]+]] = arith.bitcast %[[XMAXB]] : i32 to f32
+// CHECK: %[[XMIN:[a-z0-9_]+]] = arith.bitcast %[[XMINB]] : i32 to f32
 // CHECK: %[[XBF16:[a-z0-9_]+]] = arith.cmpi eq, %{{.*}}, %c0_i32 : i32
 // CHECK: %[[SLICE:[a-z0-9_]+]] = tensor.extract_slice %[[OUT]][0, 0] [%{{.*}}, 5] [1, 1]
 // Blocks of 4 tokens, when there is one: the panel's w rows widened to f32 first (8 lanes, then the K % 8 tail).
@@ -100,18 +104,20 @@
 // CHECK: %[[FROM:[a-z0-9_]+]] = arith.select %[[ANY]], %{{.*}}, %[[MFULL]] : index
 // CHECK: %[[FILLED:[a-z0-9_]+]] = scf.if %[[ANY]] -> (tensor<?x?xbf16>) {
 // The widening loop also folds w's magnitudes.
-// CHECK: %[[WF:[a-z0-9_]+]]:5 = scf.for %[[R:[a-z0-9_]+]] = %c0 to %c5 step %c1 iter_args({{.*}}) -> (tensor<?x29xf32>, vector<8xf32>, vector<8xf32>, f32, f32) {
+// CHECK: %[[WF:[a-z0-9_]+]]:5 = scf.for %[[R:[a-z0-9_]+]] = %c0 to %c5 step %c1 iter_args({{.*}}) -> (tensor<?x29xf32>, vector<8xi32>, vector<8xi32>, i32, i32) {
 // CHECK: vector.transfer_read %[[W]][%[[R]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
 // CHECK: %[[WL:[a-z0-9_]+]] = arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[R]], %{{.*}}] {in_bounds = [true]} : vector<8xf32>, tensor<?x29xf32>
-// CHECK: math.absf %[[WL]] : vector<8xf32>
+// CHECK: arith.bitcast %[[WL]] : vector<8xf32> to vector<8xi32>
 // CHECK: scf.for %{{.*}} = %c24 to %c29 step %c1
 // CHECK: tensor.extract %[[W]][%[[R]], %{{.*}}] : tensor<5x29xbf16>
 // CHECK: tensor.insert %{{.*}} into %{{.*}}[%[[R]], %{{.*}}] : tensor<?x29xf32>
 // Every product exact in f32 (max|x| max|w| finite, min|x| min|w| >= 2^-126, x bf16 values): the blocks with
 // vector.fma (the same bits: docs/cpu-backend.md), else the blocks with mulf + addf.
-// CHECK: %[[WMAX:[a-z0-9_]+]] = arith.maximumf %{{.*}}, %[[WF]]#3 : f32
-// CHECK: %[[WMIN:[a-z0-9_]+]] = arith.minimumf %{{.*}}, %[[WF]]#4 : f32
+// CHECK: %[[WMAXB:[a-z0-9_]+]] = arith.maxsi %{{.*}}, %[[WF]]#3 : i32
+// CHECK: %[[WMINB:[a-z0-9_]+]] = arith.minsi %{{.*}}, %[[WF]]#4 : i32
+// CHECK: %[[WMAX:[a-z0-9_]+]] = arith.bitcast %[[WMAXB]] : i32 to f32
+// CHECK: %[[WMIN:[a-z0-9_]+]] = arith.bitcast %[[WMINB]] : i32 to f32
 // CHECK: %[[PMAX:[a-z0-9_]+]] = arith.mulf %[[XMAX]], %[[WMAX]] : f32
 // CHECK: %[[NOOVF:[a-z0-9_]+]] = arith.cmpf olt, %[[PMAX]], %[[INF]] : f32
 // CHECK: %[[PMIN:[a-z0-9_]+]] = arith.mulf %[[XMIN]], %[[WMIN]] : f32

@@ -32,7 +32,7 @@
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %[[B]], 0, 0] [1, 1, 29, 6] [1, 1, 1, 1]
 // CHECK: %[[EXACT:[a-z0-9_]+]] = scf.if %[[USE]] -> (i1)
 // CHECK: vector.transfer_read {{.*}} : tensor<20x29xbf16>, vector<8xbf16>
-// CHECK: math.absf
+// CHECK: arith.maxsi %{{.*}} : vector<8xi32>
 // CHECK: arith.cmpf oge, %{{.*}}, %cst{{.*}} : f32
 // CHECK: scf.yield %false : i1
 // CHECK: scf.if %[[EXACT]] -> (tensor<?x?xbf16>)

@@ -253,32 +253,50 @@ Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, i
 }
 
 namespace {
-/// `v` as a constant of `type` (f32, or a vector of f32 lanes).
-Value splatF32(Emit e, Type type, float v) {
-  if (auto vt = dyn_cast<VectorType>(type))
-    return arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(vt, v));
-  return e.cf(v);
-}
-
-/// The magnitudes an operand's products can reach: the largest |v| (NaN when some v is NaN: arith.maximumf
-/// propagates it) and the smallest nonzero |v| (+inf when every v is 0), as scalars or per vector lane.
+/// The magnitudes an operand's products can reach: the largest |v| (NaN when some v is NaN) and the smallest nonzero
+/// |v| (+inf when every v is 0). While folding, each is carried as the i32 bits of |v| (scalars or per vector lane):
+/// for non-negative floats, NaNs included (exponent all ones, mantissa nonzero: above +inf's 0x7F800000), the order
+/// of the bits as signed integers is the order of the values, so arith.maxsi / minsi (one instruction per vector)
+/// give what arith.maximumf / minimumf would (NaN propagated by the maximum; the minimum's NaN does not matter, the
+/// maximum already fails productsExact) without their NaN-handling compare-and-blend sequences, which were most of
+/// the pass over w that widens a panel (perf, docs/benchmarks.md). combineMagnitudes returns f32 scalars.
 struct Magnitudes {
   Value maxAbs, minAbs;
 };
-Magnitudes noMagnitudes(Emit e, Type type) { return {splatF32(e, type, 0.0f), splatF32(e, type, INFINITY)}; }
-/// `m` with the f32 values `v` (same shape as m's members) folded in.
-Magnitudes foldMagnitudes(Emit t, Magnitudes m, Value v) {
-  Type type = v.getType();
-  Value a = math::AbsFOp::create(t.b, t.loc, v);
-  Value isZero = t.cmpf(arith::CmpFPredicate::OEQ, a, splatF32(t, type, 0.0f));
-  Value nonzero = t.sel(isZero, splatF32(t, type, INFINITY), a);
-  return {arith::MaximumFOp::create(t.b, t.loc, m.maxAbs, a), arith::MinimumFOp::create(t.b, t.loc, m.minAbs, nonzero)};
+/// `type`'s i32 counterpart (f32 -> i32, vector<8xf32> -> vector<8xi32>).
+Type bitsTypeOf(Emit e, Type type) {
+  if (auto vt = dyn_cast<VectorType>(type))
+    return VectorType::get(vt.getShape(), e.i32());
+  return e.i32();
 }
-/// Scalar magnitudes from per-lane ones `lanes` and scalar ones `tail`.
+Value splatI32(Emit e, Type type, int32_t v) {
+  if (auto vt = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(vt, v));
+  return e.c32(v);
+}
+constexpr int32_t kInfBits = 0x7F800000;
+/// The magnitudes of no values, as bits: max 0 (|0|), min +inf. `type`: f32 or a vector of f32 (the folded values').
+Magnitudes noMagnitudes(Emit e, Type type) {
+  Type bits = bitsTypeOf(e, type);
+  return {splatI32(e, bits, 0), splatI32(e, bits, kInfBits)};
+}
+/// `m` with the f32 values `v` (f32 or a vector of f32, matching m's members' i32 shape) folded in.
+Magnitudes foldMagnitudes(Emit t, Magnitudes m, Value v) {
+  Type bits = bitsTypeOf(t, v.getType());
+  Value raw = arith::BitcastOp::create(t.b, t.loc, bits, v);
+  Value a = t.band(raw, splatI32(t, bits, 0x7FFFFFFF));
+  Value isZero = t.cmpi(arith::CmpIPredicate::eq, a, splatI32(t, bits, 0));
+  Value nonzero = t.sel(isZero, splatI32(t, bits, kInfBits), a);
+  return {arith::MaxSIOp::create(t.b, t.loc, m.maxAbs, a), arith::MinSIOp::create(t.b, t.loc, m.minAbs, nonzero)};
+}
+/// Scalar f32 magnitudes from per-lane ones `lanes` and scalar ones `tail` (both as bits).
 Magnitudes combineMagnitudes(Emit t, Magnitudes lanes, Magnitudes tail) {
-  Value mx = vector::ReductionOp::create(t.b, t.loc, vector::CombiningKind::MAXIMUMF, lanes.maxAbs);
-  Value mn = vector::ReductionOp::create(t.b, t.loc, vector::CombiningKind::MINIMUMF, lanes.minAbs);
-  return {arith::MaximumFOp::create(t.b, t.loc, mx, tail.maxAbs), arith::MinimumFOp::create(t.b, t.loc, mn, tail.minAbs)};
+  Value mx = vector::ReductionOp::create(t.b, t.loc, vector::CombiningKind::MAXSI, lanes.maxAbs);
+  Value mn = vector::ReductionOp::create(t.b, t.loc, vector::CombiningKind::MINSI, lanes.minAbs);
+  Value maxBits = arith::MaxSIOp::create(t.b, t.loc, mx, tail.maxAbs);
+  Value minBits = arith::MinSIOp::create(t.b, t.loc, mn, tail.minAbs);
+  return {arith::BitcastOp::create(t.b, t.loc, t.f32(), maxBits),
+          arith::BitcastOp::create(t.b, t.loc, t.f32(), minBits)};
 }
 
 /// What the fused k-loop needs to know of x [M, C] (bf16 or f32), or of its rows first .. first + count - 1 when
