@@ -36,7 +36,9 @@ echo "sanitize: dsa-golden (ASan + UBSan) on the CPU step libraries" >&2
 "$san/bin/dsa-golden" --golden "$golden" --libraries "$tmp/cpu" >"$tmp/cpu.log" 2>&1 ||
   { cat "$tmp/cpu.log"; echo "sanitize: FAILED (dsa-golden on the CPU step libraries)" >&2; exit 1; }
 grep -E '^golden: ' "$tmp/cpu.log" | sed 's/^/sanitize: /' >&2
-for layer in "$root/test/Tools/Inputs/batched-window-layer.mlir" "$root/test/Conversion/DSAToGPU/Inputs/window-layer.mlir"; do
+# The batch libraries of the CTest fixture CApiLibraries (test/Runtime/CAPI/CMakeLists.txt), which CApiErrorsTest reads.
+for layer in "$root/test/Tools/Inputs/batched-window-layer.mlir" "$root/test/Conversion/DSAToGPU/Inputs/window-layer.mlir" \
+  "$root/test/Tools/Inputs/batched-compressed-layer.mlir"; do
   "$main/bin/dsa-compile" "$layer" --target=cpu -o "$tmp/batch" >>"$tmp/emit-batch.log" 2>&1 ||
     { cat "$tmp/emit-batch.log"; exit 1; }
 done

@@ -7,8 +7,9 @@
 // every state tensor bit-identical, and a good step after it to give what a sequence that never saw the error gives.
 // The split of a multi-token step at start_pos > 0 is checked against the same tokens stepped one at a time, and the
 // C API's outputs against the C++ runtime's Sequence on the same library. The batch API (dsa_batch_*) on the
-// batched window layer (fixture CApiLibraries, into LIBS-batch: test/Tools/Inputs/batched-window-layer.mlir and
-// the batch-1 window-layer.mlir): every error path, the members, rings and positions unchanged after each, and a good step after
+// batched window layer (fixture CApiLibraries, into LIBS-batch: test/Tools/Inputs/batched-window-layer.mlir, the
+// batch-1 window-layer.mlir and batched-compressed-layer.mlir, which dsa_batch_create refuses; scripts/sanitize.sh
+// writes the same set): every error path, the members, rings and positions unchanged after each, and a good step after
 // them giving what a twin batch that never saw the errors gives (CApiBatchTest.c checks the values).
 //
 //===----------------------------------------------------------------------------------------------------------===//
