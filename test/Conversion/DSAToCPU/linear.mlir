@@ -1,9 +1,8 @@
 // The CHECK run below is the unpaired layout (pair-columns=0; the PAIR run further down is the default paired one),
 // all three without the phase kernel (phase-min-rows=0; it has its own test, phase-kernel.mlir).
 // dsa.linear -> x widened to f32 once (an elementwise generic), then emitGroupedDots' blocked product: an
-// scf.forall over panels of w rows (folded away when one panel holds all of w), and inside, when x has at least 8
-// rows (widen-min-rows), the panel's bf16 w rows widened to f32 once (an scf.if: with 2 to 7 rows, bands of 4 tokens
-// read the bf16 rows, each load widened, and decode does), then blocks of 4 tokens x 4
+// scf.forall over panels of w rows (folded away when one panel holds all of w), and inside, when x has at least 4
+// rows, the panel's bf16 w rows widened to f32 once (an scf.if: decode reads the bf16 rows), then blocks of 4 tokens x 4
 // outputs reading the widened rows: ONE scf.for over k = 0, 8, .. carrying 16 vector<8xf32> accumulators, one per (token, output), each
 // updated as acc + x[m, k:k+8] * w[n, k:k+8] (element-wise: the kernels' dotF32 lanes, no reduction across lanes):
 // vector.fma when a run-time check (x's and the panel's magnitudes, folded in one pass over x and in the widening
@@ -99,35 +98,10 @@
 // CHECK: %[[XMIN:[a-z0-9_]+]] = arith.bitcast %[[XMINB]] : i32 to f32
 // CHECK: %[[XBF16:[a-z0-9_]+]] = arith.cmpi eq, %{{.*}}, %c0_i32 : i32
 // CHECK: %[[SLICE:[a-z0-9_]+]] = tensor.extract_slice %[[OUT]][0, 0] [%{{.*}}, 5] [1, 1]
-// From 8 tokens (widen-min-rows) and a block of 4: the panel's w rows widened to f32 first (8 lanes, then the
-// K % 8 tail).
-// CHECK: %[[BAND:[a-z0-9_]+]] = arith.cmpi sgt, %[[MFULL:[a-z0-9_]+]], %c0 : index
-// CHECK: %[[GE8:[a-z0-9_]+]] = arith.cmpi sge, %[[M:[a-z0-9_]+]], %c8 : index
-// CHECK: %[[ANY:[a-z0-9_]+]] = arith.andi %[[BAND]], %[[GE8]] : i1
-// 2 to 7 tokens: bands of 4 tokens over the bf16 rows of w (no widened copy).
-// CHECK: %[[LT8:[a-z0-9_]+]] = arith.cmpi slt, %[[M]], %c8 : index
-// CHECK: %[[GE2:[a-z0-9_]+]] = arith.cmpi sge, %[[M]], %c2 : index
-// CHECK: %[[FEW:[a-z0-9_]+]] = arith.andi %[[GE2]], %[[LT8]] : i1
-// The decode loop at the end starts at M after either (the widened panel's bands do its leftover rows, the few-rows
-// bands every row), else at MFULL (0: one token).
-// CHECK: %[[FROM0:[a-z0-9_]+]] = arith.select %[[ANY]], %[[M]], %[[MFULL]] : index
-// CHECK: %[[FROM:[a-z0-9_]+]] = arith.select %[[FEW]], %[[M]], %[[FROM0]] : index
-// The few-rows bands: 4 tokens m0 .. m0 + 3, each past M - 1 clamped to it (the same bits written again), times
-// strided blocks of 4 outputs (q = 1 here), the bf16 w rows widened as they are loaded, unfused (mulf + addf).
-// CHECK: %[[LAST:[a-z0-9_]+]] = arith.subi %[[M]], %c1 : index
-// CHECK: %[[FEWED:[a-z0-9_]+]] = scf.if %[[FEW]] -> (tensor<?x?xbf16>) {
-// CHECK: scf.for %[[FM0:[a-z0-9_]+]] = %c0 to %[[M]] step %c4 iter_args(%{{.*}} = %[[SLICE]]) -> (tensor<?x5xbf16>) {
-// CHECK: %[[FM1A:[a-z0-9_]+]] = arith.addi %[[FM0]], %c1 : index
-// CHECK: %[[FM1:[a-z0-9_]+]] = arith.minsi %[[FM1A]], %[[LAST]] : index
-// CHECK-COUNT-2: arith.minsi %{{.*}}, %[[LAST]] : index
-// CHECK: %{{.*}}:16 = scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args(
-// CHECK: vector.transfer_read %[[XF]][%[[FM0]], %{{.*}}]
-// CHECK-NEXT: vector.transfer_read %[[XF]][%[[FM1]], %{{.*}}]
-// CHECK: vector.transfer_read %[[W]][%c0, %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5x29xbf16>, vector<8xbf16>
-// CHECK-NOT: vector.fma
-// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK: } else {
+// Blocks of 4 tokens, when there is one: the panel's w rows widened to f32 first (8 lanes, then the K % 8 tail).
+// CHECK: %[[ANY:[a-z0-9_]+]] = arith.cmpi sgt, %[[MFULL:[a-z0-9_]+]], %c0 : index
+// The decode loop at the end starts at M when the panel is widened (its bands do the leftover rows), else at 0.
+// CHECK: %[[FROM:[a-z0-9_]+]] = arith.select %[[ANY]], %{{.*}}, %[[MFULL]] : index
 // CHECK: %[[FILLED:[a-z0-9_]+]] = scf.if %[[ANY]] -> (tensor<?x?xbf16>) {
 // The widening loop also folds w's magnitudes.
 // CHECK: %[[WF:[a-z0-9_]+]]:5 = scf.for %[[R:[a-z0-9_]+]] = %c0 to %c5 step %c1 iter_args({{.*}}) -> (tensor<?x29xf32>, vector<8xi32>, vector<8xi32>, i32, i32) {
@@ -204,10 +178,9 @@
 // CHECK-NEXT: vector.transfer_read %[[WF]]#0[%c0, %{{.*}}]
 // CHECK-NEXT: vector.transfer_read %[[WF]]#0[%c1, %{{.*}}]
 // CHECK: vector.transfer_read %[[WF]]#0[%c4, %{{.*}}]
-// Fewer than 8 tokens: the panel is not widened; the few-rows bands' result (or the untouched slice) goes on.
+// No block of 4 tokens (decode): the panel is not widened.
 // CHECK: } else {
-// CHECK: scf.yield %[[FEWED]] : tensor<?x?xbf16>
-// Decode rows (one token): 1 x 4 blocks of strided outputs (q = 1 here: n = 0, 1, 2, 3),
+// Decode rows (all of x when it has fewer than 4): 1 x 4 blocks of strided outputs (q = 1 here: n = 0, 1, 2, 3),
 // then n = 4 alone, reading the bf16 rows of w.
 // CHECK: %[[ROWS:[a-z0-9_]+]] = scf.for %[[M:[a-z0-9_]+]] = %[[FROM]] to %{{.*}} step %c1 iter_args(%{{.*}} = %[[FILLED]]) -> (tensor<?x?xbf16>) {
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {

@@ -890,13 +890,11 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
 
   // One block: rows m0 .. m0+mb-1 of x times the panel columns `cols`, inserted into `acc`. The w rows come from
   // `wSrc`: w itself (row col0 + c) or the panel's widened copy (row c, wBase null).
-  // `lastRow` (when set): rows past it are clamped to it, so a band past the end of x recomputes row lastRow and
-  // writes the same bits to it again (the few-rows bands below).
   auto block = [&](Emit t, Value acc, Value m0, int64_t rows, ArrayRef<Value> cols, Value wSrc, Value wBase,
-                   bool fused, Value lastRow) -> Value {
+                   bool fused) -> Value {
     DotRows a{x, {}, xk0}, b{wSrc, {}, Value()};
     for (int64_t i = 0; i < rows; ++i)
-      a.rows.push_back({i ? (lastRow ? t.minsi(t.add(m0, t.idx(i)), lastRow) : t.add(m0, t.idx(i))) : m0});
+      a.rows.push_back({i ? t.add(m0, t.idx(i)) : m0});
     for (Value c : cols)
       b.rows.push_back({wBase ? t.add(wBase, c) : c});
     SmallVector<Value> dots = emitDotBlock(t, a, b, K, fused);
@@ -911,7 +909,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   // takes columns c, c + q, .., c + (nb-1)q (q = nc / nb), so each of its nb w rows continues a sequential stream of
   // q rows (adjacent short rows would be nb short streams restarted every block, which the prefetcher follows badly).
   auto rowBand = [&](Emit t, Value acc, Value m0, int64_t rows, int64_t nb, bool strided, Value wSrc,
-                     Value wBase, bool fused, Value lastRow = Value()) -> Value {
+                     Value wBase, bool fused) -> Value {
     Value q = arith::DivSIOp::create(t.b, t.loc, nc, t.idx(nb));
     Value full = t.mul(q, t.idx(nb));
     Value upper = strided ? q : full;
@@ -923,8 +921,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                        for (int64_t j = 1; j < nb; ++j)
                                          cols.push_back(u.add(c, strided ? u.mul(q, u.idx(j)) : u.idx(j)));
                                        scf::YieldOp::create(bb, loc,
-                                                            block(u, iter[0], m0, rows, cols, wSrc, wBase, fused,
-                                                                  lastRow));
+                                                            block(u, iter[0], m0, rows, cols, wSrc, wBase, fused));
                                      });
     if (nb == 1)
       return blocks.getResult(0);
@@ -932,8 +929,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                    [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
                                      Emit u{bb, loc};
                                      scf::YieldOp::create(bb, loc,
-                                                          block(u, iter[0], m0, rows, {c}, wSrc, wBase, fused,
-                                                                lastRow));
+                                                          block(u, iter[0], m0, rows, {c}, wSrc, wBase, fused));
                                    });
     return rest.getResult(0);
   };
@@ -1007,44 +1003,12 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
       return rest.getResult(0);
     };
     if (widenPanel) {
-      // The panel's w rows [nc, K] widened to f32 (exact), only when there is a band of mb rows to use them and at
-      // least tiling.widenMinRows rows in all.
+      // The panel's w rows [nc, K] widened to f32 (exact), only when there is a band of mb rows to use them.
       Value any = f.cmpi(arith::CmpIPredicate::sgt, mFull, f.idx(0));
-      if (tiling.widenMinRows > mb)
-        any = arith::AndIOp::create(f.b, f.loc, any,
-                                    f.cmpi(arith::CmpIPredicate::sge, M, f.idx(tiling.widenMinRows)));
-      // Few rows (2 .. widenMinRows - 1): bands of mb rows over the bf16 panel (below), every row in them.
-      Value few;
-      if (tiling.widenMinRows > 2)
-        few = arith::AndIOp::create(f.b, f.loc, f.cmpi(arith::CmpIPredicate::sge, M, f.idx(2)),
-                                    f.cmpi(arith::CmpIPredicate::slt, M, f.idx(tiling.widenMinRows)));
       // Unpaired, the leftover rows of a widened panel are done with its bands (bandsOver), so the decode loop
-      // below starts at M then, as after the few-rows bands; else (one row, or the paired panel's leftover rows)
-      // it runs those rows on the bf16 w.
-      restFrom = paired ? mFull : f.sel(any, M, mFull);
-      if (few)
-        restFrom = f.sel(few, M, restFrom);
-      if (few) {
-        // Strided blocks of mb rows x nb columns (as the decode loop's: each w row continues a sequential stream),
-        // unfused (the products' exactness needs w's magnitudes, a pass over the panel this path does not make).
-        // The last band's rows past M - 1 are row M - 1 again (lastRow): the same bits written twice.
-        const int64_t nb = paired ? tiling.blockCols / 2 : tiling.blockCols;
-        Value lastRow = f.sub(M, f.idx(1));
-        filled = guarded(
-            f, few, slice.getType(),
-            [&](Emit t) {
-              auto bands = scf::ForOp::create(
-                  t.b, t.loc, t.idx(0), M, t.idx(mb), ValueRange{slice},
-                  [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
-                    Emit u{bb, loc};
-                    scf::YieldOp::create(bb, loc,
-                                         rowBand(u, iter[0], m0, mb, nb, /*strided=*/true, w, col0,
-                                                 /*fused=*/false, lastRow));
-                  });
-              return bands.getResult(0);
-            },
-            [&](Emit) { return slice; });
-      }
+      // below starts at M then; without a band (fewer rows than mb) it runs every row on the bf16 w.
+      if (!paired)
+        restFrom = f.sel(any, M, mFull);
       filled = guarded(
           f, any, slice.getType(),
           [&](Emit t) {
@@ -1130,7 +1094,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                 [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/true, paired); },
                 [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/false, paired); });
           },
-          [&](Emit) { return filled; });
+          [&](Emit) { return slice; });
     } else {
       filled = bandsOver(f, filled, w, col0, /*fused=*/false, /*paired=*/false);
     }
