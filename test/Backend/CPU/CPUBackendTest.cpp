@@ -75,13 +75,20 @@ protected:
                                 cpu::CPUCompileOptions options = {}) {
     OwningOpRef<ModuleOp> m = parse(text);
     ASSERT_TRUE(m);
-    auto f = m->lookupSymbol<func::FuncOp>(fn);
+    std::unique_ptr<cpu::CPUModule> compiled = compile(*m, options);
+    ASSERT_TRUE(compiled);
+    expectCallMatchesInterpreter(*m, *compiled, fn, args);
+  }
+
+  /// `fn` of `m` (compiled once into `compiled`, to check it on many inputs) on the interpreter and on the CPU
+  /// backend: bit-identical results expected.
+  void expectCallMatchesInterpreter(ModuleOp m, cpu::CPUModule &compiled, const std::string &fn,
+                                    const std::vector<Tensor> &args) {
+    auto f = m.lookupSymbol<func::FuncOp>(fn);
     ASSERT_TRUE(f) << fn;
     FailureOr<std::vector<Tensor>> want = interp::interpretFunction(f, args, nullptr);
     ASSERT_TRUE(succeeded(want)) << diagnostics;
-    std::unique_ptr<cpu::CPUModule> compiled = compile(*m, options);
-    ASSERT_TRUE(compiled);
-    ::dsa::Result<std::vector<Tensor>> got = compiled->call(fn, args);
+    ::dsa::Result<std::vector<Tensor>> got = compiled.call(fn, args);
     ASSERT_TRUE(got.ok()) << got.error();
     ASSERT_EQ(got->size(), want->size());
     for (size_t i = 0; i < want->size(); ++i)
@@ -393,9 +400,26 @@ func.func @k5(%x: tensor<?x5xbf16>, %w: tensor<3x5xbf16>) -> tensor<?x3xbf16> {
   expectMatchesInterpreter(text, "k5", {randomFloats(ElementType::BF16, {2, 5}), randomFloats(ElementType::BF16, {3, 5})});
 }
 
+/// The products' tile modes: the target's vector registers and 32 (the AVX-512 tiles, whose 16-lane vectors LLVM
+/// splits on a host without AVX-512), each serial and, where libomp is found, with OpenMP.
+std::vector<cpu::CPUCompileOptions> tileModes() {
+  std::vector<cpu::CPUCompileOptions> modes;
+  for (int64_t registers : {0, 32})
+    for (bool parallel : {false, true}) {
+      if (parallel && !haveOpenMP())
+        continue;
+      modes.emplace_back();
+      modes.back().vectorRegisters = registers;
+      modes.back().parallel = parallel;
+    }
+  return modes;
+}
+
 // The blocked product's k-loop is fused multiply-adds when every product of x and w is exact in f32, and acc + a * b
-// otherwise (emitGroupedDots' productsExact). Two inputs where the two differ, 4 tokens (a full block: the widened
-// panel's path) x 5 outputs, K = 16 (lane 0 sums k = 0 and k = 8): a product below f32's normal range and a
+// otherwise (emitGroupedDots' productsExact). Two inputs where the two differ, 4, 8 and 70 tokens (the few-rows bands,
+// which are unfused; the widened panel, whose check must send these to the few-rows bands; the phase kernel, whose
+// check must send them to the blocks) x 5 outputs, K = 16 (lane 0 sums k = 0 and k = 8): a product below f32's
+// normal range and a
 // product that overflows. Each must give the interpreter's (unfused) bits; the checks on the host first make sure
 // the inputs do tell the two apart, so a lowering that fused them unguarded would fail here.
 TEST_F(CPUBackendTest, LinearFusesMultiplyAddOnlyWhenProductsAreExact) {
@@ -427,7 +451,7 @@ func.func @lin(%x: tensor<?x16xbf16>, %w: tensor<5x16xbf16>) -> tensor<?x5xbf16>
   for (const Case &c : cases) {
     auto [unfused, fused] = unfusedFused(c.x0, c.w0, c.x8, c.w8, c.x1, c.w1);
     ASSERT_NE(::dsa::numerics::f32ToBf16Bits(unfused), ::dsa::numerics::f32ToBf16Bits(fused)) << c.name;
-    for (const int64_t M : {4, 70}) { // a block of the widened panel; the phase kernel (from 64 rows)
+    for (const int64_t M : {4, 8, 70}) { // few-rows bands; a block of the widened panel; the phase kernel (from 64)
     SCOPED_TRACE("rows " + std::to_string(M));
     const int64_t N = 5, K = 16;
     std::vector<float> x(M * K, 0.0f), w(N * K, 0.0f);
@@ -503,15 +527,7 @@ func.func @grouped(%o: tensor<?x6x20xbf16>, %w: tensor<51x40xbf16>) -> tensor<?x
                     {"n32k8", {8}, {32, 8}, ElementType::BF16},        {"n33k77", {77}, {33, 77}, ElementType::BF16},
                     {"n301k1003", {1003}, {301, 1003}, ElementType::BF16}, {"f32", {21}, {70, 21}, ElementType::F32},
                     {"grouped", {6, 20}, {51, 40}, ElementType::BF16}};
-  std::vector<cpu::CPUCompileOptions> modes;
-  for (int64_t registers : {0, 32})
-    for (bool parallel : {false, true}) {
-      if (parallel && !haveOpenMP())
-        continue;
-      modes.emplace_back();
-      modes.back().vectorRegisters = registers;
-      modes.back().parallel = parallel;
-    }
+  const std::vector<cpu::CPUCompileOptions> modes = tileModes();
   for (const cpu::CPUCompileOptions &mode : modes) {
     SCOPED_TRACE(mode.vectorRegisters ? "32 vector registers" : "the target's vector registers");
     std::unique_ptr<cpu::CPUModule> compiled = compile(*m, mode);
@@ -729,10 +745,12 @@ func.func @grouped13(%o: tensor<?x4x13xbf16>, %w: tensor<12x26xbf16>) -> tensor<
 }
 
 /// The blocked products of linear and grouped_output (emitGroupedDots): several panels of w rows (the last one
-/// partial; a bf16 panel widened to f32 when x has a full block of rows), blocks of tokens x outputs with leftover
-/// tokens and columns (M, N and K multiples of no tile size: tokens 1 .. 7 and 11, N = 301 / 70 / 531 per group,
-/// K = 1003 / 2056 / 500), the strided one-token path (with a leftover column), the K % 8 tail, serial and OpenMP:
-/// every output bit-identical to the interpreter's one dotF32 at a time.
+/// partial; a bf16 panel widened to f32 from 8 rows of x, GemmTiling::widenMinRows), blocks of tokens x outputs with
+/// leftover tokens and columns (M, N and K multiples of no tile size: tokens 1 .. 9 and 11, N = 301 / 70 / 531 per
+/// group, K = 1003 / 2056 / 500), the few-rows bands over the bf16 rows (2 .. 7 tokens: the last band's rows past
+/// the end clamped to the last row), the strided one-token path (with a leftover column), the K % 8 tail, serial
+/// and OpenMP, with the host's tiles and the 32-register ones (3 or 4 tokens per band, paired or not): every output
+/// bit-identical to the interpreter's one dotF32 at a time.
 TEST_F(CPUBackendTest, BlockedLinearAndGroupedOutputMatchInterpreter) {
   const char *text = R"mlir(
 func.func @lin(%x: tensor<?x1003xbf16>, %w: tensor<301x1003xbf16>) -> tensor<?x301xbf16> {
@@ -748,20 +766,22 @@ func.func @grouped(%o: tensor<?x4x250xbf16>, %w: tensor<1062x500xbf16>) -> tenso
   return %og : tensor<?x1062xbf16>
 }
 )mlir";
-  cpu::CPUCompileOptions parallel;
-  parallel.parallel = true;
-  std::vector<cpu::CPUCompileOptions> modes{cpu::CPUCompileOptions()};
-  if (haveOpenMP())
-    modes.push_back(parallel);
+  const std::vector<cpu::CPUCompileOptions> modes = tileModes();
   Tensor w = randomFloats(ElementType::BF16, {301, 1003}, 0.05f);
   Tensor w32 = randomFloats(ElementType::F32, {70, 2056}, 0.05f);
   Tensor wo = randomFloats(ElementType::BF16, {1062, 500}, 0.05f);
+  OwningOpRef<ModuleOp> m = parse(text);
+  ASSERT_TRUE(m);
   for (const cpu::CPUCompileOptions &mode : modes) {
-    for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 11}) {
-      SCOPED_TRACE("tokens " + std::to_string(tokens) + (mode.parallel ? " (OpenMP)" : ""));
-      expectMatchesInterpreter(text, "lin", {randomFloats(ElementType::BF16, {tokens, 1003}), w}, mode);
-      expectMatchesInterpreter(text, "lin32", {randomFloats(ElementType::F32, {tokens, 2056}), w32}, mode);
-      expectMatchesInterpreter(text, "grouped", {randomFloats(ElementType::BF16, {tokens, 4, 250}), wo}, mode);
+    std::unique_ptr<cpu::CPUModule> compiled = compile(*m, mode); // once per mode: every token count runs it
+    ASSERT_TRUE(compiled);
+    for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11}) {
+      SCOPED_TRACE("tokens " + std::to_string(tokens) + (mode.parallel ? " (OpenMP)" : "") +
+                   (mode.vectorRegisters ? " (32 vector registers)" : ""));
+      expectCallMatchesInterpreter(*m, *compiled, "lin", {randomFloats(ElementType::BF16, {tokens, 1003}), w});
+      expectCallMatchesInterpreter(*m, *compiled, "lin32", {randomFloats(ElementType::F32, {tokens, 2056}), w32});
+      expectCallMatchesInterpreter(*m, *compiled, "grouped",
+                                   {randomFloats(ElementType::BF16, {tokens, 4, 250}), wo});
     }
   }
 }

@@ -89,7 +89,7 @@
 // CHECK: return
 
 // OFF-LABEL: func.func @linear_phase
-// OFF-NOT: arith.cmpi sge
+// OFF-NOT: arith.cmpi sge, %{{.*}}, %c64
 // OFF-NOT: vector.broadcast
 // OFF: return
 

@@ -890,11 +890,13 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
 
   // One block: rows m0 .. m0+mb-1 of x times the panel columns `cols`, inserted into `acc`. The w rows come from
   // `wSrc`: w itself (row col0 + c) or the panel's widened copy (row c, wBase null).
+  // `lastRow` (when set): rows past it are clamped to it, so a band past the end of x recomputes row lastRow and
+  // writes the same bits to it again (the few-rows bands below).
   auto block = [&](Emit t, Value acc, Value m0, int64_t rows, ArrayRef<Value> cols, Value wSrc, Value wBase,
-                   bool fused) -> Value {
+                   bool fused, Value lastRow) -> Value {
     DotRows a{x, {}, xk0}, b{wSrc, {}, Value()};
     for (int64_t i = 0; i < rows; ++i)
-      a.rows.push_back({i ? t.add(m0, t.idx(i)) : m0});
+      a.rows.push_back({i ? (lastRow ? t.minsi(t.add(m0, t.idx(i)), lastRow) : t.add(m0, t.idx(i))) : m0});
     for (Value c : cols)
       b.rows.push_back({wBase ? t.add(wBase, c) : c});
     SmallVector<Value> dots = emitDotBlock(t, a, b, K, fused);
@@ -909,7 +911,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   // takes columns c, c + q, .., c + (nb-1)q (q = nc / nb), so each of its nb w rows continues a sequential stream of
   // q rows (adjacent short rows would be nb short streams restarted every block, which the prefetcher follows badly).
   auto rowBand = [&](Emit t, Value acc, Value m0, int64_t rows, int64_t nb, bool strided, Value wSrc,
-                     Value wBase, bool fused) -> Value {
+                     Value wBase, bool fused, Value lastRow = Value()) -> Value {
     Value q = arith::DivSIOp::create(t.b, t.loc, nc, t.idx(nb));
     Value full = t.mul(q, t.idx(nb));
     Value upper = strided ? q : full;
@@ -921,7 +923,8 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                        for (int64_t j = 1; j < nb; ++j)
                                          cols.push_back(u.add(c, strided ? u.mul(q, u.idx(j)) : u.idx(j)));
                                        scf::YieldOp::create(bb, loc,
-                                                            block(u, iter[0], m0, rows, cols, wSrc, wBase, fused));
+                                                            block(u, iter[0], m0, rows, cols, wSrc, wBase, fused,
+                                                                  lastRow));
                                      });
     if (nb == 1)
       return blocks.getResult(0);
@@ -929,7 +932,8 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                    [&](OpBuilder &bb, Location loc, Value c, ValueRange iter) {
                                      Emit u{bb, loc};
                                      scf::YieldOp::create(bb, loc,
-                                                          block(u, iter[0], m0, rows, {c}, wSrc, wBase, fused));
+                                                          block(u, iter[0], m0, rows, {c}, wSrc, wBase, fused,
+                                                                lastRow));
                                    });
     return rest.getResult(0);
   };
@@ -1003,98 +1007,132 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
       return rest.getResult(0);
     };
     if (widenPanel) {
-      // The panel's w rows [nc, K] widened to f32 (exact), only when there is a band of mb rows to use them.
+      // The panel's w rows [nc, K] widened to f32 (exact), only when there is a band of mb rows to use them and at
+      // least tiling.widenMinRows rows in all; its bands are fused (the products exact: see below). Otherwise, with
+      // 2 rows or more (a few rows, or a widened panel whose products are not all exact), bands of mb rows over the
+      // bf16 panel, unfused (below): the one unfused copy of the blocks, so each product has as many k-loop copies
+      // as before the few-rows bands (each copy costs compile time: one more measured +57% on a compressed layer).
       Value any = f.cmpi(arith::CmpIPredicate::sgt, mFull, f.idx(0));
-      // Unpaired, the leftover rows of a widened panel are done with its bands (bandsOver), so the decode loop
-      // below starts at M then; without a band (fewer rows than mb) it runs every row on the bf16 w.
-      if (!paired)
-        restFrom = f.sel(any, M, mFull);
+      if (tiling.widenMinRows > mb)
+        any = arith::AndIOp::create(f.b, f.loc, any,
+                                    f.cmpi(arith::CmpIPredicate::sge, M, f.idx(tiling.widenMinRows)));
+      auto wideIf = scf::IfOp::create(f.b, f.loc, TypeRange{slice.getType(), f.b.getI1Type()}, any,
+                                      /*addThenBlock=*/true, /*addElseBlock=*/true);
+      {
+        OpBuilder::InsertionGuard wideGuard(f.b);
+        f.b.setInsertionPointToStart(wideIf.thenBlock());
+        Emit t{f.b, f.loc};
+        // Sequential loops (not a linalg.generic: with parallel=true that would be an OpenMP loop nested in the
+        // panel's): 8 lanes at a time, then the K % 8 tail.
+        const int64_t K8 = K / kLanes * kLanes, T = K - K8;
+        // Unpaired: [nc, K], row r = w row col0 + r. Paired: [ceil(nc / 2), 2K], row p = w rows 2p and 2p + 1
+        // interleaved by chunks of 8 lanes (emitPairedDotBlock); an odd nc's padding row is zeros.
+        Value wide0;
+        if (paired) {
+          Value pairsN = arith::CeilDivSIOp::create(t.b, t.loc, nc, t.idx(2));
+          SmallVector<OpFoldResult> wSizes{pairsN, t.b.getIndexAttr(2 * K)};
+          Value odd = t.cmpi(arith::CmpIPredicate::ne, arith::RemSIOp::create(t.b, t.loc, nc, t.idx(2)), t.idx(0));
+          Value empty = t.empty(wSizes, t.f32());
+          wide0 = guarded(
+              t, odd, empty.getType(),
+              [&](Emit u) {
+                return linalg::FillOp::create(u.b, u.loc, ValueRange{u.cf(0.0f)}, ValueRange{empty}).getResult(0);
+              },
+              [&](Emit) { return empty; });
+        } else {
+          SmallVector<OpFoldResult> wSizes{nc, t.b.getIndexAttr(K)};
+          wide0 = t.empty(wSizes, t.f32());
+        }
+        auto laneType = VectorType::get({kLanes}, t.f32());
+        Magnitudes lanes0 = noMagnitudes(t, laneType), tail0 = noMagnitudes(t, t.f32());
+        auto rowsLoop = scf::ForOp::create(
+            t.b, t.loc, t.idx(0), nc, t.idx(1),
+            ValueRange{wide0, lanes0.maxAbs, lanes0.minAbs, tail0.maxAbs, tail0.minAbs},
+            [&](OpBuilder &bb, Location loc, Value r, ValueRange iter) {
+              Emit u{bb, loc};
+              Value row = u.add(col0, r);
+              SmallVector<Value> cur(iter.begin(), iter.end());
+              // Where lane k of row r goes: (r, k), or paired (r / 2, 2k + 8 (r % 2)) for k < K8 and
+              // (r / 2, k + K8 + (r % 2) T) for the tail.
+              Value wideRow = r, half;
+              if (paired) {
+                wideRow = arith::DivSIOp::create(u.b, u.loc, r, u.idx(2));
+                half = arith::RemSIOp::create(u.b, u.loc, r, u.idx(2));
+              }
+              if (K8 > 0) {
+                auto lanes = scf::ForOp::create(
+                    u.b, u.loc, u.idx(0), u.idx(K8), u.idx(kLanes), ValueRange{cur[0], cur[1], cur[2]},
+                    [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
+                      Emit v{b2, l2};
+                      Value lanesF32 = readLanes(v, w, ValueRange{row}, k);
+                      Value at = paired ? v.add(v.add(k, k), v.mul(half, v.idx(kLanes))) : k;
+                      Value next = vector::TransferWriteOp::create(v.b, v.loc, lanesF32, it[0],
+                                                                   ValueRange{wideRow, at}, ArrayRef<bool>{true})
+                                       .getResult();
+                      Magnitudes m = foldMagnitudes(v, {it[1], it[2]}, lanesF32);
+                      scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
+                    });
+                for (int i = 0; i < 3; ++i)
+                  cur[i] = lanes.getResult(i);
+              }
+              if (K8 < K) {
+                auto tail = scf::ForOp::create(
+                    u.b, u.loc, u.idx(K8), u.idx(K), u.idx(1), ValueRange{cur[0], cur[3], cur[4]},
+                    [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
+                      Emit v{b2, l2};
+                      Value x1 = v.toF32(v.extract(w, ValueRange{row, k}));
+                      Value at = paired ? v.add(v.add(k, v.idx(K8)), v.mul(half, v.idx(T))) : k;
+                      Value next =
+                          tensor::InsertOp::create(v.b, v.loc, x1, it[0], ValueRange{wideRow, at}).getResult();
+                      Magnitudes m = foldMagnitudes(v, {it[1], it[2]}, x1);
+                      scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
+                    });
+                cur[0] = tail.getResult(0);
+                cur[3] = tail.getResult(1);
+                cur[4] = tail.getResult(2);
+              }
+              scf::YieldOp::create(bb, loc, cur);
+            });
+        Value wide = rowsLoop.getResult(0);
+        Magnitudes wMag = combineMagnitudes(t, {rowsLoop.getResult(1), rowsLoop.getResult(2)},
+                                            {rowsLoop.getResult(3), rowsLoop.getResult(4)});
+        // Fused multiply-adds when they give the same bits as the kernels' acc + a * b (productsExact), which is
+        // what bf16 activations and weights give outside overflow and underflow corners; else (ran = false) the
+        // unfused bands below. Both keep dotF32's order.
+        Value exact = productsExact(t, xBf16, xMag, wMag);
+        Value fused = guarded(
+            t, exact, slice.getType(),
+            [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/true, paired); },
+            [&](Emit) { return slice; });
+        scf::YieldOp::create(t.b, t.loc, ValueRange{fused, exact});
+        f.b.setInsertionPointToStart(wideIf.elseBlock());
+        scf::YieldOp::create(f.b, f.loc, ValueRange{slice, f.cBool(false)});
+      }
+      Value wideOk = wideIf.getResult(1);
+      Value needFew = arith::AndIOp::create(f.b, f.loc, f.cmpi(arith::CmpIPredicate::sge, M, f.idx(2)),
+                                            arith::XOrIOp::create(f.b, f.loc, wideOk, f.cBool(true)));
+      // The decode loop below starts at M after the few-rows bands (every row) and after an unpaired widened panel
+      // (its bands do the leftover rows); else (one row, or a paired widened panel's leftover rows) at mFull.
+      restFrom = f.sel(needFew, M, paired ? mFull : f.sel(wideOk, M, mFull));
+      // The few-rows bands: strided blocks of mb rows x nb columns (as the decode loop's: each w row continues a
+      // sequential stream) on the bf16 rows, unfused (exactness would need w's magnitudes, a pass over the panel).
+      // The last band's rows past M - 1 are row M - 1 again (lastRow): the same bits written twice.
+      const int64_t nb = paired ? tiling.blockCols / 2 : tiling.blockCols;
+      Value lastRow = f.sub(M, f.idx(1));
       filled = guarded(
-          f, any, slice.getType(),
+          f, needFew, slice.getType(),
           [&](Emit t) {
-            // Sequential loops (not a linalg.generic: with parallel=true that would be an OpenMP loop nested in the
-            // panel's): 8 lanes at a time, then the K % 8 tail.
-            const int64_t K8 = K / kLanes * kLanes, T = K - K8;
-            // Unpaired: [nc, K], row r = w row col0 + r. Paired: [ceil(nc / 2), 2K], row p = w rows 2p and 2p + 1
-            // interleaved by chunks of 8 lanes (emitPairedDotBlock); an odd nc's padding row is zeros.
-            Value wide0;
-            if (paired) {
-              Value pairsN = arith::CeilDivSIOp::create(t.b, t.loc, nc, t.idx(2));
-              SmallVector<OpFoldResult> wSizes{pairsN, t.b.getIndexAttr(2 * K)};
-              Value odd = t.cmpi(arith::CmpIPredicate::ne, arith::RemSIOp::create(t.b, t.loc, nc, t.idx(2)), t.idx(0));
-              Value empty = t.empty(wSizes, t.f32());
-              wide0 = guarded(
-                  t, odd, empty.getType(),
-                  [&](Emit u) {
-                    return linalg::FillOp::create(u.b, u.loc, ValueRange{u.cf(0.0f)}, ValueRange{empty}).getResult(0);
-                  },
-                  [&](Emit) { return empty; });
-            } else {
-              SmallVector<OpFoldResult> wSizes{nc, t.b.getIndexAttr(K)};
-              wide0 = t.empty(wSizes, t.f32());
-            }
-            auto laneType = VectorType::get({kLanes}, t.f32());
-            Magnitudes lanes0 = noMagnitudes(t, laneType), tail0 = noMagnitudes(t, t.f32());
-            auto rowsLoop = scf::ForOp::create(
-                t.b, t.loc, t.idx(0), nc, t.idx(1),
-                ValueRange{wide0, lanes0.maxAbs, lanes0.minAbs, tail0.maxAbs, tail0.minAbs},
-                [&](OpBuilder &bb, Location loc, Value r, ValueRange iter) {
+            auto bands = scf::ForOp::create(
+                t.b, t.loc, t.idx(0), M, t.idx(mb), ValueRange{slice},
+                [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
                   Emit u{bb, loc};
-                  Value row = u.add(col0, r);
-                  SmallVector<Value> cur(iter.begin(), iter.end());
-                  // Where lane k of row r goes: (r, k), or paired (r / 2, 2k + 8 (r % 2)) for k < K8 and
-                  // (r / 2, k + K8 + (r % 2) T) for the tail.
-                  Value wideRow = r, half;
-                  if (paired) {
-                    wideRow = arith::DivSIOp::create(u.b, u.loc, r, u.idx(2));
-                    half = arith::RemSIOp::create(u.b, u.loc, r, u.idx(2));
-                  }
-                  if (K8 > 0) {
-                    auto lanes = scf::ForOp::create(
-                        u.b, u.loc, u.idx(0), u.idx(K8), u.idx(kLanes), ValueRange{cur[0], cur[1], cur[2]},
-                        [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
-                          Emit v{b2, l2};
-                          Value lanesF32 = readLanes(v, w, ValueRange{row}, k);
-                          Value at = paired ? v.add(v.add(k, k), v.mul(half, v.idx(kLanes))) : k;
-                          Value next = vector::TransferWriteOp::create(v.b, v.loc, lanesF32, it[0],
-                                                                       ValueRange{wideRow, at}, ArrayRef<bool>{true})
-                                           .getResult();
-                          Magnitudes m = foldMagnitudes(v, {it[1], it[2]}, lanesF32);
-                          scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
-                        });
-                    for (int i = 0; i < 3; ++i)
-                      cur[i] = lanes.getResult(i);
-                  }
-                  if (K8 < K) {
-                    auto tail = scf::ForOp::create(
-                        u.b, u.loc, u.idx(K8), u.idx(K), u.idx(1), ValueRange{cur[0], cur[3], cur[4]},
-                        [&](OpBuilder &b2, Location l2, Value k, ValueRange it) {
-                          Emit v{b2, l2};
-                          Value x1 = v.toF32(v.extract(w, ValueRange{row, k}));
-                          Value at = paired ? v.add(v.add(k, v.idx(K8)), v.mul(half, v.idx(T))) : k;
-                          Value next =
-                              tensor::InsertOp::create(v.b, v.loc, x1, it[0], ValueRange{wideRow, at}).getResult();
-                          Magnitudes m = foldMagnitudes(v, {it[1], it[2]}, x1);
-                          scf::YieldOp::create(b2, l2, ValueRange{next, m.maxAbs, m.minAbs});
-                        });
-                    cur[0] = tail.getResult(0);
-                    cur[3] = tail.getResult(1);
-                    cur[4] = tail.getResult(2);
-                  }
-                  scf::YieldOp::create(bb, loc, cur);
+                  scf::YieldOp::create(bb, loc,
+                                       rowBand(u, iter[0], m0, mb, nb, /*strided=*/true, w, col0, /*fused=*/false,
+                                               lastRow));
                 });
-            Value wide = rowsLoop.getResult(0);
-            Magnitudes wMag = combineMagnitudes(t, {rowsLoop.getResult(1), rowsLoop.getResult(2)},
-                                                {rowsLoop.getResult(3), rowsLoop.getResult(4)});
-            // Fused multiply-adds when they give the same bits as the kernels' acc + a * b (productsExact), which
-            // is what bf16 activations and weights give outside overflow and underflow corners; else the
-            // unfused loop. Both keep dotF32's order.
-            return guarded(
-                t, productsExact(t, xBf16, xMag, wMag), slice.getType(),
-                [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/true, paired); },
-                [&](Emit u) { return bandsOver(u, slice, wide, Value(), /*fused=*/false, paired); });
+            return bands.getResult(0);
           },
-          [&](Emit) { return slice; });
+          [&](Emit) { return wideIf.getResult(0); });
     } else {
       filled = bandsOver(f, filled, w, col0, /*fused=*/false, /*paired=*/false);
     }

@@ -166,6 +166,11 @@ struct GemmTiling {
   bool widenPanels = true; // bf16 w: each panel widened to f32 once before its blocks of rows (when x has a full
                            // block of rows), so the k-loop reads f32 rows and widens nothing
   int64_t widePanelBytes = 512 << 10; // bytes of the widened f32 panel (instead of panelBytes)
+  // From 2 rows of x up to widenMinRows - 1 (a run-time count; a few sequences of a batched decode step), the bf16
+  // panel is not widened: bands of blockRows rows (the last one's rows past M - 1 recompute row M - 1) read the bf16
+  // w rows directly, widening each load, so every w row is read once from memory and the rest of the bands find
+  // the panel in cache, with no pass that writes an f32 copy. 0: widen from one band of rows (the older rule).
+  int64_t widenMinRows = 8;
   bool pairColumns = false; // the widened panel in pairs of w rows and the blocks' accumulators 16 lanes wide, two
                             // dots each (emitPairedDotBlock; AVX-512: one zmm FMA per two dots' 8 lanes)
   // The phase kernel (emitGroupedDots, "Phase kernel"): with at least phaseMinRows rows of x (0: never), every
