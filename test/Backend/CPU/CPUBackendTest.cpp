@@ -419,9 +419,8 @@ std::vector<cpu::CPUCompileOptions> tileModes() {
 // otherwise (emitGroupedDots' productsExact). Two inputs where the two differ, 4, 8 and 70 tokens (the few-rows bands,
 // which are unfused; the widened panel, whose check must send these to the few-rows bands; the phase kernel, whose
 // check must send them to the blocks) x 5 outputs, K = 16 (lane 0 sums k = 0 and k = 8): a product below f32's
-// normal range and a
-// product that overflows. Each must give the interpreter's (unfused) bits; the checks on the host first make sure
-// the inputs do tell the two apart, so a lowering that fused them unguarded would fail here.
+// normal range and a product that overflows. Each must give the interpreter's (unfused) bits; the checks on the
+// host first make sure the inputs do tell the two apart, so a lowering that fused them unguarded would fail here.
 TEST_F(CPUBackendTest, LinearFusesMultiplyAddOnlyWhenProductsAreExact) {
   const char *text = R"mlir(
 func.func @lin(%x: tensor<?x16xbf16>, %w: tensor<5x16xbf16>) -> tensor<?x5xbf16> {

@@ -373,8 +373,7 @@ Value productsExact(Emit t, Value xBf16, Magnitudes xm, Magnitudes wm) {
 }
 } // namespace
 
-SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, ArrayRef<Value> pairs, int64_t K,
-                                      bool fused) {
+SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, ArrayRef<Value> pairs, int64_t K) {
   const int64_t K8 = K / kLanes * kLanes, T = K - K8;
   const size_t na = a.rows.size(), np = pairs.size();
   auto pairType = VectorType::get({2 * kLanes}, e.f32());
@@ -401,7 +400,7 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
                                                         ArrayRef<bool>{true}));
           for (size_t i = 0; i < na; ++i)
             for (size_t j = 0; j < np; ++j)
-              next.push_back(multiplyAdd(t, av[i], wv[j], iter[i * np + j], fused));
+              next.push_back(multiplyAdd(t, av[i], wv[j], iter[i * np + j], /*fused=*/true));
           scf::YieldOp::create(bb, loc, next);
         });
     accs.assign(loop.getResults().begin(), loop.getResults().end());
@@ -943,8 +942,9 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   if (mb > 1) {
     // The paired panel's band (tiling.pairColumns): blocks of mb rows x blockCols columns (blockCols / 2 pairs),
     // the leftover pairs one at a time, and an odd last column as a pair whose second dot (the zero padding row) is
-    // dropped.
-    auto pairedBand = [&](Emit t, Value acc, Value m0, Value wide, bool fused) -> Value {
+    // dropped. Fused only (emitPairedDotBlock): the paired panel's bands run only where the widened panel's check
+    // showed every product exact; elsewhere the few-rows bands below, unpaired and unfused, do its rows.
+    auto pairedBand = [&](Emit t, Value acc, Value m0, Value wide) -> Value {
       const int64_t nb = tiling.blockCols, np = nb / 2;
       Value q = arith::DivSIOp::create(t.b, t.loc, nc, t.idx(nb));
       Value full = t.mul(q, t.idx(nb));
@@ -957,7 +957,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
         SmallVector<Value> pairs{p0};
         for (int64_t j = 1; j < pairsHere; ++j)
           pairs.push_back(u.add(p0, u.idx(j)));
-        SmallVector<Value> dots = emitPairedDotBlock(u, a, wide, pairs, K, fused);
+        SmallVector<Value> dots = emitPairedDotBlock(u, a, wide, pairs, K);
         for (int64_t i = 0; i < mb; ++i)
           for (int64_t cc = 0; cc < colsKept; ++cc) {
             Value col = cc ? u.add(c, u.idx(cc)) : c;
@@ -987,7 +987,7 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
                                       [&](OpBuilder &bb, Location loc, Value m0, ValueRange iter) {
                                         Emit u{bb, loc};
                                         scf::YieldOp::create(bb, loc,
-                                                             inPairs ? pairedBand(u, iter[0], m0, wSrc, fused)
+                                                             inPairs ? pairedBand(u, iter[0], m0, wSrc)
                                                                     : rowBand(u, iter[0], m0, mb, tiling.blockCols,
                                                                               /*strided=*/false, wSrc, wBase, fused));
                                       });

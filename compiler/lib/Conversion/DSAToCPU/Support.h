@@ -151,9 +151,10 @@ SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int6
 /// T = K % 8 wide at [2 K8 + h T, 2 K8 + h T + T)), as result[(i * pairs.size() + j) * 2 + h] = dotF32(a_i, w row
 /// 2 pairs[j] + h). One vector<16xf32> accumulator per (row, pair): x's 8 lanes twice against the pair's 16, so
 /// each half is one dot's 8 lanes, in dotF32's order (its lanes, the lane combination, the tail last) exactly as
-/// emitDotBlock. `fused` as there.
-SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, ArrayRef<Value> pairs, int64_t K,
-                                      bool fused);
+/// emitDotBlock. Fused only (vector.fma in the 8-lane steps; the tail unfused, as emitDotBlock's): the caller must
+/// have established that every product is exact in f32 (emitGroupedDots' run-time check); its unfused rows take
+/// the unpaired blocks.
+SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, ArrayRef<Value> pairs, int64_t K);
 
 /// Register and cache blocking of emitGroupedDots.
 struct GemmTiling {
