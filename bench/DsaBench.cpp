@@ -49,7 +49,8 @@
 // used by bench/torch_compare.py), --dsa_buffer_mib=N (size of the bandwidth buffer, default 1024),
 // --dsa_index_contexts=A,B,... (the index-source layer's decode positions, default 4096,65536), --dsa_no_in_place
 // (compile with CPUCompileOptions::inPlaceCaches = false: every step copies the caches, for before/after runs),
-// --dsa_phase_min_rows=N (CPUCompileOptions::phaseMinRows: the products' phase kernel from N rows; 0: never).
+// --dsa_phase_min_rows=N (CPUCompileOptions::phaseMinRows: the products' phase kernel from N rows; 0: never),
+// --dsa_op_tokens=N (the CPUOp/ benchmarks' rows of x, default 512).
 //
 //===----------------------------------------------------------------------------------------------------------===//
 #include "dsa/Backend/CPU/CPUModule.h"
@@ -116,6 +117,9 @@ bool gNoInPlace = false;
 /// --dsa_phase_min_rows=N: CPUCompileOptions::phaseMinRows (the products' phase kernel from N rows of x; 0: never),
 /// for before/after comparisons of the phase kernel in one binary.
 int64_t gPhaseMinRows = cpu::CPUCompileOptions().phaseMinRows;
+/// --dsa_op_tokens=N: the rows of x of the CPUOp/ benchmarks (default 512, the prefill's; 4, 16, 64 measure the
+/// products as batched decode of that many sequences runs them).
+int64_t gOpTokens = 512;
 size_t gBufferMiB = 1024;
 std::vector<int64_t> gIndexContexts = {4096, 65536};
 
@@ -1439,7 +1443,7 @@ void BM_IndexChunkCPU(benchmark::State &state, int64_t startPos, bool par) {
   state.counters["start_pos"] = static_cast<double>(startPos);
 }
 
-/// One linear of the window-only layer alone (CPUOp/<name>, CPUOpParallel/<name>): its 512-token product as the
+/// One linear of the window-only layer alone (CPUOp/<name>, CPUOpParallel/<name>): its 512-token (--dsa_op_tokens) product as the
 /// prefill runs it (dsa.linear, or dsa.grouped_output for wo_a), compiled by itself, random bf16 x and weights, so
 /// the GEMM's rate can be compared with the compute peaks without the rest of the layer. 2 flops per multiply-add.
 struct OpBench {
@@ -1451,7 +1455,7 @@ struct OpBench {
   Tensor x;
   std::vector<runtime::HostValue> w; // the weight, prepared once
 
-  static constexpr int64_t kTokens = 512;
+  const int64_t kTokens = gOpTokens;
   /// x [M, K] (grouped: o [M, heads, headDim] with heads * headDim = groups * K, w [groups * R, K]).
   std::string text(const Geometry &g) const {
     std::ostringstream os;
@@ -1538,7 +1542,7 @@ void BM_CPUOp(benchmark::State &state, const std::string &name, bool par) {
   state.counters["cpu_ms"] = 1e3 * t.cpu;
   state.counters["GFLOPs"] = op.flops() / t.wall / 1e9;
   state.counters["threads"] = par ? hardwareThreads() : 1u;
-  state.counters["tokens"] = static_cast<double>(OpBench::kTokens);
+  state.counters["tokens"] = static_cast<double>(op.kTokens);
   reportPeakRatios(state, op.flops(), t, par, nullptr);
 }
 
@@ -1729,6 +1733,13 @@ int main(int argc, char **argv) {
       if (a.size() == 21 || *end != '\0' || v < 0)
         die("--dsa_phase_min_rows must be an integer >= 0 (0: no phase kernel), got '" + a.substr(21) + "'");
       gPhaseMinRows = v;
+    } else if (a.rfind("--dsa_op_tokens=", 0) == 0) {
+      char *end = nullptr;
+      long long v = std::strtoll(a.c_str() + 16, &end, 10);
+      if (a.size() == 16 || *end != '\0' || v < 1 || v > 65536)
+        die("--dsa_op_tokens must be an integer in [1, 65536] (the CPUOp/ benchmarks' rows of x), got '" +
+            a.substr(16) + "'");
+      gOpTokens = v;
     } else if (a.rfind("--dsa_buffer_mib=", 0) == 0) {
       long v = std::strtol(a.c_str() + 17, nullptr, 10);
       if (v < 64)

@@ -1,8 +1,8 @@
 // The phase kernel of dsa.linear / dsa.grouped_output (docs/cpu-backend.md "Phase kernel"), here with 16 vector
 // registers (6 tokens x 2 x 8 outputs): K = 29 is 3 k-steps per phase (K8 = 3) and a tail of 5, N = 20 two column
 // tiles of 16. From 64 rows of x (arith.cmpi sge, counted at run time) x is packed phase-major into [1, bands, 29, 6]
-// (blocks of 4 rows by a 4 x 8 transpose; an scf.forall over bands, each band's [29, 6] tile zero-filled only when it runs past the rows), the panel's w
-// into [2, 29, 16] (zero-filled: its second tile has 4 columns; blocks of 8 w rows by an 8 x 8 transpose), and the product is an outer-product tile: per
+// (blocks of 4 rows by a 4 x 8 transpose; an scf.forall over bands, each band's [29, 6] tile zeroed first, by vectors of 6, only when it runs past the rows), the panel's w
+// into [2, 29, 16] (its second tile, which has 4 columns, zeroed first by vectors, the first not; blocks of 8 w rows by an 8 x 8 transpose), and the product is an outer-product tile: per
 // k-step 2 vectors of w, 6 broadcasts of x, 12 vector.fma into 12 accumulators; the kernel runs on a panel only when
 // a pass over the panel's w (and one over x) shows every product exact, otherwise the panel takes the blocks (which
 // have the unfused loop). The 8 phase sums of each output are stored, then combined as dotF32 combines
@@ -18,8 +18,10 @@
 // CHECK: %[[USE:[a-z0-9_]+]] = arith.cmpi sge, %{{.*}}, %c64 : index
 // CHECK: scf.if %[[USE]] -> (tensor<1x?x29x6xf32>)
 // CHECK: scf.forall (%[[B:[a-z0-9_]+]]) in (%{{.*}}) shared_outs(%{{.*}}) -> (tensor<1x?x29x6xf32>)
-// CHECK: tensor.empty() : tensor<29x6xf32>
-// CHECK: linalg.fill
+// CHECK: %[[XE:[a-z0-9_]+]] = tensor.empty() : tensor<29x6xf32>
+// CHECK: scf.if %{{.*}} -> (tensor<29x6xf32>)
+// CHECK-NEXT: scf.for %[[XS:[a-z0-9_]+]] = %c0 to %c29 step %c1 iter_args(%[[XA:[a-z0-9_]+]] = %[[XE]])
+// CHECK-NEXT: vector.transfer_write %{{.*}}, %[[XA]][%[[XS]], %c0] {in_bounds = [true]} : vector<6xf32>, tensor<29x6xf32>
 // The band's rows in blocks of 4 (rows 0 .. 3 of 6): per k-step 4 rows' 8 lanes, transposed by 16 shuffles,
 // written as 8 vectors of 4, one per phase; rows 4 and 5 element by element.
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c4
@@ -37,7 +39,11 @@
 // CHECK: scf.yield %false : i1
 // CHECK: scf.if %[[EXACT]] -> (tensor<?x?xbf16>)
 // CHECK: %[[WE:[a-z0-9_]+]] = tensor.empty() : tensor<2x29x16xf32>
-// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[WE]] : tensor<2x29x16xf32>)
+// Only the last column tile (1) is zeroed, 16 lanes per slot in a sequential loop (no linalg.fill: with
+// parallel=true that became an OpenMP loop nested in the panel's, one scalar store per element).
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %[[ZS:[a-z0-9_]+]] = %c0 to %c29 step %c1 iter_args(%[[ZA:[a-z0-9_]+]] = %[[WE]])
+// CHECK-NEXT: vector.transfer_write %{{.*}}, %[[ZA]][%c1, %[[ZS]], %c0] {in_bounds = [true]} : vector<16xf32>, tensor<2x29x16xf32>
 // w rows 0 .. 15 (two blocks of 8) are packed a block at a time: per k-step the 8 rows' 8 lanes, transposed by 24
 // shuffles, written as 8 vectors, one per phase (slots i, 3 + i, ..., 21 + i); rows 16 .. 19 element by element.
 // CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
@@ -102,4 +108,15 @@
 func.func @linear_phase(%x: tensor<?x29xbf16>, %w: tensor<20x29xbf16>) -> tensor<?x20xbf16> {
   %y = dsa.linear %x, %w : (tensor<?x29xbf16>, tensor<20x29xbf16>) -> tensor<?x20xbf16>
   return %y : tensor<?x20xbf16>
+}
+
+// N = 32: both column tiles full, so wp is not zeroed at all (the packing writes every element).
+// CHECK-LABEL: func.func @linear_phase_full_tiles
+// CHECK: %[[WF:[a-z0-9_]+]] = tensor.empty() : tensor<2x29x16xf32>
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: vector.transfer_write %cst{{.*}} : vector<16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c8 iter_args(%{{.*}} = %[[WF]])
+func.func @linear_phase_full_tiles(%x: tensor<?x29xbf16>, %w: tensor<32x29xbf16>) -> tensor<?x32xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x29xbf16>, tensor<32x29xbf16>) -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
 }

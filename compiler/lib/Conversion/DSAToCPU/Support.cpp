@@ -583,6 +583,25 @@ Value packPhaseMajor(Emit e, Value src, Value count, function_ref<Value(Emit, Va
   return rows.getResult(0);
 }
 
+/// `into` with `width` zeros at [lead..., slot, 0] for every slot < S: vectors of `width` f32 in a sequential loop.
+/// (Not a linalg.fill: inside an scf.forall body, with parallel=true, that became an OpenMP loop nested in the
+/// forall's, collapsed to one scalar store per element with its index divisions.)
+Value zeroSlots(Emit e, Value into, ValueRange lead, int64_t S, int64_t width) {
+  Value zeros = arith::ConstantOp::create(e.b, e.loc, DenseElementsAttr::get(VectorType::get({width}, e.f32()), 0.0f));
+  auto loop = scf::ForOp::create(e.b, e.loc, e.idx(0), e.idx(S), e.idx(1), ValueRange{into},
+                                 [&](OpBuilder &b, Location l, Value slot, ValueRange it) {
+                                   Emit v{b, l};
+                                   SmallVector<Value> at(lead.begin(), lead.end());
+                                   at.push_back(slot);
+                                   at.push_back(v.idx(0));
+                                   scf::YieldOp::create(
+                                       b, l,
+                                       vector::TransferWriteOp::create(b, l, zeros, it[0], at, ArrayRef<bool>{true})
+                                           .getResult());
+                                 });
+  return loop.getResult(0);
+}
+
 /// xp [G, NB, S, MR] of x [M, G K] (see above), zeros past row M: an scf.forall over (group, band of MR rows)
 /// (OpenMP with parallel=true), each band packed into its own [S, MR] tile (zero-filled first only when the band
 /// runs past row M) and inserted by tensor.parallel_insert_slice.
@@ -603,8 +622,7 @@ Value packPhaseX(Emit e, Value x, Value M, int64_t G, int64_t K, int64_t MR) {
   Value empty = f.empty(tileSizes, f.f32());
   Value tile0 = guarded(
       f, f.cmpi(arith::CmpIPredicate::slt, rows, f.idx(MR)), empty.getType(),
-      [&](Emit u) { return linalg::FillOp::create(u.b, u.loc, ValueRange{u.cf(0.0f)}, ValueRange{empty}).getResult(0); },
-      [&](Emit) { return empty; });
+      [&](Emit u) { return zeroSlots(u, empty, ValueRange{}, S, MR); }, [&](Emit) { return empty; });
   Value tile = packPhaseMajor(
       f, x, rows, [&](Emit u, Value r) { return u.add(r0, r); }, f.mul(g, f.idx(K)), K, tile0,
       [&](Emit, Value r, Value slot) -> SmallVector<Value> { return {slot, r}; }, /*rowBlock=*/4);
@@ -629,10 +647,17 @@ Value emitPhasePanel(Emit f, Value slice, Value xp, Value w, Value g, Value col0
   Value NB = arith::CeilDivSIOp::create(f.b, f.loc, M, f.idx(MR));
   Value JP = arith::CeilDivSIOp::create(f.b, f.loc, nc, f.idx(NR));
 
-  // wp [JP, S, NR], zeros past column nc.
+  // wp [JP, S, NR], zeros past column nc. Only the last column tile has such columns (when NR does not divide
+  // nc): it alone is zeroed first (zeroSlots; a linalg.fill of all of wp wrote the whole panel twice, and with
+  // parallel=true as a scalar nested OpenMP loop: measured as long as the k-loop at 64 rows).
   SmallVector<OpFoldResult> wSizes{JP, f.b.getIndexAttr(S), f.b.getIndexAttr(NR)};
+  Value wp0 = f.empty(wSizes, f.f32());
+  Value ragged = f.cmpi(arith::CmpIPredicate::ne, arith::RemSIOp::create(f.b, f.loc, nc, f.idx(NR)), f.idx(0));
+  wp0 = guarded(
+      f, ragged, wp0.getType(), [&](Emit u) { return zeroSlots(u, wp0, ValueRange{u.sub(JP, u.idx(1))}, S, NR); },
+      [&](Emit) { return wp0; });
   Value wp = packPhaseMajor(
-      f, w, nc, [&](Emit u, Value r) { return u.add(col0, r); }, f.idx(0), K, f.filled(wSizes, f.cf(0.0f)),
+      f, w, nc, [&](Emit u, Value r) { return u.add(col0, r); }, f.idx(0), K, wp0,
       [&](Emit v, Value r, Value slot) -> SmallVector<Value> {
         return {arith::DivSIOp::create(v.b, v.loc, r, v.idx(NR)), slot, arith::RemSIOp::create(v.b, v.loc, r, v.idx(NR))};
       },
