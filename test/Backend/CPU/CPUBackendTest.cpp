@@ -11,6 +11,7 @@
 #include "BitExact.h"
 #include "CPUTestSupport.h"
 #include "dsa/Backend/CPU/CPUModule.h"
+#include "dsa/ABI/BufferCache.h"
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/ABI/RuntimeFunctions.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
@@ -398,6 +399,41 @@ func.func @k5(%x: tensor<?x5xbf16>, %w: tensor<3x5xbf16>) -> tensor<?x3xbf16> {
   expectMatchesInterpreter(text, "f32", {randomFloats(ElementType::F32, {4, 21}, 3.0f),
                                          randomFloats(ElementType::F32, {7, 21})});
   expectMatchesInterpreter(text, "k5", {randomFloats(ElementType::BF16, {2, 5}), randomFloats(ElementType::BF16, {3, 5})});
+}
+
+// The compiled code's malloc / free are the buffer cache's (core's dsa/ABI/BufferCache.h): a 2 MiB f32 temporary
+// (the first product's [1024, 512] result, consumed by the second) freed inside the call is kept for the next
+// call, which reuses it (the bytes held do not grow), and without the cache (limit 0) nothing is kept; the results
+// are the interpreter's bits every time. The JIT's transformer would have left a call of libc's free otherwise.
+TEST_F(CPUBackendTest, CompiledCodeAllocatesThroughTheBufferCache) {
+  const char *text = R"mlir(
+func.func @two(%x: tensor<?x64xf32>, %w1: tensor<512x64xf32>, %w2: tensor<8x512xf32>) -> tensor<?x8xf32> {
+  %h = dsa.linear %x, %w1 : (tensor<?x64xf32>, tensor<512x64xf32>) -> tensor<?x512xf32>
+  %y = dsa.linear %h, %w2 : (tensor<?x512xf32>, tensor<8x512xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+)mlir";
+  OwningOpRef<ModuleOp> m = parse(text);
+  ASSERT_TRUE(m);
+  std::unique_ptr<cpu::CPUModule> compiled = compile(*m, {});
+  ASSERT_TRUE(compiled);
+  const std::vector<Tensor> args = {randomFloats(ElementType::F32, {1024, 64}),
+                                    randomFloats(ElementType::F32, {512, 64}, 0.1f),
+                                    randomFloats(ElementType::F32, {8, 512}, 0.1f)};
+  const size_t limit = ::dsa::abi::bufferCacheLimit();
+  ::dsa::abi::setBufferCacheLimit(size_t(64) << 20);
+  ::dsa::abi::releaseCachedBuffers();
+  ASSERT_EQ(::dsa::abi::bufferCacheBytes(), 0u);
+  expectCallMatchesInterpreter(*m, *compiled, "two", args);
+  const size_t afterFirst = ::dsa::abi::bufferCacheBytes();
+  EXPECT_GE(afterFirst, size_t(1024) * 512 * 4) << "the [1024, 512] f32 temporary was not kept";
+  expectCallMatchesInterpreter(*m, *compiled, "two", args);
+  EXPECT_EQ(::dsa::abi::bufferCacheBytes(), afterFirst) << "the second call did not reuse the kept blocks";
+  ::dsa::abi::setBufferCacheLimit(0);
+  EXPECT_EQ(::dsa::abi::bufferCacheBytes(), 0u);
+  expectCallMatchesInterpreter(*m, *compiled, "two", args);
+  EXPECT_EQ(::dsa::abi::bufferCacheBytes(), 0u);
+  ::dsa::abi::setBufferCacheLimit(limit);
 }
 
 /// The products' tile modes: the target's vector registers and 32 (the AVX-512 tiles, whose 16-lane vectors LLVM

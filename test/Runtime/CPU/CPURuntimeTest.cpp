@@ -7,6 +7,7 @@
 #include "dsa/Runtime/CPU/HostFeatures.h"
 #include "dsa/Runtime/CPU/StepLibrary.h"
 
+#include "dsa/ABI/BufferCache.h"
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/Numerics/BF16.h"
 
@@ -19,6 +20,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+
+#include <malloc.h>
 
 namespace cpu = ::dsa::cpu;
 namespace runtime = ::dsa::runtime;
@@ -1186,4 +1189,74 @@ TEST(CPURuntime, AResultThatDoesNotFitTheSignatureIsAnError) {
   EXPECT_NE(r.error().find("@scale: result #0 came back with shape [1, 2], the signature says tensor<?x3xf32>"),
             std::string::npos)
       << r.error();
+}
+
+// dsa_cpu_alloc / dsa_cpu_free (core's dsa/ABI/BufferCache.h), the compiled code's malloc and free.
+TEST(CPURuntime, BufferCacheKeepsLargeBlocksForSizesTheyFitWithinItsLimit) {
+  namespace abi = ::dsa::abi;
+  const size_t limit = abi::bufferCacheLimit();
+  abi::setBufferCacheLimit(size_t(64) << 20);
+  abi::releaseCachedBuffers();
+  const size_t MiB = size_t(1) << 20;
+
+  // Small blocks are malloc's alone.
+  void *small = dsa_cpu_alloc(1000);
+  ASSERT_NE(small, nullptr);
+  dsa_cpu_free(small);
+  EXPECT_EQ(abi::bufferCacheBytes(), 0u);
+  dsa_cpu_free(nullptr);
+
+  // A large block is kept and handed to the next request it fits, also one a little larger (its size class).
+  void *a = dsa_cpu_alloc(4 * MiB + 1);
+  ASSERT_NE(a, nullptr);
+  std::memset(a, 1, 4 * MiB + 1);
+  const size_t usableA = malloc_usable_size(a);
+  EXPECT_GE(usableA, 4 * MiB + MiB / 2) << "a fresh block is rounded up to its size class (steps of 1/8)";
+  dsa_cpu_free(a);
+  EXPECT_EQ(abi::bufferCacheBytes(), usableA);
+  void *again = dsa_cpu_alloc(4 * MiB + 4096);
+  EXPECT_EQ(again, a);
+  EXPECT_EQ(abi::bufferCacheBytes(), 0u);
+  // Blocks are malloc's: a caller may free a result buffer with free() (what the host runtime does).
+  std::free(again);
+
+  // Not for a request of less than half its size (that would hold the memory twice over).
+  void *b = dsa_cpu_alloc(4 * MiB);
+  dsa_cpu_free(b);
+  void *c = dsa_cpu_alloc(MiB + 1);
+  EXPECT_NE(c, b);
+  EXPECT_EQ(abi::bufferCacheBytes(), malloc_usable_size(b));
+  dsa_cpu_free(c);
+
+  // The limit: the oldest blocks go first; a block over the limit is freed at once; lowering it releases.
+  abi::releaseCachedBuffers();
+  abi::setBufferCacheLimit(8 * MiB);
+  void *d = dsa_cpu_alloc(2 * MiB), *e = dsa_cpu_alloc(3 * MiB), *f = dsa_cpu_alloc(16 * MiB);
+  dsa_cpu_free(f); // over the limit on its own
+  EXPECT_EQ(abi::bufferCacheBytes(), 0u);
+  dsa_cpu_free(d);
+  dsa_cpu_free(e);
+  EXPECT_EQ(abi::bufferCacheBytes(), malloc_usable_size(d) + malloc_usable_size(e));
+  void *g = dsa_cpu_alloc(4 * MiB); // no cached block fits: a fresh one
+  EXPECT_NE(g, d);
+  EXPECT_NE(g, e);
+  dsa_cpu_free(g); // 9 MiB: d, the oldest, is released to stay under 8 MiB
+  EXPECT_EQ(abi::bufferCacheBytes(), malloc_usable_size(e) + malloc_usable_size(g));
+  abi::setBufferCacheLimit(0);
+  EXPECT_EQ(abi::bufferCacheBytes(), 0u);
+
+  // A block no allocation took for 1024 large allocations is released (a size that stopped recurring).
+  abi::setBufferCacheLimit(size_t(64) << 20);
+  void *idle = dsa_cpu_alloc(16 * MiB);
+  dsa_cpu_free(idle);
+  const size_t idleBytes = abi::bufferCacheBytes();
+  EXPECT_GE(idleBytes, 16 * MiB);
+  for (int i = 0; i < 1100; ++i)
+    dsa_cpu_free(dsa_cpu_alloc(MiB));
+  EXPECT_LT(abi::bufferCacheBytes(), idleBytes) << "the idle 16 MiB block is still held";
+  EXPECT_LE(abi::bufferCacheBytes(), 2 * MiB);
+
+  abi::releaseCachedBuffers();
+  EXPECT_EQ(abi::bufferCacheBytes(), 0u);
+  abi::setBufferCacheLimit(limit);
 }

@@ -210,8 +210,15 @@ Result<std::string> emitCPUStepLibrary(mlir::ModuleOp module, const std::string 
   const std::string objPath = directory + "/" + baseName + ".o";
   const std::string soPath = directory + "/" + baseName + ".so";
   const std::string jsonPath = directory + "/" + baseName + ".json";
-  auto noBf16 = [&](llvm::Module &m) { return backend::checkNoBf16Conversions(m, what); };
-  if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.optLevel, objPath, what, noBf16); !st)
+  // After optimisation: no bf16 conversions left to LLVM, and malloc / free routed to the buffer cache (linked
+  // from libDSACPURuntime.a with the top-k set).
+  auto beforeCodegen = [&](llvm::Module &m) -> Status {
+    if (Status st = backend::checkNoBf16Conversions(m, what); !st)
+      return st;
+    return backend::routeAllocationsToBufferCache(m, what);
+  };
+  if (Status st = backend::optimizeAndEmitObject(*llvmModule, **tm, options.optLevel, objPath, what, beforeCodegen);
+      !st)
     return makeError(st.error());
   // The runtime functions the code may call (the top-k set) from the runtime's archives (runtimeLinkArguments).
   Result<std::vector<std::string>> runtime = backend::runtimeLinkArguments();

@@ -13,6 +13,7 @@
 
 #include "../Common/HostObject.h"
 
+#include "dsa/ABI/BufferCache.h"
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/ABI/RuntimeFunctions.h"
 #include "dsa/Runtime/CPU/HostFeatures.h"
@@ -133,6 +134,9 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
       return err;
     if (Status st = backend::checkNoBf16Conversions(*m, "cpu backend"); !st)
       irError = st.error();
+    // malloc / free as dsa_cpu_alloc / dsa_cpu_free (the buffer cache, bound below), once LLVM has optimised.
+    else if (Status st = backend::routeAllocationsToBufferCache(*m, "cpu backend"); !st)
+      irError = st.error();
     return llvm::Error::success();
   };
   mlir::ExecutionEngineOptions engineOptions;
@@ -163,6 +167,11 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
     llvm::orc::SymbolMap symbols;
     symbols[interner(abi::kFailSymbol)] = {llvm::orc::ExecutorAddr::fromPtr(&dsaCpuRecordFailure),
                                       llvm::JITSymbolFlags::Exported};
+    // The compiled code's malloc and free (routeAllocationsToBufferCache): core's dsa/ABI/BufferCache.h.
+    symbols[interner(abi::kAllocSymbol)] = {llvm::orc::ExecutorAddr::fromPtr(&dsa_cpu_alloc),
+                                            llvm::JITSymbolFlags::Exported};
+    symbols[interner(abi::kFreeSymbol)] = {llvm::orc::ExecutorAddr::fromPtr(&dsa_cpu_free),
+                                           llvm::JITSymbolFlags::Exported};
     // The runtime functions of RuntimeFunctions.h, called through their C interface (memref descriptors by pointer).
     symbols[interner(abi::kTopkEntrySymbol)] = {
         llvm::orc::ExecutorAddr::fromPtr(&_mlir_ciface_dsa_cpu_topk_set), llvm::JITSymbolFlags::Exported};
@@ -175,6 +184,8 @@ Result<std::unique_ptr<CPUModule>> compileForCPU(mlir::ModuleOp module, const CP
       return makeError("cpu backend: JIT lookup of @" + sig.name + " failed: " + llvm::toString(fn.takeError()));
     impl->entries.push_back(*fn);
   }
+  if (!irError.empty()) // should the transformer have run at a lookup rather than in create
+    return makeError(irError);
   return std::unique_ptr<CPUModule>(new CPUModule(std::move(impl)));
 }
 

@@ -1,6 +1,7 @@
 //===- HostObject.cpp - shared AOT steps of the CPU and GPU step libraries --------------------------------===//
 #include "HostObject.h"
 
+#include "dsa/ABI/BufferCache.h"
 #include "dsa/ABI/RuntimeErrors.h"
 #include "dsa/ABI/StepLibrary.h"
 
@@ -107,6 +108,21 @@ Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned 
   os.flush();
   if (os.has_error())
     return makeError(what + ": writing '" + objPath + "' failed: " + os.error().message());
+  return Status::success();
+}
+
+Status routeAllocationsToBufferCache(llvm::Module &m, const std::string &what) {
+  const std::pair<const char *, const char *> renames[] = {{"malloc", abi::kAllocSymbol}, {"free", abi::kFreeSymbol}};
+  for (const auto &[from, to] : renames) {
+    if (m.getNamedValue(to))
+      return makeError(what + ": the module already has a symbol named " + to);
+    llvm::Function *f = m.getFunction(from);
+    if (!f)
+      continue;
+    if (!f->isDeclaration())
+      return makeError(what + ": the module defines " + from + " (expected only its declaration)");
+    f->setName(to);
+  }
   return Status::success();
 }
 

@@ -57,6 +57,12 @@ Status optimizeAndEmitObject(llvm::Module &m, llvm::TargetMachine &tm, unsigned 
 /// process) or, with AVX512_BF16, vcvtneps2bf16 (denormals flushed to zero).
 Status checkNoBf16Conversions(const llvm::Module &m, const std::string &what);
 
+/// Renames the declarations `malloc` and `free` of `m` (what finalize-memref-to-llvm lowers memref.alloc and
+/// memref.dealloc to) to `dsa_cpu_alloc` and `dsa_cpu_free`, core's dsa/ABI/BufferCache.h (malloc with a bounded
+/// cache of large blocks). Call it on the OPTIMISED module, so that LLVM's knowledge of malloc (a result that
+/// aliases nothing) has shaped the code. An error when `m` defines either name, or already has the new ones.
+Status routeAllocationsToBufferCache(llvm::Module &m, const std::string &what);
+
 /// Links `objPath` into the shared object `soPath` with `cc -shared`, then `extraArgs` (archives, -l options).
 /// What the run-time check hook dsa_cpu_fail does after calling through `dsa_cpu_fail_hook`.
 enum class FailHookEnd {
