@@ -821,8 +821,9 @@ func.func @grouped(%o: tensor<?x4x250xbf16>, %w: tensor<1062x500xbf16>) -> tenso
   }
 }
 
-/// sparse_attn's blocked q.k scores (blocks of 4, 2 or 1 heads x 4 indices, leftover indices) and its chunked p.v
-/// sums (chunks of 8 vectors, a chunk of 1 vector + the hd % 8 tail, a tail-only chunk), with -1 indices.
+/// sparse_attn's blocked q.k scores (blocks of 4, 2 or 1 heads x 4 indices with 32 vector registers, x 2 indices
+/// with 16, leftover indices) and its chunked p.v sums (chunks of 8 vectors, a chunk of 1 vector + the hd % 8 tail,
+/// a tail-only chunk), with -1 indices; in every tile mode (the host's registers and 32, serial and OpenMP).
 TEST_F(CPUBackendTest, BlockedSparseAttnMatchesInterpreter) {
   const char *text = R"mlir(
 func.func @h3(%q: tensor<?x3x77xbf16>, %kv: tensor<?x77xbf16>, %idx: tensor<?x?xi32>, %sink: tensor<3xf32>)
@@ -853,13 +854,24 @@ func.func @h8(%q: tensor<?x8x136xbf16>, %kv: tensor<?x136xbf16>, %idx: tensor<?x
       x = std::min(x, n - 1);
     return Tensor::fromInts(ElementType::I32, {s, k}, v);
   };
-  expectMatchesInterpreter(text, "h3", {randomFloats(ElementType::BF16, {3, 3, 77}), randomFloats(ElementType::BF16, {9, 77}),
-                                        indices(3, 7, 9), randomFloats(ElementType::F32, {3})});
-  expectMatchesInterpreter(text, "h6", {randomFloats(ElementType::BF16, {2, 6, 69}), randomFloats(ElementType::BF16, {5, 69}),
-                                        indices(2, 9, 5), randomFloats(ElementType::F32, {6})});
-  expectMatchesInterpreter(text, "h8", {randomFloats(ElementType::BF16, {4, 8, 136}),
-                                        randomFloats(ElementType::BF16, {20, 136}), indices(4, 13, 20),
-                                        randomFloats(ElementType::F32, {8})});
+  const std::vector<Tensor> h3 = {randomFloats(ElementType::BF16, {3, 3, 77}), randomFloats(ElementType::BF16, {9, 77}),
+                                  indices(3, 7, 9), randomFloats(ElementType::F32, {3})};
+  const std::vector<Tensor> h6 = {randomFloats(ElementType::BF16, {2, 6, 69}), randomFloats(ElementType::BF16, {5, 69}),
+                                  indices(2, 9, 5), randomFloats(ElementType::F32, {6})};
+  const std::vector<Tensor> h8 = {randomFloats(ElementType::BF16, {4, 8, 136}),
+                                  randomFloats(ElementType::BF16, {20, 136}), indices(4, 13, 20),
+                                  randomFloats(ElementType::F32, {8})};
+  OwningOpRef<ModuleOp> m = parse(text);
+  ASSERT_TRUE(m);
+  for (const cpu::CPUCompileOptions &options : tileModes()) {
+    SCOPED_TRACE("vector registers " + std::to_string(options.vectorRegisters) +
+                 (options.parallel ? ", OpenMP" : ", serial"));
+    std::unique_ptr<cpu::CPUModule> compiled = compile(*m, options);
+    ASSERT_TRUE(compiled);
+    expectCallMatchesInterpreter(*m, *compiled, "h3", h3);
+    expectCallMatchesInterpreter(*m, *compiled, "h6", h6);
+    expectCallMatchesInterpreter(*m, *compiled, "h8", h8);
+  }
 }
 
 //===----------------------------------------------------------------------------------------------------------===//
