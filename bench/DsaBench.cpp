@@ -1446,6 +1446,10 @@ void BM_IndexChunkCPU(benchmark::State &state, int64_t startPos, bool par) {
 /// One linear of the window-only layer alone (CPUOp/<name>, CPUOpParallel/<name>): its 512-token (--dsa_op_tokens) product as the
 /// prefill runs it (dsa.linear, or dsa.grouped_output for wo_a), compiled by itself, random bf16 x and weights, so
 /// the GEMM's rate can be compared with the compute peaks without the rest of the layer. 2 flops per multiply-add.
+/// CPUOp/sparse_attn (groups = kSparseAttn): the window-only prefill's dsa.sparse_attn alone, q [M, heads, headDim]
+/// and kv [M, headDim] bf16, each token's window indices (t - window + 1 .. t, -1 before 0), sink f32 [heads];
+/// flops: q.k and p.v, 2 x 2 x M x heads x window x headDim (the -1 entries counted too).
+constexpr int64_t kSparseAttn = -1;
 struct OpBench {
   std::string name;
   int64_t N, K, groups; // weight [N, K]; groups > 1: grouped_output, x [M, heads, headDim], K = heads * headDim / groups
@@ -1460,7 +1464,14 @@ struct OpBench {
   /// x [M, K] (grouped: o [M, heads, headDim] with heads * headDim = groups * K, w [groups * R, K]).
   std::string text(const Geometry &g) const {
     std::ostringstream os;
-    if (groups == 1) {
+    if (groups == kSparseAttn) {
+      const std::string q = "tensor<?x" + std::to_string(g.nHeads) + "x" + std::to_string(g.headDim) + "xbf16>";
+      const std::string kv = "tensor<?x" + std::to_string(g.headDim) + "xbf16>";
+      const std::string sink = "tensor<" + std::to_string(g.nHeads) + "xf32>";
+      os << "func.func @op(%q: " << q << ", %kv: " << kv << ", %idx: tensor<?x?xi32>, %sink: " << sink << ") -> " << q
+         << " {\n  %o = dsa.sparse_attn %q, %kv, %idx, %sink {scale = 0.0441941738 : f32} : (" << q << ", " << kv
+         << ", tensor<?x?xi32>, " << sink << ") -> " << q << "\n  return %o : " << q << "\n}\n";
+    } else if (groups == 1) {
       os << "func.func @op(%x: tensor<?x" << K << "xbf16>, %w: tensor<" << N << "x" << K << "xbf16>) -> tensor<?x" << N
          << "xbf16> {\n  %y = dsa.linear %x, %w : (tensor<?x" << K << "xbf16>, tensor<" << N << "x" << K
          << "xbf16>) -> tensor<?x" << N << "xbf16>\n  return %y : tensor<?x" << N << "xbf16>\n}\n";
@@ -1472,7 +1483,11 @@ struct OpBench {
     }
     return os.str();
   }
-  double flops() const { return 2.0 * static_cast<double>(kTokens) * static_cast<double>(N) * static_cast<double>(K); }
+  double flops() const {
+    if (groups == kSparseAttn) // N = heads x window, K = headDim
+      return 2.0 * 2.0 * static_cast<double>(kTokens) * static_cast<double>(N) * static_cast<double>(K);
+    return 2.0 * static_cast<double>(kTokens) * static_cast<double>(N) * static_cast<double>(K);
+  }
 
   OpBench(std::string name_, int64_t n, int64_t k, int64_t grp, const Geometry &g)
       : name(std::move(name_)), N(n), K(k), groups(grp) {
@@ -1481,6 +1496,20 @@ struct OpBench {
     if (!module)
       die("CPUOp/" + name + ": the module does not parse (see the diagnostic above)");
     Random rng(7);
+    if (groups == kSparseAttn) {
+      std::vector<int64_t> idx;
+      for (int64_t t = 0; t < kTokens; ++t)
+        for (int64_t j = 0; j < g.window; ++j) {
+          const int64_t row = t - g.window + 1 + j;
+          idx.push_back(row < 0 ? -1 : row);
+        }
+      x = randomTensor(rng, ElementType::BF16, {kTokens, g.nHeads, g.headDim}, 1.0f);
+      args = {runtime::HostBuffer::fromTensor(x),
+              runtime::HostBuffer::fromTensor(randomTensor(rng, ElementType::BF16, {kTokens, g.headDim}, 1.0f)),
+              runtime::HostBuffer::fromTensor(Tensor::fromInts(ElementType::I32, {kTokens, g.window}, idx)),
+              runtime::HostBuffer::fromTensor(randomTensor(rng, ElementType::F32, {g.nHeads}, 1.0f))};
+      return;
+    }
     x = groups == 1 ? randomTensor(rng, ElementType::BF16, {kTokens, K}, 1.0f)
                     : randomTensor(rng, ElementType::BF16, {kTokens, g.nHeads, g.headDim}, 1.0f);
     w.push_back(runtime::HostBuffer::fromTensor(randomTensor(rng, ElementType::BF16, {N, K}, fanIn(K))));
@@ -1514,13 +1543,14 @@ OpBench &opBench(const std::string &name) {
     gOps.push_back(std::make_unique<OpBench>("wkv", g.headDim, g.dim, 1, g));
     gOps.push_back(std::make_unique<OpBench>("wo_a", g.oGroups * g.oLora, g.groupWidth(), g.oGroups, g));
     gOps.push_back(std::make_unique<OpBench>("wo_b", g.dim, g.oGroups * g.oLora, 1, g));
+    gOps.push_back(std::make_unique<OpBench>("sparse_attn", g.nHeads * g.window, g.headDim, kSparseAttn, g));
   }
   for (auto &op : gOps)
     if (op->name == name)
       return *op;
   die("no CPUOp benchmark named " + name);
 }
-const char *kOpNames[] = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b"};
+const char *kOpNames[] = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b", "sparse_attn"};
 
 void BM_CPUOp(benchmark::State &state, const std::string &name, bool par) {
   OpBench &op = opBench(name);

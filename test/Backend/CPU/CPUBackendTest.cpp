@@ -821,9 +821,9 @@ func.func @grouped(%o: tensor<?x4x250xbf16>, %w: tensor<1062x500xbf16>) -> tenso
   }
 }
 
-/// sparse_attn's blocked q.k scores (blocks of 4, 2 or 1 heads x 4 indices with 32 vector registers, x 2 indices
-/// with 16, leftover indices) and its chunked p.v sums (chunks of 8 vectors, a chunk of 1 vector + the hd % 8 tail,
-/// a tail-only chunk), with -1 indices; in every tile mode (the host's registers and 32, serial and OpenMP).
+/// sparse_attn's blocked q.k scores (blocks of 4, 2 or 1 heads x 4 indices, leftover indices) and its chunked p.v
+/// sums (chunks of 8 vectors, a chunk of 1 vector + the hd % 8 tail, a tail-only chunk), with -1 indices; in every
+/// tile mode (the host's registers and 32, serial and OpenMP: the scf.forall loops as OpenMP loops too).
 TEST_F(CPUBackendTest, BlockedSparseAttnMatchesInterpreter) {
   const char *text = R"mlir(
 func.func @h3(%q: tensor<?x3x77xbf16>, %kv: tensor<?x77xbf16>, %idx: tensor<?x?xi32>, %sink: tensor<3xf32>)

@@ -3,12 +3,6 @@
 // over valid j, p = exp(z - m) / den, o = bf16(sum over valid j of p * kv[idx, d]). Run-time checks: codes 10
 // (indices rows != s), 12 (NaN sink), 11 (index outside [-1, n)); n == 0 or a failed row check gives zeros.
 // RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
-// With 16 vector registers (AVX2) the q.k blocks are 4 heads x 2 indices: 8 accumulators (4 x 4 spilled).
-// RUN: dsa-opt %s --dsa-to-cpu=vector-registers=16 --canonicalize --cse | FileCheck %s --check-prefix=R16
-// R16-LABEL: func.func @attn
-// R16: scf.forall (%[[T:[a-z0-9_]+]]) in (%{{.*}}) shared_outs(%{{.*}}) -> (tensor<?x4x?xf32>) {
-// R16: scf.for %{{.*}} = %c0 to %{{.*}} step %c2 iter_args(%{{.*}}) -> (tensor<1x4x?xf32>) {
-// R16: scf.for %{{.*}} = %c0 to %c32 step %c8 iter_args({{[^)]*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 
 // CHECK-LABEL: func.func @attn
 // CHECK-SAME: (%[[Q:[a-z0-9_]+]]: tensor<?x4x32xbf16>, %[[KV:[a-z0-9_]+]]: tensor<?x32xbf16>, %[[IDX:[a-z0-9_]+]]: tensor<?x?xi32>, %[[SINK:[a-z0-9_]+]]: tensor<4xf32>)

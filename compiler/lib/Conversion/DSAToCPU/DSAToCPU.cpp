@@ -441,12 +441,12 @@ struct WindowIndicesLowering : OpConversionPattern<WindowIndicesOp> {
 /// p_j = exp(z_j - m) / den; o[d] = bf16(sum_j p_j * kv[idx_j, d]) (valid j, ascending, from 0).
 /// z[t, h, j] = dotF32(q[t, h, :], kv[rowOf(idx[t, j]), :]) * scale, or -inf where idx[t, j] < 0, into `init`
 /// [s, H, k] f32. An scf.forall over (t, block of hb heads) (hb = 4, 2 or 1, dividing H); inside, blocks of hb heads x
-/// kKeys indices (emitDotBlock: each kv row loaded once per step for hb heads, each q row for kKeys indices), the
-/// leftover indices hb x 1. kKeys = 4 with 32 vector registers (16 accumulators + 8 row vectors); 2 with 16 (8 + 4
-/// + 2: 4 x 4 spilled accumulators to the stack every step on AVX2). Each dot's order is dotF32's either way.
+/// 4 indices (emitDotBlock: each kv row loaded once per step for hb heads, each q row for 4 indices), the leftover
+/// indices hb x 1.
 Value emitQueryKeyScores(Emit e, Value q, Value kv, Value idx, Value init, int64_t H, int64_t hd, float scale,
-                         int64_t kKeys, function_ref<Value(Emit, Value)> rowOf) {
+                         function_ref<Value(Emit, Value)> rowOf) {
   using P = arith::CmpIPredicate;
+  constexpr int64_t kKeys = 4;
   const int64_t hb = H % 4 == 0 ? 4 : H % 2 == 0 ? 2 : 1;
   Value s = e.sizeValue(sizesOf(e, init)[0]);
   Value k = e.sizeValue(sizesOf(e, idx)[1]);
@@ -565,8 +565,7 @@ Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int6
 }
 
 struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
-  SparseAttnLowering(MLIRContext *ctx, int64_t keysPerBlock) : OpConversionPattern(ctx), keysPerBlock(keysPerBlock) {}
-  int64_t keysPerBlock; ///< emitQueryKeyScores' kKeys
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SparseAttnOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     using P = arith::CmpIPredicate;
     auto qType = cast<RankedTensorType>(op.getQ().getType());
@@ -630,10 +629,10 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
             return arith::IndexCastOp::create(t.b, t.loc, t.b.getIndexType(), t.maxsi(t.minsi(i, nMinus1), t.c32(0)))
                 .getResult();
           };
-          // z[t, h, j] = dotF32(q[t, h], kv[row(idx[t, j])]) * scale, -inf for -1: blocks of heads x 4 or 2
-          // indices (emitQueryKeyScores), each dot in dotF32's order.
+          // z[t, h, j] = dotF32(q[t, h], kv[row(idx[t, j])]) * scale, -inf for -1: blocks of heads x 4 indices
+          // (emitQueryKeyScores), each dot in dotF32's order.
           SmallVector<OpFoldResult> zSizes{qSizes[0], g.b.getIndexAttr(H), k};
-          Value z = emitQueryKeyScores(g, q, kvF, idx, g.empty(zSizes, f32), H, hd, scale, keysPerBlock, rowOf);
+          Value z = emitQueryKeyScores(g, q, kvF, idx, g.empty(zSizes, f32), H, hd, scale, rowOf);
           // m[t, h] = max over sink and z (std::max order).
           SmallVector<OpFoldResult> thSizes{qSizes[0], g.b.getIndexAttr(H)};
           auto thType = tensorType(thSizes, f32);
@@ -827,9 +826,7 @@ void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegiste
   }
   patterns.add<LinearLowering, GroupedOutputLowering>(patterns.getContext(), tiling);
   patterns.add<RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering, WindowKvLowering,
-               WindowIndicesLowering>(patterns.getContext());
-  // sparse_attn's q.k blocks: 4 heads x 4 indices with 32 registers, 4 x 2 with 16 (emitQueryKeyScores).
-  patterns.add<SparseAttnLowering>(patterns.getContext(), vectorRegisters >= 32 ? 4 : 2);
+               WindowIndicesLowering, SparseAttnLowering>(patterns.getContext());
   // The compressed-attention primitives and the elementwise casts on tensors; act_quant_fp8 and the fp4 round trips
   // share one lowering (BlockRoundTripLowering, CompressedToCPU.cpp).
   cpu_lowering::populateCompressedToCPUPatterns(patterns);
