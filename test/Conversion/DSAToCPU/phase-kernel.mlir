@@ -120,3 +120,31 @@ func.func @linear_phase_full_tiles(%x: tensor<?x29xbf16>, %w: tensor<32x29xbf16>
   %y = dsa.linear %x, %w : (tensor<?x29xbf16>, tensor<32x29xbf16>) -> tensor<?x32xbf16>
   return %y : tensor<?x32xbf16>
 }
+
+// Panel widths (GemmTiling::phasePanelBytes, phaseMinPanels; the panel's outputs, selected from 64 rows): one phase of a panel is about 128 KiB with 16
+// registers and 512 KiB with 32 (AVX-512 cores have at least 1 MiB of L2). wo_b's shape, K = 8192 (4 KiB of f32
+// per output per phase): 2 tiles of 16 per panel with 16 registers, 4 tiles of 32 with 32 (with 128 KiB it was one
+// tile, every band of x read again from L3 per 32 outputs).
+// CHECK-LABEL: func.func @linear_phase_long_k
+// CHECK: %[[P:[a-z0-9_]+]] = arith.cmpi sge, %{{.*}}, %c64 : index
+// CHECK-NEXT: arith.select %[[P]], %c32, %{{.*}} : index
+// V32-LABEL: func.func @linear_phase_long_k
+// V32: %[[P:[a-z0-9_]+]] = arith.cmpi sge, %{{.*}}, %c64 : index
+// V32-NEXT: arith.select %[[P]], %c128, %{{.*}} : index
+func.func @linear_phase_long_k(%x: tensor<?x8192xbf16>, %w: tensor<5120x8192xbf16>) -> tensor<?x5120xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x8192xbf16>, tensor<5120x8192xbf16>) -> tensor<?x5120xbf16>
+  return %y : tensor<?x5120xbf16>
+}
+
+// wq_a's shape, N = 1280, K = 5120: with 32 registers 512 KiB is 192 outputs, 7 panels; narrowed to 160 (5 tiles)
+// so that the product has 8 panels (phaseMinPanels: the units of OpenMP work). 16 registers: 48 outputs, 27 panels.
+// CHECK-LABEL: func.func @linear_phase_min_panels
+// CHECK: %[[P:[a-z0-9_]+]] = arith.cmpi sge, %{{.*}}, %c64 : index
+// CHECK-NEXT: arith.select %[[P]], %c48, %{{.*}} : index
+// V32-LABEL: func.func @linear_phase_min_panels
+// V32: %[[P:[a-z0-9_]+]] = arith.cmpi sge, %{{.*}}, %c64 : index
+// V32-NEXT: arith.select %[[P]], %c160, %{{.*}} : index
+func.func @linear_phase_min_panels(%x: tensor<?x5120xbf16>, %w: tensor<1280x5120xbf16>) -> tensor<?x1280xbf16> {
+  %y = dsa.linear %x, %w : (tensor<?x5120xbf16>, tensor<1280x5120xbf16>) -> tensor<?x1280xbf16>
+  return %y : tensor<?x1280xbf16>
+}

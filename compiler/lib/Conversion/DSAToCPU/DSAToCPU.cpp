@@ -820,9 +820,14 @@ void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegiste
   // The phase kernel's register tile: rows x (vectors x lanes) accumulators + the vectors + one broadcast. 16
   // registers: 6 x 2 x 8 lanes (12 + 2 + 1); 32: 12 x 2 x 16 lanes (24 + 2 + 1).
   tiling.phaseMinRows = std::max<int64_t>(0, phaseMinRows);
+  // A phase of a panel of 512 KiB with 32 registers: AVX-512 x86 cores have at least 1 MiB of L2 (Zen 4 / 5, Xeon
+  // from Skylake-SP). With 128 KiB, a product with a long K (wo_b: K = 8192, 4 KiB per output per phase) had ONE
+  // column tile per panel, so every band of x was streamed from L3 again for each 32 outputs: measured on Zen 5
+  // (docs/benchmarks.md, "wider phase panels"), CPUOp/wo_b 418-489 -> 246-277 ms, the serial prefill -24%.
   if (vectorRegisters >= 32) {
     tiling.phaseRows = 12;
     tiling.phaseLanes = 16;
+    tiling.phasePanelBytes = 512 << 10;
   }
   patterns.add<LinearLowering, GroupedOutputLowering>(patterns.getContext(), tiling);
   patterns.add<RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering, WindowKvLowering,

@@ -844,7 +844,8 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
   // give each strided row set long sequential streams (below).
   Value panel = e.sel(e.cmpi(arith::CmpIPredicate::slt, M, e.idx(mb)), e.idx(largePanel), e.idx(smallPanel));
   // The phase kernel (above) from tiling.phaseMinRows rows of x: its panels hold a multiple of its NR outputs and
-  // one phase of a panel (nc x K8 f32) fills tiling.phasePanelBytes.
+  // one phase of a panel (nc x K8 f32) fills tiling.phasePanelBytes, narrowed when that leaves fewer
+  // than tiling.phaseMinPanels panels in all.
   // (bf16 w only: the fused tile needs exact products, which an f32 w does not give.)
   const bool phaseOn = tiling.phaseMinRows > 0 && tiling.phaseRows > 0 && tiling.phaseVectors > 0 &&
                        tiling.phaseLanes > 0 && K > 0 && wBytes == 2;
@@ -854,6 +855,11 @@ Value emitGroupedDots(Emit e, Value x, Value w, Value out, int64_t G, int64_t N,
     const int64_t NR = tiling.phaseVectors * tiling.phaseLanes;
     const int64_t phaseBytes = std::max<int64_t>(1, K / kLanes) * 4;
     phasePanel = std::min(N, std::max(NR, tiling.phasePanelBytes / phaseBytes / NR * NR));
+    // At least tiling.phaseMinPanels panels over the G products (as wide as that allows, a multiple of NR), but
+    // no narrower than a quarter of the phasePanelBytes width (small products keep their one panel).
+    const int64_t perProduct = (std::max<int64_t>(1, tiling.phaseMinPanels) + G - 1) / G;
+    const int64_t narrowest = std::max(NR, tiling.phasePanelBytes / 4 / phaseBytes / NR * NR);
+    phasePanel = std::min(phasePanel, std::max(narrowest, N / perProduct / NR * NR));
     usePhase = e.cmpi(arith::CmpIPredicate::sge, M, e.idx(std::max(tiling.phaseMinRows, tiling.phaseRows)));
     panel = e.sel(usePhase, e.idx(phasePanel), panel);
   }

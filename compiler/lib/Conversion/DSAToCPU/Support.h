@@ -182,6 +182,10 @@ struct GemmTiling {
   int64_t phaseVectors = 2; // vectors of w per k-step
   int64_t phaseLanes = 8;   // lanes per vector (16 with AVX-512)
   int64_t phasePanelBytes = 128 << 10; // f32 bytes of one phase of a packed panel (its 8 phases: 8 x this)
+  int64_t phaseMinPanels = 8; // panels narrowed (to a multiple of NR, down to a quarter of the phasePanelBytes
+                              // width) until the G products have at least this many in all: the units of OpenMP
+                              // work (wq_a's 1280 outputs in 7 panels of 192 left one of two threads idle for a
+                              // seventh of the product)
 };
 /// G independent blocked products: out[m, g*N + n] = finish(dotF32(x[m, g*K .. g*K+K), w[g*N + n, 0:K))) for
 /// m < rows of x, g < G, n < N. x [M, G*K] and w [G*N, K] are bf16 or f32 (f32 x avoids widening x in every
