@@ -3,6 +3,7 @@
 // over valid j, p = exp(z - m) / den, o = bf16(sum over valid j of p * kv[idx, d]). Run-time checks: codes 10
 // (indices rows != s), 12 (NaN sink), 11 (index outside [-1, n)); n == 0 or a failed row check gives zeros.
 // RUN: dsa-opt %s --dsa-to-cpu --canonicalize --cse | FileCheck %s
+// RUN: dsa-opt %s --dsa-to-cpu=vector-registers=16 --canonicalize --cse | FileCheck %s --check-prefix=V16
 
 // CHECK-LABEL: func.func @attn
 // CHECK-SAME: (%[[Q:[a-z0-9_]+]]: tensor<?x4x32xbf16>, %[[KV:[a-z0-9_]+]]: tensor<?x32xbf16>, %[[IDX:[a-z0-9_]+]]: tensor<?x?xi32>, %[[SINK:[a-z0-9_]+]]: tensor<4xf32>)
@@ -61,23 +62,40 @@
 // CHECK: %[[P:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[EZ]], %[[DEN]] :
 // CHECK-NEXT: ^bb0(%[[PE:[a-z0-9_]+]]: f32, %[[PD:[a-z0-9_]+]]: f32, %{{.*}}: f32):
 // CHECK-NEXT: arith.divf %[[PE]], %[[PD]] : f32
-// o: an scf.forall over (t, h); one scf.for over j carrying hd / 8 = 4 vector<8xf32> sums (a chunk holds up to 8),
-// each acc + broadcast(p) * kv[row, c:c+8] when the index is valid, else acc; written back by transfer_write.
-// CHECK: %[[O:[a-z0-9_]+]] = scf.forall (%[[OT:[a-z0-9_]+]], %[[OH:[a-z0-9_]+]]) in (%{{.*}}, 4) shared_outs(%[[OS:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x4x32xf32>) {
-// CHECK: %[[OROW:[a-z0-9_]+]] = tensor.extract_slice %[[OS]][%[[OT]], %[[OH]], 0] [1, 1, 32] [1, 1, 1]
-// CHECK: %[[SUMS:[a-z0-9_]+]]:4 = scf.for %[[OJ:[a-z0-9_]+]] = %c0 to %{{.*}} step %c1 iter_args(%[[S0:[a-z0-9_]+]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// o: an scf.forall over (t, block of 4 heads) (H = 4: one block, so the forall is over t); one scf.for over j
+// carrying 4 heads x hd / 16 = 2 vector<16xf32> sums (32 vector registers, the default: 4 x 4 of 16 at most), each
+// acc + broadcast(p) * kv[row, c:c+16] when the index is valid, else acc, the kv vectors loaded once per j for the 4
+// heads; rounded to bf16 a vector at a time and written by transfer_write (no f32 o, no scalar rounding pass).
+// CHECK: %[[O:[a-z0-9_]+]] = scf.forall (%[[OT:[a-z0-9_]+]]) in (%{{.*}}) shared_outs(%[[OS:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x4x32xbf16>) {
+// CHECK: %[[OROW:[a-z0-9_]+]] = tensor.extract_slice %[[OS]][%[[OT]], 0, 0] [1, 4, 32] [1, 1, 1]
+// CHECK: %[[SUMS:[a-z0-9_]+]]:8 = scf.for %[[OJ:[a-z0-9_]+]] = %c0 to %{{.*}} step %c1 iter_args(%[[S0:[a-z0-9_]+]] = %{{.*}}, %[[S1:[a-z0-9_]+]] = %{{.*}}, %[[S2:[a-z0-9_]+]] = %{{.*}}, {{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK: %[[OI:[a-z0-9_]+]] = tensor.extract %[[IDX]][%[[OT]], %[[OJ]]] : tensor<?x?xi32>
 // CHECK: %[[OVALID:[a-z0-9_]+]] = arith.cmpi sge, %[[OI]], %c0_i32 : i32
-// CHECK: %[[PJ:[a-z0-9_]+]] = tensor.extract %[[P]][%[[OT]], %[[OH]], %[[OJ]]] : tensor<?x4x?xf32>
-// CHECK: %[[PV:[a-z0-9_]+]] = vector.broadcast %[[PJ]] : f32 to vector<8xf32>
-// CHECK: %[[KF:[a-z0-9_]+]] = vector.transfer_read %[[KVF]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<8xf32>
-// CHECK: %[[PK:[a-z0-9_]+]] = arith.mulf %[[PV]], %[[KF]] : vector<8xf32>
-// CHECK: %[[ACC:[a-z0-9_]+]] = arith.addf %[[S0]], %[[PK]] : vector<8xf32>
-// CHECK: arith.select %[[OVALID]], %[[ACC]], %[[S0]] : vector<8xf32>
-// CHECK: vector.transfer_write %[[SUMS]]#0, %[[OROW]][%c0, %c0, %c0] {in_bounds = [true]} : vector<8xf32>, tensor<1x1x32xf32>
-// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OS]][%[[OT]], %[[OH]], 0] [1, 1, 32] [1, 1, 1]
-// CHECK: linalg.generic {{.*}} ins(%[[O]] : tensor<?x4x32xf32>)
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[KF:[a-z0-9_]+]] = vector.transfer_read %[[KVF]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<16xf32>
+// CHECK: %[[KF1:[a-z0-9_]+]] = vector.transfer_read %[[KVF]][%{{.*}}, %c16], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<16xf32>
+// CHECK: %[[PJ:[a-z0-9_]+]] = tensor.extract %[[P]][%[[OT]], %c0, %[[OJ]]] : tensor<?x4x?xf32>
+// CHECK: %[[PV:[a-z0-9_]+]] = vector.broadcast %[[PJ]] : f32 to vector<16xf32>
+// CHECK: %[[PK:[a-z0-9_]+]] = arith.mulf %[[PV]], %[[KF]] : vector<16xf32>
+// CHECK: %[[ACC:[a-z0-9_]+]] = arith.addf %[[S0]], %[[PK]] : vector<16xf32>
+// CHECK: arith.select %[[OVALID]], %[[ACC]], %[[S0]] : vector<16xf32>
+// Head 1 reads the same kv vectors.
+// CHECK: %[[PJ1:[a-z0-9_]+]] = tensor.extract %[[P]][%[[OT]], %c1, %[[OJ]]] : tensor<?x4x?xf32>
+// CHECK: %[[PV1:[a-z0-9_]+]] = vector.broadcast %[[PJ1]] : f32 to vector<16xf32>
+// CHECK: arith.mulf %[[PV1]], %[[KF]] : vector<16xf32>
+// CHECK: arith.addf %[[S2]], %{{.*}} : vector<16xf32>
+// CHECK: scf.yield
+// CHECK: %[[R0:[a-z0-9_]+]] = arith.truncf %[[SUMS]]#0 : vector<16xf32> to vector<16xbf16>
+// CHECK: vector.transfer_write %[[R0]], %[[OROW]][%c0, %c0, %c0] {in_bounds = [true]} : vector<16xbf16>, tensor<1x4x32xbf16>
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OS]][%[[OT]], 0, 0] [1, 4, 32] [1, 1, 1]
+// With 16 registers: 4 heads x 2 vector<8xf32> per chunk of 16 columns (two chunks, two loops over j).
+// V16-LABEL: func.func @attn
+// V16: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// V16: vector.transfer_read %{{.*}}[%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<8xf32>
+// V16: vector.transfer_read %{{.*}}[%{{.*}}, %c8], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<8xf32>
+// V16: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// V16: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// V16: vector.transfer_read %{{.*}}[%{{.*}}, %c16], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<8xf32>
+// V16: vector.transfer_read %{{.*}}[%{{.*}}, %c24], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<8xf32>
 // The gathered branch: kvG[t * k + j] = kv[clamp(idx[t, j])] (bf16), idxG[t, j] = t * k + j (-1 where idx < 0);
 // no f32 copy of kv; q.k and p.v load kvG's bf16 rows and widen them (arith.extf).
 // CHECK: } else {

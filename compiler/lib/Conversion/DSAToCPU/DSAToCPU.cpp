@@ -497,38 +497,46 @@ Value emitQueryKeyScores(Emit e, Value q, Value kv, Value idx, Value init, int64
   return forall.getResult(0);
 }
 
-/// o[t, h, d] = sum over j ascending with idx[t, j] >= 0 of p[t, h, j] * kv[rowOf(idx[t, j]), d], from 0.0f (the
-/// kernel's `acc[d] += p * row[d]`, f32 mulf then addf), into `init` [s, H, hd] f32. An scf.forall over (t, h) (OpenMP
-/// with parallel=true); inside, chunks of up to 8 vectors of 8 columns (plus the hd % 8 tail columns as scalars),
-/// one scf.for over j per chunk; a skipped j leaves the sums unchanged (select).
-Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int64_t H, int64_t hd,
+/// o[t, h, d] = bf16(sum over j ascending with idx[t, j] >= 0 of p[t, h, j] * kv[rowOf(idx[t, j]), d]), the sum
+/// from 0.0f (the kernel's `acc[d] += p * row[d]`, f32 mulf then addf), into `init` [s, H, hd] bf16. An scf.forall
+/// over (t, block of hb heads) (hb = 4, 2 or 1, dividing H; OpenMP with parallel=true); inside, chunks of up to nv
+/// vectors of `lanes` columns (nv = 4 with 16 lanes, 2 with 8: hb x nv sums + nv kv vectors + 1 broadcast fit 32 or
+/// 16 registers; the hd % lanes tail columns as scalars), one scf.for over j per chunk carrying the hb x nv vector
+/// sums: each kv row chunk is loaded once per j for the hb heads (the heads of a token read the same
+/// rows), and a skipped j leaves the sums unchanged (select). Every column keeps the kernel's own sum, whatever the
+/// lanes or the heads per block; the sums are rounded to bf16 a vector at a time as they are written.
+Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int64_t H, int64_t hd, int64_t lanes,
                           function_ref<Value(Emit, Value)> rowOf) {
   using P = arith::CmpIPredicate;
-  constexpr int64_t kChunkVectors = 8;
+  const int64_t kChunkVectors = lanes >= 16 ? 4 : 2;
+  const int64_t hb = H % 4 == 0 ? 4 : H % 2 == 0 ? 2 : 1;
   Value s = e.sizeValue(sizesOf(e, init)[0]);
   Value k = e.sizeValue(sizesOf(e, idx)[1]);
-  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{s, e.b.getIndexAttr(H)}, ValueRange{init},
-                                      std::nullopt);
+  auto forall = scf::ForallOp::create(e.b, e.loc, ArrayRef<OpFoldResult>{s, e.b.getIndexAttr(H / hb)},
+                                      ValueRange{init}, std::nullopt);
   OpBuilder::InsertionGuard guard(e.b);
   e.b.setInsertionPoint(forall.getTerminator());
   Emit f{e.b, e.loc};
-  Value t = forall.getInductionVar(0), h = forall.getInductionVar(1);
+  Value t = forall.getInductionVar(0), h0 = f.mul(forall.getInductionVar(1), f.idx(hb));
   Value shared = forall.getRegionIterArgs()[0];
-  SmallVector<OpFoldResult> offsets{t, h, f.b.getIndexAttr(0)},
-      sizes{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(hd)},
+  Type outElem = cast<RankedTensorType>(init.getType()).getElementType();
+  SmallVector<OpFoldResult> offsets{t, h0, f.b.getIndexAttr(0)},
+      sizes{f.b.getIndexAttr(1), f.b.getIndexAttr(hb), f.b.getIndexAttr(hd)},
       strides{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(1)};
-  auto rowType = RankedTensorType::get({1, 1, hd}, f.f32());
+  auto rowType = RankedTensorType::get({1, hb, hd}, outElem);
   Value row = tensor::ExtractSliceOp::create(f.b, f.loc, rowType, shared, offsets, sizes, strides);
-  auto laneType = VectorType::get({kLanes}, f.f32());
-  Value zero8 = arith::ConstantOp::create(f.b, f.loc, DenseElementsAttr::get(laneType, 0.0f));
-  const int64_t vectors = hd / kLanes;
-  for (int64_t c0 = 0; c0 < hd; c0 += kChunkVectors * kLanes) {
-    const int64_t nv = std::min(kChunkVectors, vectors - c0 / kLanes);
-    const int64_t tailCols = (nv < kChunkVectors) ? hd % kLanes : 0; // the last chunk carries the tail columns
+  auto laneType = VectorType::get({lanes}, f.f32());
+  Type kvElem = cast<RankedTensorType>(kv.getType()).getElementType();
+  Value zeroV = arith::ConstantOp::create(f.b, f.loc, DenseElementsAttr::get(laneType, 0.0f));
+  const int64_t vectors = hd / lanes;
+  for (int64_t c0 = 0; c0 < hd; c0 += kChunkVectors * lanes) {
+    const int64_t nv = std::min(kChunkVectors, vectors - c0 / lanes);
+    const int64_t tailCols = (nv < kChunkVectors) ? hd % lanes : 0; // the last chunk carries the tail columns
     if (nv == 0 && tailCols == 0)
       break;
-    SmallVector<Value> inits(nv, zero8);
-    for (int64_t i = 0; i < tailCols; ++i)
+    // iter: head i's vector v at i * nv + v, then head i's tail column c at hb * nv + i * tailCols + c.
+    SmallVector<Value> inits(hb * nv, zeroV);
+    for (int64_t i = 0; i < hb * tailCols; ++i)
       inits.push_back(f.cf(0.0f));
     auto loop = scf::ForOp::create(
         f.b, f.loc, f.idx(0), k, f.idx(1), inits, [&](OpBuilder &bb, Location loc, Value j, ValueRange iter) {
@@ -536,28 +544,43 @@ Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int6
           Value ij = u.extract(idx, {t, j});
           Value valid = u.cmpi(P::sge, ij, u.c32(0));
           Value r = rowOf(u, ij);
-          Value pj = u.extract(p, {t, h, j});
-          Value pv = vector::BroadcastOp::create(bb, loc, laneType, pj);
-          SmallVector<Value> next;
+          SmallVector<Value> kvv, kvs;
           for (int64_t v = 0; v < nv; ++v) {
-            Value kvv = readLanes(u, kv, {r}, u.idx(c0 + v * kLanes));
-            next.push_back(u.sel(valid, u.fadd(iter[v], u.fmul(pv, kvv)), iter[v]));
+            Value read = vector::TransferReadOp::create(
+                bb, loc, VectorType::get({lanes}, kvElem), kv, ValueRange{r, u.idx(c0 + v * lanes)},
+                arith::ConstantOp::create(bb, loc, bb.getZeroAttr(kvElem)), ArrayRef<bool>{true});
+            kvv.push_back(kvElem.isF32() ? read
+                                         : arith::ExtFOp::create(bb, loc, laneType, read).getResult());
           }
-          for (int64_t i = 0; i < tailCols; ++i) {
-            Value kvs = u.toF32(u.extract(kv, {r, u.idx(vectors * kLanes + i)}));
-            Value a = iter[nv + i];
-            next.push_back(u.sel(valid, u.fadd(a, u.fmul(pj, kvs)), a));
+          for (int64_t c = 0; c < tailCols; ++c)
+            kvs.push_back(u.toF32(u.extract(kv, {r, u.idx(vectors * lanes + c)})));
+          SmallVector<Value> next(iter.size());
+          for (int64_t i = 0; i < hb; ++i) {
+            Value pj = u.extract(p, {t, i ? u.add(h0, u.idx(i)) : h0, j});
+            if (nv > 0) {
+              Value pv = vector::BroadcastOp::create(bb, loc, laneType, pj);
+              for (int64_t v = 0; v < nv; ++v) {
+                Value a = iter[i * nv + v];
+                next[i * nv + v] = u.sel(valid, u.fadd(a, u.fmul(pv, kvv[v])), a);
+              }
+            }
+            for (int64_t c = 0; c < tailCols; ++c) {
+              Value a = iter[hb * nv + i * tailCols + c];
+              next[hb * nv + i * tailCols + c] = u.sel(valid, u.fadd(a, u.fmul(pj, kvs[c])), a);
+            }
           }
           scf::YieldOp::create(bb, loc, next);
         });
-    for (int64_t v = 0; v < nv; ++v)
-      row = vector::TransferWriteOp::create(f.b, f.loc, loop.getResult(v), row,
-                                            ValueRange{f.idx(0), f.idx(0), f.idx(c0 + v * kLanes)},
-                                            ArrayRef<bool>{true})
-                .getResult();
-    for (int64_t i = 0; i < tailCols; ++i)
-      row = tensor::InsertOp::create(f.b, f.loc, loop.getResult(nv + i), row,
-                                     ValueRange{f.idx(0), f.idx(0), f.idx(vectors * kLanes + i)});
+    for (int64_t i = 0; i < hb; ++i) {
+      for (int64_t v = 0; v < nv; ++v)
+        row = vector::TransferWriteOp::create(f.b, f.loc, f.toBf16(loop.getResult(i * nv + v)), row,
+                                              ValueRange{f.idx(0), f.idx(i), f.idx(c0 + v * lanes)},
+                                              ArrayRef<bool>{true})
+                  .getResult();
+      for (int64_t c = 0; c < tailCols; ++c)
+        row = tensor::InsertOp::create(f.b, f.loc, f.toBf16(loop.getResult(hb * nv + i * tailCols + c)), row,
+                                       ValueRange{f.idx(0), f.idx(i), f.idx(vectors * lanes + c)});
+    }
   }
   e.b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(e.b, e.loc, row, shared, offsets, sizes, strides);
@@ -565,7 +588,8 @@ Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int6
 }
 
 struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
-  using OpConversionPattern::OpConversionPattern;
+  SparseAttnLowering(MLIRContext *ctx, int64_t rowSumLanes) : OpConversionPattern(ctx), rowSumLanes(rowSumLanes) {}
+  int64_t rowSumLanes; ///< emitWeightedRowSums' lanes: 16 with 32 vector registers (AVX-512), else 8
   LogicalResult matchAndRewrite(SparseAttnOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     using P = arith::CmpIPredicate;
     auto qType = cast<RankedTensorType>(op.getQ().getType());
@@ -683,19 +707,13 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
                               Emit t{b, loc};
                               linalg::YieldOp::create(b, loc, t.fdiv(args[0], args[1]));
                             });
-          // o[t, h, d] = sum over valid j (ascending) of p * kv[idx_j, d], from 0: an scf.forall over (t, h); per
-          // chunk of up to 64 columns, one scf.for over j carrying a vector<8xf32> per 8 columns (and an f32 per
-          // column of the hd % 8 tail), so the index, validity and p of j are computed once per chunk and every
-          // column keeps the kernel's own sum (j ascending, invalid j skipped).
+          // o[t, h, d] = bf16(sum over valid j (ascending) of p * kv[idx_j, d], from 0): an scf.forall over (t,
+          // block of 4 heads); per chunk of columns, one scf.for over j carrying each head's vector sums, so the
+          // index, validity and kv row chunk of j are loaded once per chunk for the 4 heads and every column keeps
+          // the kernel's own sum (j ascending, invalid j skipped); rounded as written (emitWeightedRowSums).
           SmallVector<OpFoldResult> oSizes{qSizes[0], g.b.getIndexAttr(H), g.b.getIndexAttr(hd)};
-          Value o32 = emitWeightedRowSums(g, p, idx, kvF, g.empty(oSizes, f32), H, hd, rowOf);
-          Type bf16 = g.b.getBF16Type();
-          return generic(g, tensorType(oSizes, bf16), ValueRange{o32}, g.empty(oSizes, bf16),
-                         {mapOf(ctx, 3, dimExprs(ctx, 3)), mapOf(ctx, 3, dimExprs(ctx, 3))}, parallel(3),
-                         [&](OpBuilder &b, Location loc, ValueRange args) {
-                           Emit t{b, loc};
-                           linalg::YieldOp::create(b, loc, t.toBf16(args[0]));
-                         });
+          return emitWeightedRowSums(g, p, idx, kvF, g.empty(oSizes, g.b.getBF16Type()), H, hd, rowSumLanes,
+                                     rowOf);
     };
     Value out = guarded(
         e, ok, qType,
@@ -831,7 +849,10 @@ void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegiste
   }
   patterns.add<LinearLowering, GroupedOutputLowering>(patterns.getContext(), tiling);
   patterns.add<RmsNormLowering, PositionsLowering, ApplyRopeLowering, RingUpdateLowering, WindowKvLowering,
-               WindowIndicesLowering, SparseAttnLowering>(patterns.getContext());
+               WindowIndicesLowering>(patterns.getContext());
+  // sparse_attn's p.v sums: 4 heads x 4 vectors of 16 lanes with 32 registers (16 sums + 4 kv + 1 broadcast), 4 x 2
+  // of 8 with 16 (each column its own sum either way: the lanes are columns, not a dot's phases).
+  patterns.add<SparseAttnLowering>(patterns.getContext(), vectorRegisters >= 32 ? 16 : 8);
   // The compressed-attention primitives and the elementwise casts on tensors; act_quant_fp8 and the fp4 round trips
   // share one lowering (BlockRoundTripLowering, CompressedToCPU.cpp).
   cpu_lowering::populateCompressedToCPUPatterns(patterns);

@@ -26,7 +26,8 @@ def ConvertDSAToCPU : Pass<"dsa-to-cpu", "::mlir::ModuleOp"> {
     Option<"vectorRegisters", "vector-registers", "int64_t", /*default=*/"32",
            "Vector registers of the target (32 with AVX-512, 16 with AVX2): sizes the register tile of the linear / "
            "grouped_output products (4 tokens x 8 outputs with 32 (pair-columns), 3 x 3 with 16, so the accumulators do not "
-           "spill). --dsa-cpu-pipeline sets it from its cpu. The results are the same bits either way">,
+           "spill), and sparse_attn's p.v sums (4 heads x 4 vectors of 16 columns with 32, 4 x 2 of 8 with 16). "
+           "--dsa-cpu-pipeline sets it from its cpu. The results are the same bits either way">,
     Option<"pairColumns", "pair-columns", "bool", /*default=*/"true",
            "With 32 vector registers: the prefill blocks (4 tokens x 8 outputs) keep two outputs' 8 lanes in each "
            "16-lane accumulator, reading a widened panel of interleaved w row pairs (one AVX-512 FMA per two dots; "
