@@ -31,14 +31,21 @@
 // CHECK-NEXT: %[[S:[a-zA-Z0-9_#]+]] = math.sin %[[A]] : f32
 // CHECK-NEXT: %[[NS:[a-zA-Z0-9_#]+]] = arith.negf %[[S]] : f32
 // CHECK-NEXT: linalg.yield %[[C]], %[[NS]] : f32, f32
-// CHECK: linalg.generic {{.*}} ins(%[[X]] : tensor<?x4x32xbf16>)
-// CHECK: tensor.extract %[[X]]
+// Only the tail of rd = 8 columns (24 .. 31 of 32) is computed, into [?, 4, 8], and inserted into x: the first 24
+// columns are x's own (no per-element copy of them).
+// CHECK: %[[TAIL:[a-zA-Z0-9_#]+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x4x8xbf16>)
+// CHECK: %[[OFF:[a-zA-Z0-9_#]+]] = linalg.index 2 : index
+// CHECK: %[[K:[a-zA-Z0-9_#]+]] = arith.divui %[[OFF]], %c2 : index
+// CHECK: %[[K2:[a-zA-Z0-9_#]+]] = arith.muli %[[K]], %c2 : index
+// CHECK: %[[I0:[a-zA-Z0-9_#]+]] = arith.addi %[[K2]], %c24 : index
+// CHECK: tensor.extract %[[X]][%{{.*}}, %{{.*}}, %[[I0]]]
 // CHECK: tensor.extract %[[X]]
 // CHECK: %[[COS:[a-zA-Z0-9_#]+]] = tensor.extract %[[CS]]#0
 // CHECK: %[[SIN:[a-zA-Z0-9_#]+]] = tensor.extract %[[CS]]#1
 // CHECK: arith.subf
 // CHECK: arith.addf
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: tensor.insert_slice %[[TAIL]] into %[[X]][0, 0, 24] [%{{.*}}, 4, 8] [1, 1, 1] : tensor<?x4x8xbf16> into tensor<?x4x32xbf16>
 // CHECK: } else {
 // CHECK: func.call @dsa_cpu_fail
 // CHECK: scf.yield %[[X]]
