@@ -530,7 +530,6 @@ Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int6
   auto rowType = RankedTensorType::get({1, hb, hd}, outElem);
   Value row = tensor::ExtractSliceOp::create(f.b, f.loc, rowType, shared, offsets, sizes, strides);
   auto laneType = VectorType::get({lanes}, f.f32());
-  Type kvElem = cast<RankedTensorType>(kv.getType()).getElementType();
   Value zeroV = arith::ConstantOp::create(f.b, f.loc, DenseElementsAttr::get(laneType, 0.0f));
   const int64_t vectors = hd / lanes;
   for (int64_t c0 = 0; c0 < hd; c0 += kChunkVectors * lanes) {
@@ -549,13 +548,8 @@ Value emitWeightedRowSums(Emit e, Value p, Value idx, Value kv, Value init, int6
           Value valid = u.cmpi(P::sge, ij, u.c32(0));
           Value r = rowOf(u, ij);
           SmallVector<Value> kvv, kvs;
-          for (int64_t v = 0; v < nv; ++v) {
-            Value read = vector::TransferReadOp::create(
-                bb, loc, VectorType::get({lanes}, kvElem), kv, ValueRange{r, u.idx(c0 + v * lanes)},
-                arith::ConstantOp::create(bb, loc, bb.getZeroAttr(kvElem)), ArrayRef<bool>{true});
-            kvv.push_back(kvElem.isF32() ? read
-                                         : arith::ExtFOp::create(bb, loc, laneType, read).getResult());
-          }
+          for (int64_t v = 0; v < nv; ++v)
+            kvv.push_back(readLanes(u, kv, {r}, u.idx(c0 + v * lanes), lanes));
           for (int64_t c = 0; c < tailCols; ++c)
             kvs.push_back(u.toF32(u.extract(kv, {r, u.idx(vectors * lanes + c)})));
           SmallVector<Value> next(iter.size());
@@ -845,7 +839,8 @@ void populateDSAToCPUPatterns(RewritePatternSet &patterns, int64_t vectorRegiste
   // A phase of a panel of 512 KiB with 32 registers: AVX-512 x86 cores have at least 1 MiB of L2 (Zen 4 / 5, Xeon
   // from Skylake-SP). With 128 KiB, a product with a long K (wo_b: K = 8192, 4 KiB per output per phase) had ONE
   // column tile per panel, so every band of x was streamed from L3 again for each 32 outputs: measured on Zen 5
-  // (docs/benchmarks.md, "wider phase panels"), CPUOp/wo_b 418-489 -> 246-277 ms, the serial prefill -24%.
+  // (docs/benchmarks.md, "an AVX-512 host (AMD Zen 5)", 1.), CPUOp/wo_b 499-530 -> 250-265 ms, CPU/prefill512
+  // 1299-1356 -> 985-1087 ms.
   if (vectorRegisters >= 32) {
     tiling.phaseRows = 12;
     tiling.phaseLanes = 16;

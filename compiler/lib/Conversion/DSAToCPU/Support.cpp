@@ -155,16 +155,16 @@ Value clampSym(Emit e, Value v, float lim) {
 //===----------------------------------------------------------------------------------------------------------===//
 
 /// 8 lanes of `src[lead..., k]` .. `src[lead..., k + 7]` as f32 (bf16 widened exactly).
-Value readLanes(Emit t, Value src, ValueRange lead, Value k) {
+Value readLanes(Emit t, Value src, ValueRange lead, Value k, int64_t lanes) {
   Type elem = cast<RankedTensorType>(src.getType()).getElementType();
   SmallVector<Value> at(lead.begin(), lead.end());
   at.push_back(k);
   Value pad = arith::ConstantOp::create(t.b, t.loc, t.b.getZeroAttr(elem));
-  Value read = vector::TransferReadOp::create(t.b, t.loc, VectorType::get({kLanes}, elem), src, at, pad,
+  Value read = vector::TransferReadOp::create(t.b, t.loc, VectorType::get({lanes}, elem), src, at, pad,
                                              ArrayRef<bool>{true});
   if (elem.isF32())
     return read;
-  return arith::ExtFOp::create(t.b, t.loc, VectorType::get({kLanes}, t.f32()), read);
+  return arith::ExtFOp::create(t.b, t.loc, VectorType::get({lanes}, t.f32()), read);
 }
 
 namespace {

@@ -125,8 +125,8 @@ Value pow2Ceil(Emit e, Value v);
 Value roundE4M3(Emit e, Value v);
 /// clamp(v, -lim, lim) as torch.clamp (NaN stays NaN).
 Value clampSym(Emit e, Value v, float lim);
-/// `src[lead..., k .. k+7]` (last dimension) as a vector<8xf32> (bf16 widened exactly; in bounds).
-Value readLanes(Emit e, Value src, ValueRange lead, Value k);
+/// `src[lead..., k .. k+lanes-1]` (last dimension) as a vector<lanes x f32> (bf16 widened exactly; in bounds).
+Value readLanes(Emit e, Value src, ValueRange lead, Value k, int64_t lanes = kLanes);
 /// The kernels' dotF32 of a[aLead..., 0:K] and b[bLead..., 0:K] (last dims, K static), in a generic's body.
 Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, int64_t K);
 
