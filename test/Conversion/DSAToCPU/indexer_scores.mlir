@@ -22,14 +22,34 @@
 // CHECK: %[[WS:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<?x2xbf16>)
 // CHECK: arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK-NEXT: arith.truncf
-// kT[c, d, l] = keys[32c + l, d] (32c + l < width), 0 past width.
-// CHECK: %[[KT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xbf16>)
-// CHECK-DAG: %[[KD:.*]] = linalg.index 1 : index
-// CHECK-DAG: %[[KL:.*]] = linalg.index 2 : index
-// CHECK-DAG: %[[KC:.*]] = linalg.index 0 : index
+// kT[c, d, l] = keys[32c + l, d] (32c + l < width), 0 past width: an scf.forall over the chunks; per 8 positions
+// (rows clamped to 0 past width, then replaced by zeros) and 8 of d, 8 rows read and transposed by three stages of
+// vector.shuffle (elements, pairs, quads), each column written as 8 positions of kT.
+// CHECK: %[[KT:.*]] = scf.forall (%[[KC:.*]]) in (%{{.*}}) shared_outs(%[[KTS:.*]] = %{{.*}}) -> (tensor<?x32x32xbf16>) {
+// CHECK: %[[KBLK:.*]] = tensor.extract_slice %[[KTS]][%[[KC]], 0, 0] [1, 32, 32] [1, 1, 1] : tensor<?x32x32xbf16> to tensor<1x32x32xbf16>
+// CHECK: scf.for %[[KL:.*]] = %c0 to %c32 step %c8 iter_args(%{{.*}} = %[[KBLK]]) -> (tensor<1x32x32xbf16>) {
 // CHECK: %[[KC32:.*]] = arith.muli %[[KC]], %c32 : index
 // CHECK: %[[KP:.*]] = arith.addi %[[KC32]], %[[KL]] : index
-// CHECK: tensor.extract %arg2[%{{.*}}, %[[KD]]] : tensor<?x32xbf16>
+// CHECK: %[[KIN:.*]] = arith.cmpi slt, %[[KP]], %[[WIDTH:.*]] : index
+// CHECK: %[[KROW:.*]] = arith.select %[[KIN]], %[[KP]], %c0 : index
+// CHECK: scf.for %[[KD:.*]] = %c0 to %c32 step %c8 iter_args(%[[KACC:.*]] = %{{.*}}) -> (tensor<1x32x32xbf16>) {
+// CHECK: %[[R0:.*]] = vector.transfer_read %arg2[%[[KROW]], %[[KD]]], %{{.*}} {in_bounds = [true]} : tensor<?x32xbf16>, vector<8xbf16>
+// CHECK: %[[Z0:.*]] = arith.select %[[KIN]], %[[R0]], %{{.*}} : vector<8xbf16>
+// CHECK: %[[Z1:.*]] = arith.select
+// CHECK-COUNT-6: vector.transfer_read
+// CHECK: %[[E0:.*]] = vector.shuffle %[[Z0]], %[[Z1]] [0, 8, 1, 9, 2, 10, 3, 11] : vector<8xbf16>, vector<8xbf16>
+// CHECK: vector.shuffle %[[Z0]], %[[Z1]] [4, 12, 5, 13, 6, 14, 7, 15]
+// CHECK: %[[E2:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 8, 1, 9, 2, 10, 3, 11]
+// CHECK: %[[P0:.*]] = vector.shuffle %[[E0]], %[[E2]] [0, 1, 8, 9, 2, 3, 10, 11]
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 8, 9, 2, 3, 10, 11]
+// CHECK: %[[P4:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 1, 8, 9, 2, 3, 10, 11]
+// CHECK: %[[COL0:.*]] = vector.shuffle %[[P0]], %[[P4]] [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xbf16>, vector<8xbf16>
+// CHECK-NEXT: vector.transfer_write %[[COL0]], %[[KACC]][%c0, %[[KD]], %[[KL]]] {in_bounds = [true]} : vector<8xbf16>, tensor<1x32x32xbf16>
+// CHECK: %[[COL1:.*]] = vector.shuffle %[[P0]], %[[P4]] [4, 5, 6, 7, 12, 13, 14, 15]
+// CHECK: %[[D1:.*]] = arith.addi %[[KD]], %c1 : index
+// CHECK-NEXT: vector.transfer_write %[[COL1]], %{{.*}}[%c0, %[[D1]], %[[KL]]]
+// CHECK-COUNT-6: vector.transfer_write
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[KTS]][%[[KC]], 0, 0] [1, 32, 32] [1, 1, 1]
 // CHECK: %[[QF:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<?x2x32xbf16>) outs(%{{.*}} : tensor<?x2x32xf32>)
 // CHECK: %[[SUMS:.*]] = scf.forall (%[[T:.*]], %[[C:.*]]) in (%{{.*}}, %{{.*}}) shared_outs(%{{.*}}) -> (tensor<?x?xf32>) {
 // CHECK: scf.for %[[V0:.*]] = %c0 to %{{.*}} step %c32 iter_args
@@ -87,15 +107,15 @@ func.func @scores(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tensor<?x3
 // CHECK: %[[DEC:.*]] = arith.andi %[[POSITIVE]], %[[ONE]] : i1
 // CHECK: %[[DECENTRY:.*]] = arith.andi %[[DEC]], %[[OPEN]] : i1
 // CHECK: %[[KT:.*]] = scf.if %[[DECENTRY]] -> (tensor<?x32x32xbf16>) {
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xbf16>)
-// CHECK: tensor.extract %[[E]]
+// CHECK: scf.forall {{.*}} -> (tensor<?x32x32xbf16>)
+// CHECK: vector.transfer_read %[[E]]
 // CHECK: } else {
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xbf16>)
-// CHECK: tensor.extract %[[K]]
+// CHECK: scf.forall {{.*}} -> (tensor<?x32x32xbf16>)
+// CHECK: vector.transfer_read %[[K]]
 // CHECK: }
 // CHECK: %[[KTE:.*]] = scf.if %[[CHUNK]] -> (tensor<?x32x32xbf16>) {
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32x32xbf16>)
-// CHECK: tensor.extract %[[E]]
+// CHECK: scf.forall {{.*}} -> (tensor<?x32x32xbf16>)
+// CHECK: vector.transfer_read %[[E]]
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[KT]] : tensor<?x32x32xbf16>
 // CHECK: scf.forall (%[[T:[a-z0-9]+]], %{{.*}}) in
@@ -124,5 +144,18 @@ func.func @entry_ratio1(%iq: tensor<?x2x32xbf16>, %w: tensor<?x2xbf16>, %k: tens
                         %e: tensor<16x32xbf16>) -> tensor<?x?xbf16> {
   %y = dsa.indexer_scores %iq, %w, %k, %sp entry_keys %e {ratio = 1 : i64, weight_scale = 1.250000e-01 : f32}
       : (tensor<?x2x32xbf16>, tensor<?x2xbf16>, tensor<?x32xbf16>, i64, tensor<16x32xbf16>) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+
+// A head dim that is not a multiple of 8 (20): kT is the element-wise generic (one extract and select per element).
+// CHECK-LABEL: func.func @scores_ihd20
+// CHECK-NOT: vector.shuffle
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x20x32xbf16>)
+// CHECK: tensor.extract %arg2[%{{.*}}, %{{.*}}] : tensor<?x20xbf16>
+// CHECK-NOT: vector.shuffle
+// CHECK: return
+func.func @scores_ihd20(%iq: tensor<?x3x20xbf16>, %w: tensor<?x3xbf16>, %k: tensor<?x20xbf16>, %sp: i64) -> tensor<?x?xbf16> {
+  %y = dsa.indexer_scores %iq, %w, %k, %sp {ratio = 2 : i64, weight_scale = 1.250000e-01 : f32}
+      : (tensor<?x3x20xbf16>, tensor<?x3xbf16>, tensor<?x20xbf16>, i64) -> tensor<?x?xbf16>
   return %y : tensor<?x?xbf16>
 }

@@ -473,7 +473,8 @@ struct CacheWriteLowering : OpConversionPattern<CacheWriteOp> {
 /// bf16(fmax(bf16(dot(t, h, p)), 0) * w'[t, h]), dot = the SEQUENTIAL f32 dot of iq[t, h, :] and keys[p, :] (d
 /// ascending from 0.0: the kernel's loop, not dotF32). Vectorised ACROSS POSITIONS: lane l of a vector<8xf32> is
 /// position p0 + l, so every lane runs the kernel's scalar order for its own (t, p, h). keys are transposed once
-/// into kT [chunks, ihd, 32] of the keys' type (blocks of 32 positions, wp = width rounded up to 8, zeros past width) and iq widened to f32; then an
+/// into kT [chunks, ihd, 32] of the keys' type (blocks of 32 positions, wp = width rounded up to 8, zeros past width;
+/// 8 x 8 blocks by vector.shuffle when ihd is a multiple of 8) and iq widened to f32; then an
 /// scf.forall over (t, chunk of 32 positions) computes blocks of hb heads (4, 2 or 1, dividing IH) x 4 vectors of
 /// positions: per d, 4 kT loads and hb broadcasts of q feed hb x 4 accumulators. Returns [s, wp] f32 (columns >=
 /// width unused).
@@ -496,7 +497,97 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
   // kT keeps the keys' element type (bf16: half the bytes written per step; each load is widened, exactly).
   Type keyElem = cast<RankedTensorType>(keys.getType()).getElementType();
   SmallVector<OpFoldResult> ktSizes{chunks, e.b.getIndexAttr(ihd), e.b.getIndexAttr(chunk)};
+  // With ihd a multiple of 8: an scf.forall over the chunks, each 8 x 8 block (8 positions, 8 of d) read as 8 rows
+  // of keys (rows past width read row 0 and are replaced by zeros), transposed by three stages of vector.shuffle
+  // (interleaving elements, pairs, then quads: punpckl/h on x86) and written as 8 rows of kT. The element-wise
+  // generic it replaces (kept for other ihd) was a scalar load, compare and select per element: ~10% of the
+  // index-source decode step at 65536 tokens of context (perf, docs/benchmarks.md).
+  auto transposedBlocks = [&](Emit te, Value src) -> Value {
+    auto rowType = VectorType::get({kLanes}, keyElem);
+    auto forall = scf::ForallOp::create(te.b, te.loc, ArrayRef<OpFoldResult>{chunks}, ValueRange{te.empty(ktSizes, keyElem)},
+                                        std::nullopt);
+    OpBuilder::InsertionGuard guard(te.b);
+    te.b.setInsertionPoint(forall.getTerminator());
+    Emit f{te.b, te.loc};
+    Value c = forall.getInductionVar(0);
+    SmallVector<OpFoldResult> offsets{c, f.b.getIndexAttr(0), f.b.getIndexAttr(0)},
+        sizes{f.b.getIndexAttr(1), f.b.getIndexAttr(ihd), f.b.getIndexAttr(chunk)},
+        strides(3, f.b.getIndexAttr(1));
+    Value shared = forall.getRegionIterArgs()[0];
+    Value block = tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, keyElem), shared, offsets, sizes, strides);
+    Value zeroRow = arith::ConstantOp::create(f.b, f.loc, DenseElementsAttr::get(rowType, f.b.getZeroAttr(keyElem)));
+    Value pad = arith::ConstantOp::create(f.b, f.loc, f.b.getZeroAttr(keyElem));
+    auto groups = scf::ForOp::create(
+        f.b, f.loc, f.idx(0), f.idx(chunk), f.idx(kLanes), ValueRange{block},
+        [&](OpBuilder &bb, Location loc, Value l0, ValueRange iterG) {
+          Emit g{bb, loc};
+          Value p0 = g.add(g.mul(c, g.idx(chunk)), l0);
+          SmallVector<Value> rowOf, inOf;
+          for (int64_t r = 0; r < kLanes; ++r) {
+            Value p = g.add(p0, g.idx(r));
+            Value in = g.cmpi(P::slt, p, width);
+            inOf.push_back(in);
+            rowOf.push_back(g.sel(in, p, g.idx(0)));
+          }
+          auto dBlocks = scf::ForOp::create(
+              bb, loc, g.idx(0), g.idx(ihd), g.idx(kLanes), ValueRange{iterG[0]},
+              [&](OpBuilder &b2, Location loc2, Value d0, ValueRange iterD) {
+                Emit x{b2, loc2};
+                SmallVector<Value> v;
+                for (int64_t r = 0; r < kLanes; ++r) {
+                  Value read = vector::TransferReadOp::create(b2, loc2, rowType, src, ValueRange{rowOf[r], d0}, pad,
+                                                             ArrayRef<bool>{true});
+                  v.push_back(x.sel(inOf[r], read, zeroRow));
+                }
+                // Stage s interleaves runs of 2^s elements of vectors i and i + 4 (rows 2i, 2i + 1 at s = 0 after
+                // the first pairing below): after three stages v[j] is column d0 + j, lane r position p0 + r.
+                auto interleave = [&](Value a, Value b, int64_t run, bool high) {
+                  SmallVector<int64_t> mask;
+                  int64_t base = high ? kLanes / 2 : 0;
+                  for (int64_t i = 0; i < kLanes / 2; i += run)
+                    for (int64_t side = 0; side < 2; ++side)
+                      for (int64_t k = 0; k < run; ++k)
+                        mask.push_back(side * kLanes + base + i + k);
+                  return vector::ShuffleOp::create(b2, loc2, a, b, mask).getResult();
+                };
+                // Stage 1 (runs of 1): rows (0,1), (2,3), (4,5), (6,7) -> lo/hi halves.
+                SmallVector<Value> s1;
+                for (int64_t i = 0; i < kLanes; i += 2) {
+                  s1.push_back(interleave(v[i], v[i + 1], 1, false)); // columns 0-3 of rows i, i+1
+                  s1.push_back(interleave(v[i], v[i + 1], 1, true));  // columns 4-7
+                }
+                // s1[2k + h]: rows 2k, 2k+1, columns 4h .. 4h+3, as (col, row) pairs.
+                // Stage 2 (runs of 2): row pairs (0-1, 2-3) and (4-5, 6-7).
+                SmallVector<Value> s2(kLanes);
+                for (int64_t q = 0; q < 2; ++q)   // rows 4q .. 4q+3
+                  for (int64_t h = 0; h < 2; ++h) { // columns 4h .. 4h+3
+                    Value a = s1[4 * q + h], b = s1[4 * q + 2 + h];
+                    s2[4 * q + 2 * h] = interleave(a, b, 2, false);    // columns 4h, 4h+1 of rows 4q..4q+3
+                    s2[4 * q + 2 * h + 1] = interleave(a, b, 2, true); // columns 4h+2, 4h+3
+                  }
+                // Stage 3 (runs of 4): rows 0-3 with rows 4-7.
+                Value acc = iterD[0];
+                for (int64_t m = 0; m < 4; ++m) { // column pair 2m, 2m+1
+                  Value a = s2[m], b = s2[4 + m];
+                  for (int64_t h = 0; h < 2; ++h) {
+                    Value col = interleave(a, b, 4, h == 1);
+                    acc = vector::TransferWriteOp::create(b2, loc2, col, acc,
+                                                          ValueRange{x.idx(0), x.add(d0, x.idx(2 * m + h)), l0},
+                                                          ArrayRef<bool>{true})
+                              .getResult();
+                  }
+                }
+                scf::YieldOp::create(b2, loc2, acc);
+              });
+          scf::YieldOp::create(bb, loc, dBlocks.getResult(0));
+        });
+    te.b.setInsertionPointToStart(forall.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(te.b, te.loc, groups.getResult(0), shared, offsets, sizes, strides);
+    return forall.getResult(0);
+  };
   auto transposed = [&](Emit te, Value src) -> Value {
+    if (ihd % kLanes == 0)
+      return transposedBlocks(te, src);
     return generic(te, tensorType(ktSizes, keyElem), {}, te.empty(ktSizes, keyElem),
                    {mapOf(ctx, 3, dimExprs(ctx, 3))}, parallel(3), [&](OpBuilder &b, Location loc, ValueRange) {
                      Emit t{b, loc};
