@@ -874,6 +874,43 @@ func.func @h8(%q: tensor<?x8x136xbf16>, %kv: tensor<?x136xbf16>, %idx: tensor<?x
   }
 }
 
+TEST_F(CPUBackendTest, SparseAttnFusesQueryKeyDotsOnlyWhereEveryProductIsExact) {
+  // The q.k dots are fused multiply-adds only where one pass over q and kv shows every product exact in f32
+  // (bf16ProductsExact); here one product is 2^128, which overflows as the kernel's mulf (the dot becomes +inf,
+  // the softmax NaN) but not inside an fma whose accumulator holds -1.9921875 * 2^127 (the dot 2^120): the CPU
+  // matches the interpreter only if it took the unfused dots. The second call (the same data scaled down to
+  // ordinary magnitudes) takes the fused ones.
+  const char *text = R"mlir(
+func.func @attn(%q: tensor<?x4x16xbf16>, %kv: tensor<?x16xbf16>, %idx: tensor<?x?xi32>, %sink: tensor<4xf32>)
+    -> tensor<?x4x16xbf16> {
+  %o = dsa.sparse_attn %q, %kv, %idx, %sink {scale = 0.125 : f32}
+      : (tensor<?x4x16xbf16>, tensor<?x16xbf16>, tensor<?x?xi32>, tensor<4xf32>) -> tensor<?x4x16xbf16>
+  return %o : tensor<?x4x16xbf16>
+}
+)mlir";
+  auto inputs = [](float big) {
+    std::vector<float> q(2 * 4 * 16, 0.25f), kv(3 * 16, 0.5f);
+    q[0] = big;          // q[0, 0, 0]
+    q[8] = big;          // q[0, 0, 8]: lane 0's second k-step
+    kv[0] = -1.9921875f * big * 0.5f; // kv[0, 0]: q * kv = -1.9921875 * 2^127 at big = 2^64
+    kv[8] = big;         // kv[0, 8]: q * kv = 2^128 at big = 2^64
+    return std::vector<Tensor>{Tensor::fromFloats(ElementType::BF16, {2, 4, 16}, q),
+                               Tensor::fromFloats(ElementType::BF16, {3, 16}, kv),
+                               Tensor::fromInts(ElementType::I32, {2, 3}, {0, 1, 2, 2, -1, 0}),
+                               Tensor::fromFloats(ElementType::F32, {4}, {0.5f, -1.0f, 0.0f, 2.0f})};
+  };
+  OwningOpRef<ModuleOp> m = parse(text);
+  ASSERT_TRUE(m);
+  for (const cpu::CPUCompileOptions &options : tileModes()) {
+    SCOPED_TRACE("vector registers " + std::to_string(options.vectorRegisters) +
+                 (options.parallel ? ", OpenMP" : ", serial"));
+    std::unique_ptr<cpu::CPUModule> compiled = compile(*m, options);
+    ASSERT_TRUE(compiled);
+    expectCallMatchesInterpreter(*m, *compiled, "attn", inputs(std::ldexp(1.0f, 64)));
+    expectCallMatchesInterpreter(*m, *compiled, "attn", inputs(4.0f));
+  }
+}
+
 //===----------------------------------------------------------------------------------------------------------===//
 // The compressed-attention primitives against the interpreter (its kernels: kernels/lib/{Compressor,
 // Indexer}.cpp), on random data and edge cases

@@ -23,23 +23,58 @@
 // CHECK: %[[WIDEN:[a-z0-9_]+]] = arith.cmpi sge, %[[READS]], %{{.*}} : index
 // CHECK: scf.if %[[WIDEN]] -> (tensor<?x4x32xbf16>) {
 // CHECK: %[[KVF:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[KV]] : tensor<?x32xbf16>) outs(%{{.*}} : tensor<?x32xf32>)
-// z[t, h, j]: the dot of q[t, h] with the kv row gathered by index (clamped), times scale; -inf for -1. An
-// scf.forall over (t, block of 4 heads); blocks of 4 heads x 4 indices share each loaded row (one vector<8xf32>
-// accumulator per (head, index): dotF32's order), leftover indices 4 x 1.
-// CHECK: %[[Z:[a-z0-9_]+]] = scf.forall (%[[T:[a-z0-9_]+]]) in (%{{.*}}) shared_outs(%[[ZS0:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x4x?xf32>) {
+// z[t, h, j]: the dot of q[t, h] with the kv row gathered by index (clamped), times scale; -inf for -1. First one
+// pass over q (collapsed to [s * H, hd]) and one over the widened kv give their magnitudes (and kv's low bits):
+// where every product is exact in f32 (max|q| max|kv| finite, min|q| min|kv| >= 2^-126 over nonzero elements,
+// kv's f32 values bf16), the dots are fused multiply-adds (vector.fma: the same bits), else mulf then addf. Each
+// is an scf.forall over (t, block of 4 heads) whose block of q rows is widened to f32 [4, hd] once; blocks of 4
+// heads x 4 indices share each loaded row (one vector<8xf32> accumulator per (head, index): dotF32's order),
+// leftover indices 4 x 1.
+// CHECK: %[[QROWS:[a-z0-9_]+]] = tensor.collapse_shape %[[Q]] {{\[\[}}0, 1], [2]] : tensor<?x4x32xbf16> into tensor<?x32xbf16>
+// CHECK: vector.reduction <maxsi>
+// CHECK: vector.reduction <minsi>
+// CHECK: vector.reduction <or>
+// CHECK: %[[KVBF16:[a-z0-9_]+]] = arith.cmpi eq, %{{.*}}, %c0_i32 : i32
+// CHECK: %[[MAXP:[a-z0-9_]+]] = arith.mulf
+// CHECK: %[[NOOVER:[a-z0-9_]+]] = arith.cmpf olt, %[[MAXP]], %{{.*}} : f32
+// CHECK: %[[MINP:[a-z0-9_]+]] = arith.mulf
+// CHECK: %[[NOUNDER:[a-z0-9_]+]] = arith.cmpf oge, %[[MINP]], %{{.*}} : f32
+// CHECK: %[[BOTH:[a-z0-9_]+]] = arith.andi %[[NOOVER]], %[[NOUNDER]] : i1
+// CHECK: %[[EXACT:[a-z0-9_]+]] = arith.andi %[[KVBF16]], %[[BOTH]] : i1
+// CHECK: %[[Z:[a-z0-9_]+]] = scf.if %[[EXACT]] -> (tensor<?x4x?xf32>) {
+// CHECK: scf.forall (%[[T:[a-z0-9_]+]]) in (%{{.*}}) shared_outs(%[[ZS0:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x4x?xf32>) {
 // CHECK: %[[ZSL:[a-z0-9_]+]] = tensor.extract_slice %[[ZS0]][%[[T]], 0, 0] [1, 4, %{{.*}}] [1, 1, 1]
+// CHECK: %[[QF0:[a-z0-9_]+]] = tensor.empty() : tensor<4x32xf32>
+// CHECK: scf.for %[[QD:[a-z0-9_]+]] = %c0 to %c32 step %c8 iter_args(%[[QACC:[a-z0-9_]+]] = %[[QF0]]) -> (tensor<4x32xf32>) {
+// CHECK-NEXT: %[[QB:[a-z0-9_]+]] = vector.transfer_read %[[Q]][%[[T]], %c0, %[[QD]]], %{{.*}} {in_bounds = [true]} : tensor<?x4x32xbf16>, vector<8xbf16>
+// CHECK-NEXT: %[[QW:[a-z0-9_]+]] = arith.extf %[[QB]] : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT: vector.transfer_write %[[QW]], %[[QACC]][%c0, %[[QD]]]
+// CHECK: vector.transfer_read %[[Q]][%[[T]], %c2, %{{.*}}]
+// CHECK: %[[QF:[a-z0-9_]+]] = scf.for {{.*}} -> (tensor<4x32xf32>) {
+// CHECK-NEXT: vector.transfer_read %[[Q]][%[[T]], %c3, %{{.*}}]
 // CHECK: scf.for %[[J:[a-z0-9_]+]] = %c0 to %{{.*}} step %c4 iter_args(%{{.*}} = %[[ZSL]]) -> (tensor<1x4x?xf32>) {
 // CHECK: %[[I:[a-z0-9_]+]] = tensor.extract %[[IDX]][%[[T]], %[[J]]] : tensor<?x?xi32>
 // CHECK: %[[VALID:[a-z0-9_]+]] = arith.cmpi sge, %[[I]], %c0_i32 : i32
 // CHECK: %[[LO:[a-z0-9_]+]] = arith.minsi %[[I]], %{{.*}} : i32
 // CHECK: %[[CL:[a-z0-9_]+]] = arith.maxsi %[[LO]], %c0_i32 : i32
 // CHECK: %[[ROW:[a-z0-9_]+]] = arith.index_cast %[[CL]] : i32 to index
-// CHECK: scf.for %[[K:[a-z0-9_]+]] = %c0 to %c32 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
-// CHECK-DAG: vector.transfer_read %[[Q]][%[[T]], %c0, %[[K]]]
-// CHECK-DAG: vector.transfer_read %[[KVF]][%[[ROW]], %[[K]]]
+// CHECK: scf.for %[[K:[a-z0-9_]+]] = %c0 to %c32 step %c8 iter_args(%[[ACC0:[a-z0-9_]+]] = {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK-NEXT: %[[QV:[a-z0-9_]+]] = vector.transfer_read %[[QF]][%c0, %[[K]]], %{{.*}} {in_bounds = [true]} : tensor<4x32xf32>, vector<8xf32>
+// CHECK: %[[KVV:[a-z0-9_]+]] = vector.transfer_read %[[KVF]][%[[ROW]], %[[K]]]
+// CHECK: vector.fma %[[QV]], %[[KVV]], %[[ACC0]] : vector<8xf32>
 // CHECK: %[[ZV:[a-z0-9_]+]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK: %[[ZSEL:[a-z0-9_]+]] = arith.select %[[VALID]], %[[ZV]], %[[NEGINF]] : f32
 // CHECK: tensor.insert %[[ZSEL]] into %{{.*}}[%c0, %c0, %[[J]]] : tensor<1x4x?xf32>
+// CHECK: scf.forall.in_parallel {
+// CHECK: tensor.parallel_insert_slice
+// CHECK: } else {
+// CHECK: scf.forall
+// CHECK-NOT: vector.fma
+// CHECK: %[[UQV:[a-z0-9_]+]] = vector.transfer_read %{{.*}}[%c0, %[[UK:[a-z0-9_]+]]], %{{.*}} {in_bounds = [true]} : tensor<4x32xf32>, vector<8xf32>
+// CHECK: %[[UKV:[a-z0-9_]+]] = vector.transfer_read %[[KVF]][%{{.*}}, %[[UK]]]
+// CHECK-NOT: vector.fma
+// CHECK: %[[UP:[a-z0-9_]+]] = arith.mulf %[[UQV]], %[[UKV]] : vector<8xf32>
+// CHECK-NEXT: arith.addf %{{.*}}, %[[UP]] : vector<8xf32>
 // CHECK: scf.forall.in_parallel {
 // CHECK: tensor.parallel_insert_slice
 // m: the sink broadcast, then (m < z) ? z : m over j.

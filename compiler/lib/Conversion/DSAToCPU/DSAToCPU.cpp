@@ -446,9 +446,11 @@ struct WindowIndicesLowering : OpConversionPattern<WindowIndicesOp> {
 /// z[t, h, j] = dotF32(q[t, h, :], kv[rowOf(idx[t, j]), :]) * scale, or -inf where idx[t, j] < 0, into `init`
 /// [s, H, k] f32. An scf.forall over (t, block of hb heads) (hb = 4, 2 or 1, dividing H); inside, blocks of hb heads x
 /// 4 indices (emitDotBlock: each kv row loaded once per step for hb heads, each q row for 4 indices), the leftover
-/// indices hb x 1.
+/// indices hb x 1. The block's hb rows of q (bf16) are widened to f32 once per forall iteration (a [hb, hd] f32
+/// tensor), not at every load: k / 4 blocks read them. `fused`: emitDotBlock's fused k-loop (one FMA per step and
+/// lane), which the caller may ask for only where every product of q and kv is exact (bf16ProductsExact).
 Value emitQueryKeyScores(Emit e, Value q, Value kv, Value idx, Value init, int64_t H, int64_t hd, float scale,
-                         function_ref<Value(Emit, Value)> rowOf) {
+                         function_ref<Value(Emit, Value)> rowOf, bool fused) {
   using P = arith::CmpIPredicate;
   constexpr int64_t kKeys = 4;
   const int64_t hb = H % 4 == 0 ? 4 : H % 2 == 0 ? 2 : 1;
@@ -465,11 +467,33 @@ Value emitQueryKeyScores(Emit e, Value q, Value kv, Value idx, Value init, int64
       strides{f.b.getIndexAttr(1), f.b.getIndexAttr(1), f.b.getIndexAttr(1)};
   Value slice = tensor::ExtractSliceOp::create(f.b, f.loc, tensorType(sizes, f.f32()), shared, offsets, sizes, strides);
   const float negInf = -std::numeric_limits<float>::infinity();
+  // qf[i, d] = f32(q[t, h0 + i, d]): 8 lanes at a time (readLanes widens), then the hd % 8 tail.
+  SmallVector<OpFoldResult> qfSizes{f.b.getIndexAttr(hb), f.b.getIndexAttr(hd)};
+  Value qf = f.empty(qfSizes, f.f32());
+  const int64_t hd8 = hd / kLanes * kLanes;
+  for (int64_t i = 0; i < hb; ++i) {
+    Value h = i ? f.add(h0, f.idx(i)) : h0;
+    if (hd8 > 0)
+      qf = scf::ForOp::create(f.b, f.loc, f.idx(0), f.idx(hd8), f.idx(kLanes), ValueRange{qf},
+                              [&](OpBuilder &bb, Location loc, Value d, ValueRange iter) {
+                                Emit u{bb, loc};
+                                Value lanes = readLanes(u, q, ValueRange{t, h}, d);
+                                Value next = vector::TransferWriteOp::create(bb, loc, lanes, iter[0],
+                                                                             ValueRange{u.idx(i), d},
+                                                                             ArrayRef<bool>{true})
+                                                 .getResult();
+                                scf::YieldOp::create(bb, loc, next);
+                              })
+               .getResult(0);
+    for (int64_t d = hd8; d < hd; ++d)
+      qf = tensor::InsertOp::create(f.b, f.loc, f.toF32(f.extract(q, {t, h, f.idx(d)})), qf,
+                                    ValueRange{f.idx(i), f.idx(d)});
+  }
   // Indices j .. j+nk-1 for the hb heads, inserted into `acc`.
   auto block = [&](Emit u, Value acc, Value j, int64_t nk) -> Value {
-    DotRows a{q, {}, Value()}, b{kv, {}, Value()};
+    DotRows a{qf, {}, Value()}, b{kv, {}, Value()};
     for (int64_t i = 0; i < hb; ++i)
-      a.rows.push_back({t, i ? u.add(h0, u.idx(i)) : h0});
+      a.rows.push_back({u.idx(i)});
     SmallVector<Value> js, valid;
     for (int64_t c = 0; c < nk; ++c) {
       js.push_back(c ? u.add(j, u.idx(c)) : j);
@@ -477,7 +501,7 @@ Value emitQueryKeyScores(Emit e, Value q, Value kv, Value idx, Value init, int64
       valid.push_back(u.cmpi(P::sge, ij, u.c32(0)));
       b.rows.push_back({rowOf(u, ij)});
     }
-    SmallVector<Value> dots = emitDotBlock(u, a, b, hd);
+    SmallVector<Value> dots = emitDotBlock(u, a, b, hd, fused);
     for (int64_t i = 0; i < hb; ++i)
       for (int64_t c = 0; c < nk; ++c) {
         Value zz = u.sel(valid[c], u.fmul(dots[i * nk + c], u.cf(scale)), u.cf(negInf));
@@ -654,7 +678,21 @@ struct SparseAttnLowering : OpConversionPattern<SparseAttnOp> {
           // z[t, h, j] = dotF32(q[t, h], kv[row(idx[t, j])]) * scale, -inf for -1: blocks of heads x 4 indices
           // (emitQueryKeyScores), each dot in dotF32's order.
           SmallVector<OpFoldResult> zSizes{qSizes[0], g.b.getIndexAttr(H), k};
-          Value z = emitQueryKeyScores(g, q, kvF, idx, g.empty(zSizes, f32), H, hd, scale, rowOf);
+          // Fused multiply-adds where every product of q and kv is exact in f32 (the same bits: one pass over q
+          // and one over kvF decide), else the kernels' mulf then addf.
+          SmallVector<ReassociationIndices> rows{{0, 1}, {2}};
+          Value qRows = tensor::CollapseShapeOp::create(g.b, g.loc, q, rows);
+          Value exact = bf16ProductsExact(g, qRows, hd, kvF, hd);
+          auto zType = tensorType(zSizes, f32);
+          Value z = guarded(
+              g, exact, zType,
+              [&](Emit u) {
+                return emitQueryKeyScores(u, q, kvF, idx, u.empty(zSizes, f32), H, hd, scale, rowOf, /*fused=*/true);
+              },
+              [&](Emit u) {
+                return emitQueryKeyScores(u, q, kvF, idx, u.empty(zSizes, f32), H, hd, scale, rowOf,
+                                          /*fused=*/false);
+              });
           // m[t, h] = max over sink and z (std::max order).
           SmallVector<OpFoldResult> thSizes{qSizes[0], g.b.getIndexAttr(H)};
           auto thType = tensorType(thSizes, f32);

@@ -373,6 +373,12 @@ Value productsExact(Emit t, Value xBf16, Magnitudes xm, Magnitudes wm) {
 }
 } // namespace
 
+Value bf16ProductsExact(Emit e, Value x, int64_t Cx, Value y, int64_t Cy) {
+  auto [xBf16, xMag] = bf16Magnitudes(e, x, Cx);
+  auto [yBf16, yMag] = bf16Magnitudes(e, y, Cy);
+  return productsExact(e, e.band(xBf16, yBf16), xMag, yMag);
+}
+
 SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, ArrayRef<Value> pairs, int64_t K) {
   const int64_t K8 = K / kLanes * kLanes, T = K - K8;
   const size_t na = a.rows.size(), np = pairs.size();

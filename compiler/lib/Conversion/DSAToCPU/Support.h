@@ -146,6 +146,12 @@ struct DotRows {
 /// operands, no product overflowing or below f32's normal range).
 SmallVector<Value> emitDotBlock(Emit e, const DotRows &a, const DotRows &b, int64_t K, bool fused = false);
 
+/// Whether every product of an element of x [Mx, Cx] and one of y [My, Cy] (bf16, or f32 holding bf16 values) is
+/// exact in f32, so that emitDotBlock's fused k-loop gives the bits of its unfused one: both operands bf16 values
+/// (an f32 element's low 16 bits clear), max|x| max|y| finite, min|x| min|y| over nonzero elements >= 2^-126 (a
+/// NaN or an infinity anywhere fails). One pass over each operand (i1 result).
+Value bf16ProductsExact(Emit e, Value x, int64_t Cx, Value y, int64_t Cy);
+
 /// The dots of x rows `a` and the pairs of w rows `pairs` of a paired panel `wide` [pairs, 2K] (f32; pair p's row
 /// holds w rows 2p and 2p + 1: chunk s < K/8 of row 2p + h at columns [16s + 8h, 16s + 8h + 8), their K % 8 tails
 /// T = K % 8 wide at [2 K8 + h T, 2 K8 + h T + T)), as result[(i * pairs.size() + j) * 2 + h] = dotF32(a_i, w row
