@@ -132,16 +132,22 @@
 // V16: vector.transfer_read %{{.*}}[%{{.*}}, %c16], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<8xf32>
 // V16: vector.transfer_read %{{.*}}[%{{.*}}, %c24], %{{.*}} {in_bounds = [true]} : tensor<?x32xf32>, vector<8xf32>
 // The gathered branch: kvG[t * k + j] = kv[clamp(idx[t, j])] (bf16), idxG[t, j] = t * k + j (-1 where idx < 0);
-// no f32 copy of kv; q.k and p.v load kvG's bf16 rows and widen them (arith.extf).
+// no f32 copy of kv; q.k and p.v load kvG's bf16 rows and widen them (arith.extf). kvG is an scf.forall over its
+// rows: the index (one division), the clamp once per row, then the row copied 8 columns at a time.
 // CHECK: } else {
 // CHECK-NOT: ins(%[[KV]] : tensor<?x32xbf16>)
-// CHECK: %[[KVG:[a-z0-9_]+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32xbf16>)
-// CHECK: %[[GR:[a-z0-9_]+]] = linalg.index 0 : index
+// CHECK: %[[KVG:[a-z0-9_]+]] = scf.forall (%[[GR:[a-z0-9_]+]]) in (%{{.*}}) shared_outs(%[[GS:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x32xbf16>) {
 // CHECK: %[[GT:[a-z0-9_]+]] = arith.divui %[[GR]], %{{.*}} : index
 // CHECK: %[[GJ:[a-z0-9_]+]] = arith.remui %[[GR]], %{{.*}} : index
 // CHECK: %[[GI:[a-z0-9_]+]] = tensor.extract %[[IDX]][%[[GT]], %[[GJ]]] : tensor<?x?xi32>
 // CHECK: arith.minsi %[[GI]]
-// CHECK: tensor.extract %[[KV]][%{{.*}}, %{{.*}}] : tensor<?x32xbf16>
+// CHECK: %[[GROW:[a-z0-9_]+]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: %[[GDST:[a-z0-9_]+]] = tensor.extract_slice %[[GS]][%[[GR]], 0] [1, 32] [1, 1]
+// CHECK: scf.for %[[GD:[a-z0-9_]+]] = %c0 to %c32 step %c8 iter_args(%[[GACC:[a-z0-9_]+]] = %[[GDST]]) -> (tensor<1x32xbf16>) {
+// CHECK-NOT: divui
+// CHECK: %[[GV:[a-z0-9_]+]] = vector.transfer_read %[[KV]][%[[GROW]], %[[GD]]], %{{.*}} {in_bounds = [true]} : tensor<?x32xbf16>, vector<8xbf16>
+// CHECK-NEXT: vector.transfer_write %[[GV]], %[[GACC]][%c0, %[[GD]]] {in_bounds = [true]} : vector<8xbf16>, tensor<1x32xbf16>
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[GS]][%[[GR]], 0] [1, 32] [1, 1]
 // CHECK: %[[IDXG:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[IDX]] : tensor<?x?xi32>)
 // CHECK: arith.cmpi sge, %{{.*}}, %c0_i32 : i32
 // CHECK: arith.select %{{.*}}, %{{.*}}, %c-1_i32 : i32
@@ -170,13 +176,14 @@ func.func @attn(%q: tensor<?x4x32xbf16>, %kv: tensor<?x32xbf16>, %idx: tensor<?x
 // CHECK: linalg.generic {{.*}} ins(%[[CAT]] : tensor<?x32xbf16>) outs(%{{.*}} : tensor<?x32xf32>)
 // CHECK: } else {
 // CHECK-NOT: tensor.concat
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x32xbf16>)
+// CHECK: scf.forall {{.*}} -> (tensor<?x32xbf16>) {
+// CHECK: scf.for
 // CHECK: %[[NW:[a-z0-9_]+]] = arith.cmpi slt, %[[ROW:[a-z0-9_]+]], %[[WROWS:[a-z0-9_]+]] : index
-// CHECK: scf.if %[[NW]] -> (bf16) {
-// CHECK: tensor.extract %[[WIN]][%[[ROW]], %{{.*}}] : tensor<?x32xbf16>
+// CHECK: scf.if %[[NW]] -> (vector<8xbf16>) {
+// CHECK: vector.transfer_read %[[WIN]][%[[ROW]], %{{.*}}]{{.*}} : tensor<?x32xbf16>, vector<8xbf16>
 // CHECK: } else {
 // CHECK: %[[LOCAL:[a-z0-9_]+]] = arith.subi %[[ROW]], %[[WROWS]] : index
-// CHECK: tensor.extract %[[CMP]][%[[LOCAL]], %{{.*}}] : tensor<?x32xbf16>
+// CHECK: vector.transfer_read %[[CMP]][%[[LOCAL]], %{{.*}}]{{.*}} : tensor<?x32xbf16>, vector<8xbf16>
 func.func @attn_concat(%q: tensor<?x4x32xbf16>, %win: tensor<?x32xbf16>, %cmp: tensor<?x32xbf16>,
                        %idx: tensor<?x?xi32>, %sink: tensor<4xf32>) -> tensor<?x4x32xbf16> {
   %kv = tensor.concat dim(0) %win, %cmp : (tensor<?x32xbf16>, tensor<?x32xbf16>) -> tensor<?x32xbf16>
