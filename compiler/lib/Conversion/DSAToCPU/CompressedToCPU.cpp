@@ -539,8 +539,9 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
                                                              ArrayRef<bool>{true});
                   v.push_back(x.sel(inOf[r], read, zeroRow));
                 }
-                // Stage s interleaves runs of 2^s elements of vectors i and i + 4 (rows 2i, 2i + 1 at s = 0 after
-                // the first pairing below): after three stages v[j] is column d0 + j, lane r position p0 + r.
+                // interleave(a, b, run, high): the low (high) halves of a and b taken in alternating runs of `run`
+                // elements. Three stages (runs of 1, 2, 4) turn the 8 rows into the 8 columns d0 .. d0 + 7, lane r
+                // of each being position p0 + r.
                 auto interleave = [&](Value a, Value b, int64_t run, bool high) {
                   SmallVector<int64_t> mask;
                   int64_t base = high ? kLanes / 2 : 0;
