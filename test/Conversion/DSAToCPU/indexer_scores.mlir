@@ -24,7 +24,8 @@
 // CHECK-NEXT: arith.truncf
 // kT[c, d, l] = keys[32c + l, d] (32c + l < width), 0 past width: an scf.forall over the chunks; per 8 positions
 // (rows clamped to 0 past width, then replaced by zeros) and 8 of d, 8 rows read and transposed by three stages of
-// vector.shuffle (elements, pairs, quads), each column written as 8 positions of kT.
+// vector.shuffle (transposeRows, the phase kernel's: pairs of rows, pairs of pairs, halves), each column written
+// as 8 positions of kT.
 // CHECK: %[[KT:.*]] = scf.forall (%[[KC:.*]]) in (%{{.*}}) shared_outs(%[[KTS:.*]] = %{{.*}}) -> (tensor<?x32x32xbf16>) {
 // CHECK: %[[KBLK:.*]] = tensor.extract_slice %[[KTS]][%[[KC]], 0, 0] [1, 32, 32] [1, 1, 1] : tensor<?x32x32xbf16> to tensor<1x32x32xbf16>
 // CHECK: scf.for %[[KL:.*]] = %c0 to %c32 step %c8 iter_args(%{{.*}} = %[[KBLK]]) -> (tensor<1x32x32xbf16>) {
@@ -37,16 +38,18 @@
 // CHECK: %[[Z0:.*]] = arith.select %[[KIN]], %[[R0]], %{{.*}} : vector<8xbf16>
 // CHECK: %[[Z1:.*]] = arith.select
 // CHECK-COUNT-6: vector.transfer_read
-// CHECK: %[[E0:.*]] = vector.shuffle %[[Z0]], %[[Z1]] [0, 8, 1, 9, 2, 10, 3, 11] : vector<8xbf16>, vector<8xbf16>
-// CHECK: vector.shuffle %[[Z0]], %[[Z1]] [4, 12, 5, 13, 6, 14, 7, 15]
-// CHECK: %[[E2:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 8, 1, 9, 2, 10, 3, 11]
-// CHECK: %[[P0:.*]] = vector.shuffle %[[E0]], %[[E2]] [0, 1, 8, 9, 2, 3, 10, 11]
-// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 8, 9, 2, 3, 10, 11]
-// CHECK: %[[P4:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 1, 8, 9, 2, 3, 10, 11]
+// CHECK: %[[E0:.*]] = vector.shuffle %[[Z0]], %[[Z1]] [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xbf16>, vector<8xbf16>
+// CHECK: vector.shuffle %[[Z0]], %[[Z1]] [2, 10, 3, 11, 6, 14, 7, 15]
+// CHECK: %[[E2:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 8, 1, 9, 4, 12, 5, 13]
+// CHECK: %[[P0:.*]] = vector.shuffle %[[E0]], %[[E2]] [0, 1, 8, 9, 4, 5, 12, 13]
+// CHECK: %[[P1:.*]] = vector.shuffle %[[E0]], %[[E2]] [2, 3, 10, 11, 6, 7, 14, 15]
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 8, 9, 4, 5, 12, 13]
+// CHECK: %[[P4:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 1, 8, 9, 4, 5, 12, 13]
+// CHECK: %[[P5:.*]] = vector.shuffle %{{.*}}, %{{.*}} [2, 3, 10, 11, 6, 7, 14, 15]
 // CHECK: %[[COL0:.*]] = vector.shuffle %[[P0]], %[[P4]] [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xbf16>, vector<8xbf16>
-// CHECK-NEXT: vector.transfer_write %[[COL0]], %[[KACC]][%c0, %[[KD]], %[[KL]]] {in_bounds = [true]} : vector<8xbf16>, tensor<1x32x32xbf16>
-// CHECK: %[[COL1:.*]] = vector.shuffle %[[P0]], %[[P4]] [4, 5, 6, 7, 12, 13, 14, 15]
-// CHECK: %[[D1:.*]] = arith.addi %[[KD]], %c1 : index
+// CHECK: %[[COL1:.*]] = vector.shuffle %[[P1]], %[[P5]] [0, 1, 2, 3, 8, 9, 10, 11]
+// CHECK: vector.transfer_write %[[COL0]], %[[KACC]][%c0, %[[KD]], %[[KL]]] {in_bounds = [true]} : vector<8xbf16>, tensor<1x32x32xbf16>
+// CHECK-NEXT: %[[D1:.*]] = arith.addi %[[KD]], %c1 : index
 // CHECK-NEXT: vector.transfer_write %[[COL1]], %{{.*}}[%c0, %[[D1]], %[[KL]]]
 // CHECK-COUNT-6: vector.transfer_write
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[KTS]][%[[KC]], 0, 0] [1, 32, 32] [1, 1, 1]

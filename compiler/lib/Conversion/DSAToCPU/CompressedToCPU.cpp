@@ -498,8 +498,8 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
   Type keyElem = cast<RankedTensorType>(keys.getType()).getElementType();
   SmallVector<OpFoldResult> ktSizes{chunks, e.b.getIndexAttr(ihd), e.b.getIndexAttr(chunk)};
   // With ihd a multiple of 8: an scf.forall over the chunks, each 8 x 8 block (8 positions, 8 of d) read as 8 rows
-  // of keys (rows past width read row 0 and are replaced by zeros), transposed by three stages of vector.shuffle
-  // (interleaving elements, pairs, then quads: punpckl/h on x86) and written as 8 rows of kT. The element-wise
+  // of keys (rows past width read row 0 and are replaced by zeros), transposed by transposeRows (three stages of
+  // vector.shuffle, as the phase kernel packs w) and written as 8 rows of kT. The element-wise
   // generic it replaces (kept for other ihd) was a scalar load, compare and select per element: ~10% of the
   // index-source decode step at 65536 tokens of context (perf, docs/benchmarks.md).
   auto transposedBlocks = [&](Emit te, Value src) -> Value {
@@ -539,45 +539,14 @@ Value emitIndexerSums(Emit e, Value iq, Value keys, Value wScaled, Value width, 
                                                              ArrayRef<bool>{true});
                   v.push_back(x.sel(inOf[r], read, zeroRow));
                 }
-                // interleave(a, b, run, high): the low (high) halves of a and b taken in alternating runs of `run`
-                // elements. Three stages (runs of 1, 2, 4) turn the 8 rows into the 8 columns d0 .. d0 + 7, lane r
-                // of each being position p0 + r.
-                auto interleave = [&](Value a, Value b, int64_t run, bool high) {
-                  SmallVector<int64_t> mask;
-                  int64_t base = high ? kLanes / 2 : 0;
-                  for (int64_t i = 0; i < kLanes / 2; i += run)
-                    for (int64_t side = 0; side < 2; ++side)
-                      for (int64_t k = 0; k < run; ++k)
-                        mask.push_back(side * kLanes + base + i + k);
-                  return vector::ShuffleOp::create(b2, loc2, a, b, mask).getResult();
-                };
-                // Stage 1 (runs of 1): rows (0,1), (2,3), (4,5), (6,7) -> lo/hi halves.
-                SmallVector<Value> s1;
-                for (int64_t i = 0; i < kLanes; i += 2) {
-                  s1.push_back(interleave(v[i], v[i + 1], 1, false)); // columns 0-3 of rows i, i+1
-                  s1.push_back(interleave(v[i], v[i + 1], 1, true));  // columns 4-7
-                }
-                // s1[2k + h]: rows 2k, 2k+1, columns 4h .. 4h+3, as (col, row) pairs.
-                // Stage 2 (runs of 2): row pairs (0-1, 2-3) and (4-5, 6-7).
-                SmallVector<Value> s2(kLanes);
-                for (int64_t q = 0; q < 2; ++q)   // rows 4q .. 4q+3
-                  for (int64_t h = 0; h < 2; ++h) { // columns 4h .. 4h+3
-                    Value a = s1[4 * q + h], b = s1[4 * q + 2 + h];
-                    s2[4 * q + 2 * h] = interleave(a, b, 2, false);    // columns 4h, 4h+1 of rows 4q..4q+3
-                    s2[4 * q + 2 * h + 1] = interleave(a, b, 2, true); // columns 4h+2, 4h+3
-                  }
-                // Stage 3 (runs of 4): rows 0-3 with rows 4-7.
+                // Column d0 + l of the 8 rows, lane r being position p0 + r (transposeRows: 24 shuffles).
+                SmallVector<Value> cols = transposeRows(x, v);
                 Value acc = iterD[0];
-                for (int64_t m = 0; m < 4; ++m) { // column pair 2m, 2m+1
-                  Value a = s2[m], b = s2[4 + m];
-                  for (int64_t h = 0; h < 2; ++h) {
-                    Value col = interleave(a, b, 4, h == 1);
-                    acc = vector::TransferWriteOp::create(b2, loc2, col, acc,
-                                                          ValueRange{x.idx(0), x.add(d0, x.idx(2 * m + h)), l0},
-                                                          ArrayRef<bool>{true})
-                              .getResult();
-                  }
-                }
+                for (int64_t l = 0; l < kLanes; ++l)
+                  acc = vector::TransferWriteOp::create(b2, loc2, cols[l], acc,
+                                                        ValueRange{x.idx(0), l ? x.add(d0, x.idx(l)) : d0, l0},
+                                                        ArrayRef<bool>{true})
+                            .getResult();
                 scf::YieldOp::create(b2, loc2, acc);
               });
           scf::YieldOp::create(bb, loc, dBlocks.getResult(0));

@@ -462,12 +462,6 @@ SmallVector<Value> emitPairedDotBlock(Emit e, const DotRows &a, Value wide, Arra
 //                      one phase of it (nc K8 f32) stays in L2 while every band of MR rows passes over it.
 //   partials [8, NB, JP, MR NR]: the phase sums, then combined.
 
-namespace {
-
-/// The transpose of `rows` (4 or 8 vector<8xf32>, rows[j][l]): 8 vectors, result[l][j] = rows[j][l], each as
-/// wide as there are rows. Three stages of two-input shuffles for 8 rows (pairs of rows interleaved, pairs of pairs,
-/// then 128-bit halves: 24 shuffles instead of 64 element moves), two for 4 rows (then each 128-bit half is a
-/// phase's 4 values: 16 shuffles instead of 32 moves); the x86 backend selects unpck / shufps / perm2f128.
 SmallVector<Value> transposeRows(Emit e, ArrayRef<Value> rows) {
   auto shuffle = [&](Value a, Value b, ArrayRef<int64_t> mask) {
     return vector::ShuffleOp::create(e.b, e.loc, a, b, mask).getResult();
@@ -503,6 +497,8 @@ SmallVector<Value> transposeRows(Emit e, ArrayRef<Value> rows) {
   }
   return out;
 }
+
+namespace {
 
 /// Where k-column `k` of a row goes in the phase-major order: i = k / 8 (k < 8 K8) at phase k % 8, else the tail.
 /// Packs `rows` [count, .. K ..] (bf16 or f32; row r at rowOf(r), its columns from `k0`) into `into` at

@@ -127,6 +127,13 @@ Value roundE4M3(Emit e, Value v);
 Value clampSym(Emit e, Value v, float lim);
 /// `src[lead..., k .. k+lanes-1]` (last dimension) as a vector<lanes x f32> (bf16 widened exactly; in bounds).
 Value readLanes(Emit e, Value src, ValueRange lead, Value k, int64_t lanes = kLanes);
+
+/// The transpose of `rows` (4 or 8 vector<8xT>, rows[j][l]; any element type): 8 vectors, result[l][j] =
+/// rows[j][l], each as wide as there are rows. Three stages of two-input shuffles for 8 rows (pairs of rows
+/// interleaved, pairs of pairs, then 128-bit halves of f32: 24 shuffles instead of 64 element moves), two for 4 rows
+/// (then each half is one result's 4 values: 16 shuffles instead of 32 moves); the x86 backend selects unpck /
+/// shufps / perm2f128 (punpck for 16-bit elements). Used by the phase kernel's packing and indexer_scores' kT.
+SmallVector<Value> transposeRows(Emit e, ArrayRef<Value> rows);
 /// The kernels' dotF32 of a[aLead..., 0:K] and b[bLead..., 0:K] (last dims, K static), in a generic's body.
 Value emitDotF32(Emit e, Value a, ValueRange aLead, Value b, ValueRange bLead, int64_t K);
 
