@@ -2,7 +2,8 @@
 // of the runner-utils `memrefCopy` (absent from the JIT's process and from AOT step libraries) becomes linalg.copy;
 // copies it lowers to the llvm.memcpy intrinsic stay: identity layouts, and static shapes that form one contiguous
 // row-major block at any offset (a sequence's [C, width] cache slice of a batched [B, C, width] cache). Copies whose
-// rows are each contiguous (dynamic row counts, rows apart) become a loop of one constant-size memcpy per row.
+// rows are each contiguous (dynamic row counts, rows apart) become a loop of one constant-size memcpy per row, one
+// loop per leading dimension when only the trailing ones form contiguous blocks.
 // RUN: dsa-opt %s --dsa-cpu-strided-copies-to-linalg | FileCheck %s
 // Lowered: the contiguous copies are memcpy intrinsics, the rewritten ones loops, no memrefCopy anywhere.
 // RUN: dsa-opt %s --dsa-cpu-strided-copies-to-linalg --convert-linalg-to-loops --convert-scf-to-cf \
@@ -60,6 +61,35 @@ func.func @strided(%m: memref<16x8xbf16>, %j: index, %tmp: memref<16x4xbf16>, %r
   memref.copy %c, %tmp : memref<16x4xbf16, strided<[8, 1], offset: ?>> to memref<16x4xbf16>
   %r = memref.subview %m[%j, 0] [%n, 8] [1, 1] : memref<16x8xbf16> to memref<?x8xbf16, strided<[8, 1], offset: ?>>
   memref.copy %r, %rows : memref<?x8xbf16, strided<[8, 1], offset: ?>> to memref<?x8xbf16>
+  return
+}
+
+// A batched slot [B, rows, 128] (both dynamic) copied into the first rows of each sequence's slice of its padded
+// copy [B, rows + extra, 128]: only the 128-element rows are contiguous on both sides, so one loop per leading
+// dimension and one 256-byte memcpy per row (a linalg.copy here was an element-wise 3-D loop, and with
+// parallel=true a collapsed OpenMP loop with an index division per element).
+// CHECK-LABEL: func.func @batched_slot(
+// CHECK-SAME:    %[[IN:[a-z0-9]+]]: memref<?x?x128xbf16>
+// CHECK:         %[[SUB:.+]] = memref.subview
+// CHECK:         %[[B:.+]] = memref.dim %[[IN]], %{{.+}} : memref<?x?x128xbf16>
+// CHECK:         scf.for %[[S:.+]] = %{{.+}} to %[[B]] step
+// CHECK:           %[[ROWS:.+]] = memref.dim %[[IN]], %{{.+}} : memref<?x?x128xbf16>
+// CHECK:           scf.for %[[R:.+]] = %{{.+}} to %[[ROWS]] step
+// CHECK-NEXT:        %[[FROM:.+]] = memref.subview %[[IN]][%[[S]], %[[R]], 0] [1, 1, 128] [1, 1, 1] : memref<?x?x128xbf16> to memref<128xbf16, strided<[1], offset: ?>>
+// CHECK-NEXT:        %[[TO:.+]] = memref.subview %[[SUB]][%[[S]], %[[R]], 0] [1, 1, 128] [1, 1, 1] : memref<?x?x128xbf16, strided<[?, 128, 1]>> to memref<128xbf16, strided<[1], offset: ?>>
+// CHECK-NEXT:        memref.copy %[[FROM]], %[[TO]]
+// CHECK-NOT:     linalg.copy
+// LLVM-LABEL: llvm.func @batched_slot(
+// LLVM:         "llvm.intr.memcpy"
+// LLVM:         llvm.return
+func.func @batched_slot(%in: memref<?x?x128xbf16>, %padded: memref<?x?x128xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = memref.dim %in, %c0 : memref<?x?x128xbf16>
+  %rows = memref.dim %in, %c1 : memref<?x?x128xbf16>
+  %sub = memref.subview %padded[0, 0, 0] [%b, %rows, 128] [1, 1, 1]
+      : memref<?x?x128xbf16> to memref<?x?x128xbf16, strided<[?, 128, 1]>>
+  memref.copy %in, %sub : memref<?x?x128xbf16> to memref<?x?x128xbf16, strided<[?, 128, 1]>>
   return
 }
 

@@ -46,6 +46,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -57,6 +58,7 @@
 namespace mlir::dsa {
 
 #define GEN_PASS_DEF_DSACPUSTRIDEDCOPIESTOLINALG
+#define GEN_PASS_DEF_DSACPUFLATTENELEMENTWISE
 #define GEN_PASS_DEF_DSACPUDROPINPLACERESULTS
 #include "dsa/Conversion/DSAToCPU/Passes.h.inc"
 
@@ -126,10 +128,13 @@ namespace {
 /// tensor.extract_slice on dynamic shapes) into linalg.copy, which convert-linalg-to-loops turns into loops.
 /// finalize-memref-to-llvm would otherwise lower them to a call of the runner-utils library's `memrefCopy`, which
 /// neither the JIT's process nor an AOT step library has. Copies between identity-layout memrefs stay memref.copy
-/// (a memcpy). A copy whose rows (every dimension but the first: static, row-major contiguous) are contiguous on both
-/// sides but whose row count is dynamic or whose rows are apart (a sequence's first C-or-0 index-key rows written
-/// into its slice of a padded batched slot) becomes an scf.for over the rows, each row one memref.copy of a static
-/// contiguous block: an llvm.memcpy of constant size, which LLVM inlines as vector moves.
+/// (a memcpy). A copy of rank >= 2 whose trailing dimensions (from some d >= 1: static, row-major contiguous) form
+/// one contiguous block per index of the leading ones on both sides, but whose leading sizes are dynamic or whose
+/// blocks are apart (a sequence's first C-or-0 index-key rows written into its slice of a padded batched slot; a
+/// batched [B, rows, width] slot copied into its padded [B, max(rows, C), width] copy), becomes one scf.for per
+/// leading dimension, each innermost iteration one memref.copy of a static contiguous block: an llvm.memcpy of
+/// constant size, which LLVM inlines as vector moves (an element-wise linalg.copy moved 4 bytes per iteration, and
+/// with parallel=true became one OpenMP loop with an index division per element).
 struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<StridedCopiesToLinalgPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
@@ -147,60 +152,136 @@ struct StridedCopiesToLinalgPass : impl::DSACPUStridedCopiesToLinalgBase<Strided
       if (!memcpyable(copy.getSource().getType()) || !memcpyable(copy.getTarget().getType()))
         copies.push_back(copy);
     });
-    // Rank >= 2 with static rows that are each one contiguous row-major block of >= 1 element (any row stride).
-    auto contiguousRows = [](Type t) {
+    // The first dimension d >= 1 from which every dimension is static, nonzero and row-major contiguous (stride 1
+    // innermost): each index of dimensions 0 .. d - 1 selects one contiguous block of the rest. Rank if none.
+    auto blockFrom = [](Type t) -> int64_t {
       auto m = dyn_cast<MemRefType>(t);
       if (!m || m.getRank() < 2)
-        return false;
+        return m ? m.getRank() : 0;
       SmallVector<int64_t> strides;
       int64_t offset;
       if (failed(m.getStridesAndOffset(strides, offset)))
-        return false;
-      int64_t inner = 1;
+        return m.getRank();
+      int64_t inner = 1, from = m.getRank();
       for (int64_t d = m.getRank() - 1; d >= 1; --d) {
         if (ShapedType::isDynamic(m.getDimSize(d)) || m.getDimSize(d) == 0 || strides[d] != inner)
-          return false;
+          break;
         inner *= m.getDimSize(d);
+        from = d;
       }
-      return true;
+      return from;
     };
     for (memref::CopyOp copy : copies) {
       OpBuilder b(copy);
       Location loc = copy.getLoc();
       auto source = cast<MemRefType>(copy.getSource().getType());
-      if (!contiguousRows(source) || !contiguousRows(copy.getTarget().getType())) {
+      const int64_t rank = source.getRank();
+      // Blocks contiguous on both sides: dimensions `from` .. rank - 1 (a suffix of a contiguous suffix is one).
+      const int64_t from = std::max(blockFrom(source), blockFrom(copy.getTarget().getType()));
+      if (rank < 2 || from >= rank) {
         linalg::CopyOp::create(b, loc, copy.getSource(), copy.getTarget());
         copy.erase();
         continue;
       }
-      // Row r of each side: subview [r, 0...] [1, row shape] rank-reduced to the row shape (static, contiguous).
-      const int64_t rank = source.getRank();
-      ArrayRef<int64_t> rowShape = source.getShape().drop_front();
+      // Block (i0, .., i_{from-1}) of each side: subview [i.., 0...] [1.., block shape] rank-reduced to the block
+      // shape (static, contiguous); one scf.for per leading dimension (a dynamic row count, or a batched slot's
+      // [B, rows, width] with dynamic B and rows).
+      ArrayRef<int64_t> blockShape = source.getShape().drop_front(from);
       Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
       Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-      Value rows = memref::DimOp::create(b, loc, copy.getSource(), c0);
-      scf::ForOp::create(b, loc, c0, rows, c1, ValueRange{},
-                         [&](OpBuilder &lb, Location l, Value r, ValueRange) {
-                           auto row = [&](Value m) {
-                             auto type = cast<MemRefType>(m.getType());
-                             SmallVector<OpFoldResult> offsets(rank, lb.getIndexAttr(0)), sizes, strides(
-                                                                  rank, lb.getIndexAttr(1));
-                             offsets[0] = r;
-                             sizes.push_back(lb.getIndexAttr(1));
-                             for (int64_t d : rowShape)
-                               sizes.push_back(lb.getIndexAttr(d));
-                             auto rowType = memref::SubViewOp::inferRankReducedResultType(rowShape, type, offsets,
-                                                                                           sizes, strides);
-                             return memref::SubViewOp::create(lb, l, cast<MemRefType>(rowType), m, offsets, sizes,
-                                                              strides)
-                                 .getResult();
-                           };
-                           Value from = row(copy.getSource());
-                           Value to = row(copy.getTarget());
-                           memref::CopyOp::create(lb, l, from, to);
-                           scf::YieldOp::create(lb, l);
-                         });
+      SmallVector<Value> ivs;
+      OpBuilder inner = b;
+      for (int64_t d = 0; d < from; ++d) {
+        Value n = memref::DimOp::create(inner, loc, copy.getSource(), d);
+        auto loop = scf::ForOp::create(inner, loc, c0, n, c1);
+        ivs.push_back(loop.getInductionVar());
+        inner = OpBuilder::atBlockBegin(loop.getBody());
+      }
+      auto block = [&](Value m) {
+        auto type = cast<MemRefType>(m.getType());
+        SmallVector<OpFoldResult> offsets(rank, inner.getIndexAttr(0)), sizes, strides(rank, inner.getIndexAttr(1));
+        for (int64_t d = 0; d < from; ++d) {
+          offsets[d] = ivs[d];
+          sizes.push_back(inner.getIndexAttr(1));
+        }
+        for (int64_t s : blockShape)
+          sizes.push_back(inner.getIndexAttr(s));
+        auto blockType = memref::SubViewOp::inferRankReducedResultType(blockShape, type, offsets, sizes, strides);
+        return memref::SubViewOp::create(inner, loc, cast<MemRefType>(blockType), m, offsets, sizes, strides)
+            .getResult();
+      };
+      Value fromBlock = block(copy.getSource());
+      Value toBlock = block(copy.getTarget());
+      memref::CopyOp::create(inner, loc, fromBlock, toBlock);
       copy.erase();
+    }
+  }
+};
+
+/// dsa-cpu-flatten-elementwise (Passes.td): whether `op` runs element-wise over whole identity-layout buffers of rank
+/// >= 2 (every loop parallel, no linalg.index, memref operands of the identity layout read and written at the
+/// identity map, other operands scalars).
+bool flattenable(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumLoops() < 2 || op.getNumParallelLoops() != op.getNumLoops() ||
+      op.hasIndexSemantics() || op->getNumRegions() != 1)
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type) {
+      if (isa<ShapedType>(operand.get().getType()) || map.getNumResults() != 0)
+        return false;
+      continue;
+    }
+    if (!type.getLayout().isIdentity() || !map.isIdentity())
+      return false;
+  }
+  return true;
+}
+
+struct FlattenElementwisePass : impl::DSACPUFlattenElementwiseBase<FlattenElementwisePass> {
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> ops;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (flattenable(op))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : ops) {
+      rewriter.setInsertionPoint(op);
+      Location loc = op.getLoc();
+      // The named ops (fill, map, ...) as linalg.generic first: their payload then has the generic's block
+      // arguments (inputs, then outputs), which the flat generic below takes over.
+      linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (!generic) {
+        FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+        if (failed(g))
+          continue;
+        generic = *g;
+      }
+      ReassociationIndices all;
+      for (int64_t d = 0; d < generic.getNumLoops(); ++d)
+        all.push_back(d);
+      AffineMap elementMap = AffineMap::getMultiDimIdentityMap(1, &getContext());
+      AffineMap scalarMap = AffineMap::get(1, 0, &getContext());
+      SmallVector<AffineMap> maps;
+      auto flat = [&](Value v) -> Value {
+        if (!isa<MemRefType>(v.getType())) {
+          maps.push_back(scalarMap);
+          return v;
+        }
+        maps.push_back(elementMap);
+        return memref::CollapseShapeOp::create(rewriter, loc, v, ArrayRef<ReassociationIndices>{all});
+      };
+      SmallVector<Value> inputs, outputs;
+      for (Value v : generic.getDpsInputs())
+        inputs.push_back(flat(v));
+      for (Value v : generic.getDpsInits())
+        outputs.push_back(flat(v));
+      auto flatOp = linalg::GenericOp::create(rewriter, loc, TypeRange{}, inputs, outputs, maps,
+                                              ArrayRef<utils::IteratorType>{utils::IteratorType::parallel});
+      rewriter.inlineRegionBefore(generic.getRegion(), flatOp.getRegion(), flatOp.getRegion().end());
+      rewriter.eraseOp(generic);
     }
   }
 };
@@ -391,6 +472,9 @@ void buildDSACPUPipeline(OpPassManager &pm, bool parallel, llvm::StringRef cpu, 
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createDSACPUStridedCopiesToLinalg());
+  // Fills and element-wise ops over whole buffers as one loop over the elements (no index division per element in
+  // an OpenMP loop; a contiguous body).
+  pm.addPass(createDSACPUFlattenElementwise());
 
   // The blocked dot products are scf.forall loops (DSAToCPU's emitGroupedDots): OpenMP loops with parallel=true,
   // sequential ones otherwise.

@@ -57,6 +57,24 @@ def DSACPUDropInPlaceResults : Pass<"dsa-cpu-drop-in-place-results", "::mlir::Mo
   }];
 }
 
+def DSACPUFlattenElementwise : Pass<"dsa-cpu-flatten-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Run element-wise linalg ops on whole identity-layout buffers as one loop over their elements";
+  let description = [{
+    Every linalg op on memrefs (after bufferization) of rank >= 2 whose loops are all parallel, whose memref
+    operands all have the identity layout and the identity indexing map (scalars: no result), and whose body reads
+    no linalg.index (a fill, an element-wise linalg.map or linalg.generic over whole buffers) becomes a
+    linalg.generic of one parallel loop over `memref.collapse_shape` views of its operands: the same element
+    operations in row-major order. Such an op of rank r otherwise becomes r nested loops, which with parallel=true
+    SCF-to-OpenMP collapses into one OpenMP loop that recovers the r indices with a division per element (the
+    batched step's fill of a padded [B, rows, width] index-key slot); one loop over the elements has no division
+    and a contiguous body that LLVM vectorises. Ops on subviews (strided layouts) are left as they are.
+
+    Example: `linalg.fill ins(%z : bf16) outs(%a : memref<?x?x128xbf16>)` becomes
+    `%f = memref.collapse_shape %a [[0, 1, 2]]` and a linalg.generic over `memref<?xbf16>` yielding `%z`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def DSACPUStridedCopiesToLinalg : Pass<"dsa-cpu-strided-copies-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Rewrite memref.copy between non-identity layouts into per-row memcpy loops or linalg.copy (no runner-utils memrefCopy)";
   let description = [{
@@ -66,9 +84,11 @@ def DSACPUStridedCopiesToLinalg : Pass<"dsa-cpu-strided-copies-to-linalg", "::ml
     static shape forming one contiguous row-major block (the copies bufferization makes for
     tensor.insert_slice, tensor.concat and tensor.extract_slice on dynamic shapes, and strided ones). Copies
     between identity-layout or static contiguous memrefs (e.g. `memref<16x8xbf16, strided<[8, 1], offset: ?>>`,
-    a row of a batched cache) stay memref.copy: the llvm.memcpy intrinsic. A copy of rank >= 2 whose rows (every
-    dimension but the first) are static and one contiguous block each on both sides becomes an scf.for over the
-    rows with one static memref.copy per row (a constant-size memcpy, inlined by LLVM as vector moves).
+    a row of a batched cache) stay memref.copy: the llvm.memcpy intrinsic. A copy of rank >= 2 whose trailing
+    dimensions (from some d >= 1) are static and one contiguous block per index of the leading ones on both sides
+    becomes one scf.for per leading dimension with one static memref.copy per block (a constant-size memcpy,
+    inlined by LLVM as vector moves): e.g. a batched slot `memref<?x?x128xbf16>` copied into a subview of its
+    padded copy is a loop over sequences and rows of one 256-byte memcpy each.
 
     Example: `memref.copy %a, %b : memref<?x8xf32, strided<[16, 1]>> to memref<?x8xf32>` becomes
     `scf.for` over `memref.dim %a, 0` copying `memref<8xf32, strided<[1], offset: ?>>` rows;
