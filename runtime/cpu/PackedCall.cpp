@@ -30,7 +30,9 @@ extern "C" void dsaCpuRecordFailure(int32_t code) {
 
 Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, PackedFunction fn,
                                                  const std::vector<HostValue> &args,
-                                                 std::vector<NamedTensor> *probes) {
+                                                 std::vector<NamedTensor> *probes, ReleaseFunction release) {
+  if (!release)
+    release = &std::free;
   const std::string where = "cpu backend: @" + sig.name + ": ";
   if (!fn)
     return makeError(where + "no compiled entry point");
@@ -182,7 +184,7 @@ Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, 
     if (allocated && !fromArgument) {
       auto it = owners.find(allocated);
       if (it == owners.end())
-        it = owners.emplace(allocated, std::shared_ptr<void>(allocated, [](void *q) { std::free(q); })).first;
+        it = owners.emplace(allocated, std::shared_ptr<void>(allocated, release)).first;
       owner = it->second;
     }
     // What came back must be what the (verified) signature says: a negative extent or another static size means
@@ -245,8 +247,9 @@ Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, 
 }
 
 Result<std::vector<Tensor>> invokePacked(const FunctionSignature &sig, PackedFunction fn,
-                                         const std::vector<HostValue> &args, std::vector<NamedTensor> *probes) {
-  Result<std::vector<HostValue>> values = invokePackedValues(sig, fn, args, probes);
+                                         const std::vector<HostValue> &args, std::vector<NamedTensor> *probes,
+                                         ReleaseFunction release) {
+  Result<std::vector<HostValue>> values = invokePackedValues(sig, fn, args, probes, release);
   if (!values)
     return makeError(values.error());
   std::vector<Tensor> results;

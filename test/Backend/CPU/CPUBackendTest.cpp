@@ -436,6 +436,53 @@ func.func @two(%x: tensor<?x64xf32>, %w1: tensor<512x64xf32>, %w2: tensor<8x512x
   ::dsa::abi::setBufferCacheLimit(limit);
 }
 
+// A result buffer the compiled code allocated goes back to the buffer cache when its last HostValue is dropped
+// (CPUModule passes dsa_cpu_free to invokePackedValues / invokePacked), so the next call takes that block instead of
+// mapping fresh pages (a batched step's padded index-key slot: [B, 16640, 128] bf16 every step). With libc's free
+// the cache would not grow when the result is dropped, and the second call would not take it back.
+TEST_F(CPUBackendTest, DroppedResultsGoBackToTheBufferCache) {
+  const char *text = R"mlir(
+func.func @wide(%x: tensor<?x64xf32>, %w: tensor<1024x64xf32>) -> tensor<?x1024xf32> {
+  %y = dsa.linear %x, %w : (tensor<?x64xf32>, tensor<1024x64xf32>) -> tensor<?x1024xf32>
+  return %y : tensor<?x1024xf32>
+}
+)mlir";
+  OwningOpRef<ModuleOp> m = parse(text);
+  ASSERT_TRUE(m);
+  std::unique_ptr<cpu::CPUModule> compiled = compile(*m, {});
+  ASSERT_TRUE(compiled);
+  const std::vector<Tensor> args = {randomFloats(ElementType::F32, {1024, 64}),
+                                    randomFloats(ElementType::F32, {1024, 64}, 0.1f)};
+  const size_t resultBytes = size_t(1024) * 1024 * 4; // the 4 MiB result, above kCachedMinBytes
+  const size_t limit = ::dsa::abi::bufferCacheLimit();
+  ::dsa::abi::setBufferCacheLimit(size_t(64) << 20);
+  ::dsa::abi::releaseCachedBuffers();
+  const std::vector<runtime::HostValue> values(args.begin(), args.end());
+  Tensor first;
+  size_t held = 0;
+  {
+    ::dsa::Result<std::vector<runtime::HostValue>> r = compiled->runValues("wide", values);
+    ASSERT_TRUE(r) << r.error();
+    first = (*r)[0].toTensor();
+    held = ::dsa::abi::bufferCacheBytes();
+  }
+  EXPECT_GE(::dsa::abi::bufferCacheBytes(), held + resultBytes) << "the dropped result was not kept";
+  const size_t kept = ::dsa::abi::bufferCacheBytes();
+  {
+    ::dsa::Result<std::vector<runtime::HostValue>> r = compiled->runValues("wide", values);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_LE(::dsa::abi::bufferCacheBytes() + resultBytes, kept) << "the second call did not take the kept block";
+    EXPECT_TRUE(sameBits((*r)[0].toTensor(), first));
+  }
+  // The Tensor route (run) converts and drops its results: the block comes back too.
+  ::dsa::Result<std::vector<Tensor>> t = compiled->run("wide", values);
+  ASSERT_TRUE(t) << t.error();
+  EXPECT_TRUE(sameBits((*t)[0], first));
+  EXPECT_EQ(::dsa::abi::bufferCacheBytes(), kept);
+  expectCallMatchesInterpreter(*m, *compiled, "wide", args);
+  ::dsa::abi::setBufferCacheLimit(limit);
+}
+
 /// The products' tile modes: the target's vector registers and 32 (the AVX-512 tiles, whose 16-lane vectors LLVM
 /// splits on a host without AVX-512), each serial and, where libomp is found, with OpenMP.
 std::vector<cpu::CPUCompileOptions> tileModes() {

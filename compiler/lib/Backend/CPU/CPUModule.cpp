@@ -69,7 +69,7 @@ Result<std::vector<dsa::Tensor>> CPUModule::run(const std::string &name, const s
       continue;
     std::vector<NamedTensor> named;
     Result<std::vector<dsa::Tensor>> results =
-        invokePacked(impl_->functions[i], impl_->entries[i], args, probes ? &named : nullptr);
+        invokePacked(impl_->functions[i], impl_->entries[i], args, probes ? &named : nullptr, &dsa_cpu_free);
     if (results && probes)
       for (NamedTensor &p : named)
         probes->push_back(interp::ProbeRecord{std::move(p.name), std::move(p.value)});
@@ -89,7 +89,8 @@ Result<std::vector<HostValue>> CPUModule::runValues(const std::string &name, con
       continue;
     std::vector<NamedTensor> named;
     Result<std::vector<HostValue>> results =
-        invokePackedValues(impl_->functions[i], impl_->entries[i], args, probes ? &named : nullptr);
+        invokePackedValues(impl_->functions[i], impl_->entries[i], args, probes ? &named : nullptr,
+                           &dsa_cpu_free);
     if (results && probes)
       for (NamedTensor &p : named)
         probes->push_back(interp::ProbeRecord{std::move(p.name), std::move(p.value)});

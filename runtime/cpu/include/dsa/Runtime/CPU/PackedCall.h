@@ -42,6 +42,10 @@ using runtime::ValueKind;
 /// The packed entry of a compiled function.
 using PackedFunction = void (*)(void **);
 
+/// How a result buffer of the compiled code is freed once its last HostValue is gone: the free of the allocator the
+/// code allocated it with (null: std::free).
+using ReleaseFunction = void (*)(void *);
+
 /// Checks `args` against `sig` (count, element type, rank, static sizes; errors name the argument, e.g.
 /// "argument #1 has shape [2, 5], expected tensor<2x4xbf16> (dimension 1)"; an in-place buffer for a writable
 /// argument is checked the same way), calls `fn`, checks the returned tensors' sizes against `sig` ("result #0
@@ -51,17 +55,18 @@ using PackedFunction = void (*)(void **);
 /// compiled code is an error with the check's message. Thread-safe (the check record is per thread).
 Result<std::vector<dsa::Tensor>> invokePacked(const FunctionSignature &sig, PackedFunction fn,
                                                  const std::vector<HostValue> &args,
-                                                 std::vector<NamedTensor> *probes);
+                                                 std::vector<NamedTensor> *probes, ReleaseFunction release = nullptr);
 
 /// invokePacked without the conversion of the results to Tensors: tensor results are the compiled code's buffers
 /// adopted as HostValue::inPlace buffers (the caller owns them; results sharing one allocation share one owner,
-/// freed once), an in-place result (FunctionSignature::inPlace) is its argument's value (the caller's inPlace
+/// freed once by `release`: null is std::free; the JIT passes dsa_cpu_free, whose cache the code allocates from,
+/// so that a large result (a batched step's padded slot) is reused by a later step instead of mapped afresh), an in-place result (FunctionSignature::inPlace) is its argument's value (the caller's inPlace
 /// buffer, the fresh copy made for a writable argument given otherwise, or the argument as given for a read-only
 /// one: no copy), scalars rank-0 Tensors. Probes are Tensors as with invokePacked. Errors as invokePacked, plus a
 /// writableArgs / inPlace entry outside the signature and one inPlace buffer given for two writable arguments.
 Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, PackedFunction fn,
                                                  const std::vector<HostValue> &args,
-                                                 std::vector<NamedTensor> *probes);
+                                                 std::vector<NamedTensor> *probes, ReleaseFunction release = nullptr);
 
 /// The compiled code's hook (RuntimeErrors.h): records the first code of the current call on this thread. The JIT
 /// binds `dsa_cpu_fail` to it; an AOT step library calls it through its `dsa_cpu_fail_hook` pointer.
