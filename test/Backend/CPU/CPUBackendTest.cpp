@@ -401,6 +401,22 @@ func.func @k5(%x: tensor<?x5xbf16>, %w: tensor<3x5xbf16>) -> tensor<?x3xbf16> {
   expectMatchesInterpreter(text, "k5", {randomFloats(ElementType::BF16, {2, 5}), randomFloats(ElementType::BF16, {3, 5})});
 }
 
+/// The buffer cache limited to `bytes` and emptied for one test; the previous limit comes back at the end of the
+/// scope, also when an ASSERT returns early (the cache is process-wide: later tests must not inherit the limit).
+class ScopedBufferCacheLimit {
+public:
+  explicit ScopedBufferCacheLimit(size_t bytes) : previous_(::dsa::abi::bufferCacheLimit()) {
+    ::dsa::abi::setBufferCacheLimit(bytes);
+    ::dsa::abi::releaseCachedBuffers();
+  }
+  ~ScopedBufferCacheLimit() { ::dsa::abi::setBufferCacheLimit(previous_); }
+  ScopedBufferCacheLimit(const ScopedBufferCacheLimit &) = delete;
+  ScopedBufferCacheLimit &operator=(const ScopedBufferCacheLimit &) = delete;
+
+private:
+  size_t previous_;
+};
+
 // The compiled code's malloc / free are the buffer cache's (core's dsa/ABI/BufferCache.h): a 2 MiB f32 temporary
 // (the first product's [1024, 512] result, consumed by the second) freed inside the call is kept for the next
 // call, which reuses it (the bytes held do not grow), and without the cache (limit 0) nothing is kept; the results
@@ -420,9 +436,7 @@ func.func @two(%x: tensor<?x64xf32>, %w1: tensor<512x64xf32>, %w2: tensor<8x512x
   const std::vector<Tensor> args = {randomFloats(ElementType::F32, {1024, 64}),
                                     randomFloats(ElementType::F32, {512, 64}, 0.1f),
                                     randomFloats(ElementType::F32, {8, 512}, 0.1f)};
-  const size_t limit = ::dsa::abi::bufferCacheLimit();
-  ::dsa::abi::setBufferCacheLimit(size_t(64) << 20);
-  ::dsa::abi::releaseCachedBuffers();
+  ScopedBufferCacheLimit cache(size_t(64) << 20);
   ASSERT_EQ(::dsa::abi::bufferCacheBytes(), 0u);
   expectCallMatchesInterpreter(*m, *compiled, "two", args);
   const size_t afterFirst = ::dsa::abi::bufferCacheBytes();
@@ -433,7 +447,6 @@ func.func @two(%x: tensor<?x64xf32>, %w1: tensor<512x64xf32>, %w2: tensor<8x512x
   EXPECT_EQ(::dsa::abi::bufferCacheBytes(), 0u);
   expectCallMatchesInterpreter(*m, *compiled, "two", args);
   EXPECT_EQ(::dsa::abi::bufferCacheBytes(), 0u);
-  ::dsa::abi::setBufferCacheLimit(limit);
 }
 
 // A result buffer the compiled code allocated goes back to the buffer cache when its last HostValue is dropped
@@ -454,9 +467,7 @@ func.func @wide(%x: tensor<?x64xf32>, %w: tensor<1024x64xf32>) -> tensor<?x1024x
   const std::vector<Tensor> args = {randomFloats(ElementType::F32, {1024, 64}),
                                     randomFloats(ElementType::F32, {1024, 64}, 0.1f)};
   const size_t resultBytes = size_t(1024) * 1024 * 4; // the 4 MiB result, above kCachedMinBytes
-  const size_t limit = ::dsa::abi::bufferCacheLimit();
-  ::dsa::abi::setBufferCacheLimit(size_t(64) << 20);
-  ::dsa::abi::releaseCachedBuffers();
+  ScopedBufferCacheLimit cache(size_t(64) << 20);
   const std::vector<runtime::HostValue> values(args.begin(), args.end());
   Tensor first;
   size_t held = 0;
@@ -480,7 +491,6 @@ func.func @wide(%x: tensor<?x64xf32>, %w: tensor<1024x64xf32>) -> tensor<?x1024x
   EXPECT_TRUE(sameBits((*t)[0], first));
   EXPECT_EQ(::dsa::abi::bufferCacheBytes(), kept);
   expectCallMatchesInterpreter(*m, *compiled, "wide", args);
-  ::dsa::abi::setBufferCacheLimit(limit);
 }
 
 /// The products' tile modes: the target's vector registers and 32 (the AVX-512 tiles, whose 16-lane vectors LLVM

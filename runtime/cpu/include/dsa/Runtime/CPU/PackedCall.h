@@ -60,9 +60,10 @@ Result<std::vector<dsa::Tensor>> invokePacked(const FunctionSignature &sig, Pack
 /// invokePacked without the conversion of the results to Tensors: tensor results are the compiled code's buffers
 /// adopted as HostValue::inPlace buffers (the caller owns them; results sharing one allocation share one owner,
 /// freed once by `release`: null is std::free; the JIT passes dsa_cpu_free, whose cache the code allocates from,
-/// so that a large result (a batched step's padded slot) is reused by a later step instead of mapped afresh), an in-place result (FunctionSignature::inPlace) is its argument's value (the caller's inPlace
-/// buffer, the fresh copy made for a writable argument given otherwise, or the argument as given for a read-only
-/// one: no copy), scalars rank-0 Tensors. Probes are Tensors as with invokePacked. Errors as invokePacked, plus a
+/// so that a large result (a batched step's padded slot) is reused by a later step instead of mapped afresh), an
+/// in-place result (FunctionSignature::inPlace) is its argument's value (the caller's inPlace buffer, the fresh copy
+/// made for a writable argument given otherwise, or the argument as given for a read-only one: no copy), scalars
+/// rank-0 Tensors. Probes are Tensors as with invokePacked. Errors as invokePacked, plus a
 /// writableArgs / inPlace entry outside the signature and one inPlace buffer given for two writable arguments.
 Result<std::vector<HostValue>> invokePackedValues(const FunctionSignature &sig, PackedFunction fn,
                                                  const std::vector<HostValue> &args,
